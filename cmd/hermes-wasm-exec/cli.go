@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// Version is the program's version, set at build time with
+// -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	exitOK     = 0 // status success
+	exitFailed = 1 // any other status
+	exitUsage  = 2 // usage or configuration error
+)
+
+const usage = `usage: hermes-wasm-exec <command> [flags]
+
+commands:
+  run [flags] SCRIPT.py|-   run a script and print its result JSON
+  doctor [--config FILE]    show the interpreter, caches, config and modes
+  bench [-n N]              measure start-up and tool round trips (prints a table)
+  version                   print the version
+
+run flags:
+  --mode strict|project     execution mode (default: code_execution.mode)
+  --config FILE             config file (default: $HERMES_HOME/config.yaml)
+  --workdir DIR             session working dir the tools act on (default: .)
+  --timeout SECONDS         wall-clock limit (default: code_execution.timeout)
+  --max-tool-calls N        tool-call budget (default: code_execution.max_tool_calls)
+  --log-level LEVEL         info (default) or debug
+`
+
+// Run is the whole program behind main, testable without a process: it
+// returns the exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], stdin, stdout, stderr)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "hermes-wasm-exec %s\n", Version)
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "hermes-wasm-exec: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	mode := fs.String("mode", "", "")
+	cfgPath := fs.String("config", "", "")
+	workdir := fs.String("workdir", "", "")
+	timeout := fs.Float64("timeout", 0, "")
+	maxCalls := fs.Int("max-tool-calls", -1, "")
+	logLevel := fs.String("log-level", "info", "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: give exactly one script (a .py file, or - for stdin)\n\n%s", usage)
+		return exitUsage
+	}
+	if *logLevel != "info" && *logLevel != "debug" {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --log-level must be info or debug, not %q\n", *logLevel)
+		return exitUsage
+	}
+	if *timeout < 0 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --timeout must be a positive number of seconds, not %v\n", *timeout)
+		return exitUsage
+	}
+	if *mode != "" {
+		if _, ok := executor.NormalizeMode(*mode); !ok {
+			fmt.Fprintf(stderr, "hermes-wasm-exec run: --mode must be strict or project, not %q\n", *mode)
+			return exitUsage
+		}
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+		return exitUsage
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+	code, err := readScript(pos[0], stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: %v\n", err)
+		return exitUsage
+	}
+
+	logf := func(string, ...any) {}
+	if *logLevel == "debug" {
+		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
+	}
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})
+	defer ex.Close(context.Background())
+
+	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second))}
+	if *maxCalls >= 0 {
+		req.MaxToolCalls = maxCalls
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			cancel(&shared.InterruptError{Reason: "interrupted by the user (Ctrl-C)"})
+		}
+	}()
+
+	res, err := ex.Execute(ctx, req)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if encErr := enc.Encode(res); encErr != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: writing the result: %v\n", encErr)
+		return exitFailed
+	}
+	if errors.Is(err, executor.ErrProjectMode) {
+		return exitUsage
+	}
+	if res.Status != shared.StatusSuccess {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// maxScript bounds the size of a script.
+const maxScript = 16 << 20
+
+func readScript(name string, stdin io.Reader) (string, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", fmt.Errorf("cannot read the script: %w", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return "", fmt.Errorf("%s is a directory: give a .py file", name)
+		}
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxScript+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the script: %w", err)
+	}
+	if len(b) > maxScript {
+		return "", fmt.Errorf("the script is larger than %d MiB", maxScript>>20)
+	}
+	return strings.TrimPrefix(string(b), "\ufeff"), nil
+}

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary act as the CLI in a child process (for
+// exit codes, signals and interpreter overrides that are read once per
+// process) when HERMES_CLI_MAIN is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("HERMES_CLI_MAIN") == "1" {
+		os.Exit(Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if os.Getenv("HERMES_WASM_CACHE_DIR") == "" {
+		// Keep one compilation cache for every test run on this machine.
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		os.Setenv("HERMES_WASM_CACHE_DIR", filepath.Join(base, "hermes-wasm-exec-test", "wasm"))
+	}
+	os.Exit(m.Run())
+}
+
+// result is the part of the result JSON the tests look at.
+type result struct {
+	Status              string  `json:"status"`
+	Output              string  `json:"output"`
+	ToolCallsMade       int     `json:"tool_calls_made"`
+	DurationSeconds     float64 `json:"duration_seconds"`
+	ExitCode            *int    `json:"exit_code"`
+	Mode                string  `json:"mode"`
+	StdoutTruncated     bool    `json:"stdout_truncated"`
+	StdoutBytesCaptured int64   `json:"stdout_bytes_captured"`
+	StdoutBytesTotal    int64   `json:"stdout_bytes_total"`
+	StdoutBytesOmitted  int64   `json:"stdout_bytes_omitted"`
+	Error               string  `json:"error"`
+	Hint                string  `json:"hint"`
+	Warning             string  `json:"warning"`
+	StdoutSpillPath     string  `json:"stdout_spill_path"`
+	ToolCalls           []struct {
+		Tool string `json:"tool"`
+		OK   bool   `json:"ok"`
+	} `json:"tool_calls"`
+}
+
+// env is an isolated environment for one CLI run: its own HERMES_HOME,
+// TMPDIR (checked to be empty afterwards) and working dir.
+type env struct {
+	t       *testing.T
+	home    string
+	tmp     string
+	workdir string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, home: t.TempDir(), tmp: t.TempDir(), workdir: t.TempDir()}
+	t.Setenv("HERMES_HOME", e.home)
+	t.Setenv("TMPDIR", e.tmp)
+	t.Cleanup(func() {
+		left, _ := os.ReadDir(e.tmp)
+		var names []string
+		for _, d := range left {
+			names = append(names, d.Name())
+		}
+		require.Empty(t, names, "temp dirs left behind")
+	})
+	return e
+}
+
+// copyProject copies testdata/project into the working dir.
+func (e *env) copyProject() {
+	e.t.Helper()
+	require.NoError(e.t, os.CopyFS(e.workdir, os.DirFS("../../testdata/project")))
+}
+
+// run runs the CLI in-process with args before the script (given as
+// stdin) and returns the exit code, the parsed result and stderr.
+func (e *env) run(script string, args ...string) (int, result, string) {
+	e.t.Helper()
+	full := append([]string{"run", "--mode", "strict", "--workdir", e.workdir}, args...)
+	full = append(full, "-")
+	var out, errb bytes.Buffer
+	code := Run(full, strings.NewReader(script), &out, &errb)
+	var res result
+	if out.Len() > 0 {
+		require.NoError(e.t, json.Unmarshal(out.Bytes(), &res), "stdout must be one JSON object: %s", out.String())
+	}
+	return code, res, errb.String()
+}
+
+// runFile runs a testdata script file.
+func (e *env) runFile(path string, args ...string) (int, result, string) {
+	e.t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(e.t, err)
+	return e.run(string(b), args...)
+}
+
+func TestExamples(t *testing.T) {
+	t.Run("data pipeline", func(t *testing.T) {
+		e := newEnv(t)
+		e.copyProject()
+		code, res, _ := e.runFile("../../testdata/examples/data_pipeline.py")
+		require.Equal(t, 0, code, res.Output)
+		require.Equal(t, "success", res.Status)
+		var got struct {
+			Files     int                 `json:"files"`
+			Functions int                 `json:"functions"`
+			ByFile    map[string][]string `json:"by_file"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
+		require.Equal(t, 4, got.Files)
+		require.Equal(t, 6, got.Functions)
+		require.Equal(t, []string{"load_user", "load_users", "display_name"}, got.ByFile["app/users.py"])
+		require.Equal(t, 5, res.ToolCallsMade)
+		require.Equal(t, "strict", res.Mode)
+	})
+	t.Run("bulk refactor", func(t *testing.T) {
+		e := newEnv(t)
+		e.copyProject()
+		code, res, _ := e.runFile("../../testdata/examples/bulk_refactor.py")
+		require.Equal(t, 0, code, res.Output)
+		require.JSONEq(t, `{"files_fixed": 3, "fixed": ["app/orders.py", "app/users.py", "app/util.py"], "remaining": 0}`, res.Output)
+		b, err := os.ReadFile(filepath.Join(e.workdir, "app", "users.py"))
+		require.NoError(t, err)
+		require.Equal(t, 2, strings.Count(string(b), "get_json("))
+		require.NotContains(t, string(b), "fetch_json(")
+	})
+	t.Run("build and test", func(t *testing.T) {
+		e := newEnv(t)
+		e.copyProject()
+		code, res, _ := e.runFile("../../testdata/examples/build_and_test.py")
+		require.Equal(t, 0, code, res.Output)
+		require.JSONEq(t, `{"exit_code": 0, "passed": 5, "failed": 0, "failures": []}`, res.Output)
+		require.NoError(t, os.WriteFile(filepath.Join(e.workdir, "app", "util.py"), []byte("# XXX-TODO\n"), 0o644))
+		code, res, _ = e.runFile("../../testdata/examples/build_and_test.py")
+		require.Equal(t, 0, code, res.Output)
+		require.JSONEq(t, `{"exit_code": 1, "passed": 3, "failed": 2, "failures": ["util defines fetch_json", "no TODO markers"]}`, res.Output)
+	})
+	t.Run("web research", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.runFile("../../testdata/examples/web_research.py")
+		require.Equal(t, 0, code, res.Output)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
+		require.Equal(t, false, got["searched"])
+		require.Contains(t, got["error"], "No web search provider configured.")
+		require.Contains(t, got["error"], "web.search.provider")
+		require.Len(t, res.ToolCalls, 1)
+		require.False(t, res.ToolCalls[0].OK)
+	})
+}
+
+func TestEnvScrubbing(t *testing.T) {
+	script := `import os, json
+from hermes_tools import terminal
+names = ["DB_PASSWORD", "HERMES_BASE_URL", "OPENAI_API_KEY", "MY_TOKEN", "HERMES_HOME", "LANG", "RANDOM_THING"]
+shell = terminal("env")["output"]
+print(json.dumps({"guest": sorted(n for n in names if n in os.environ),
+                  "terminal": sorted(n for n in names if n + "=" in shell)}))
+`
+	for name, tc := range map[string]struct {
+		config string
+		want   string
+	}{
+		"default":     {"", `{"guest": ["HERMES_HOME", "LANG"], "terminal": ["HERMES_HOME", "LANG"]}`},
+		"passthrough": {"terminal:\n  env_passthrough: [HERMES_BASE_URL, OPENAI_API_KEY, MY_TOKEN]\n", `{"guest": ["HERMES_BASE_URL", "HERMES_HOME", "LANG", "MY_TOKEN"], "terminal": ["HERMES_BASE_URL", "HERMES_HOME", "LANG", "MY_TOKEN"]}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			for _, kv := range []string{"DB_PASSWORD=hunter2", "HERMES_BASE_URL=http://internal", "OPENAI_API_KEY=sk-x", "MY_TOKEN=t", "LANG=C.UTF-8", "RANDOM_THING=1"} {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			cfg := filepath.Join(e.home, "config.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.config), 0o600))
+			code, res, stderr := e.run(script, "--log-level", "debug")
+			require.Equal(t, 0, code, res.Output)
+			require.JSONEq(t, tc.want, res.Output)
+			// HERMES_WASM_CACHE_DIR (set for the tests) is dropped too.
+			dropped := regexp.MustCompile(`execute_code: dropped \d+ non-allowlisted HERMES_\* var\(s\): (.*) \(add them`).FindStringSubmatch(stderr)
+			require.NotNil(t, dropped, stderr)
+			if name == "default" {
+				require.Contains(t, dropped[1], "HERMES_BASE_URL")
+			} else {
+				require.NotContains(t, dropped[1], "HERMES_BASE_URL")
+				require.Contains(t, stderr, "refusing to pass through host-managed credentials [OPENAI_API_KEY]")
+			}
+		})
+	}
+}
+
+// TestJail tries every path trick from inside the guest: `..`, absolute
+// host paths, symlinks it tries to make, and a symlink planted in its
+// staging dir from the host (through terminal) while it runs.
+func TestJail(t *testing.T) {
+	e := newEnv(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	script := `import os, json
+from hermes_tools import terminal, shell_quote
+OUT = ` + "%q" + `
+TMP = ` + "%q" + `
+results = {}
+def attempt(name, fn):
+    try:
+        results[name] = "ALLOWED: " + repr(fn())[:60]
+    except Exception as e:
+        results[name] = type(e).__name__
+
+attempt("read abs", lambda: open(OUT + "/secret.txt").read())
+attempt("read dotdot", lambda: open("../../../../../../.." + OUT + "/secret.txt").read())
+attempt("read etc", lambda: open("/etc/hostname").read())
+attempt("list parent", lambda: os.listdir("/.."))
+attempt("write abs", lambda: open(OUT + "/written.txt", "w").write("x"))
+attempt("write dotdot", lambda: open("/../../../../../" + OUT + "/written2.txt", "w").write("x"))
+attempt("symlink", lambda: os.symlink(OUT, "/esc"))
+attempt("hardlink", lambda: os.link(OUT + "/secret.txt", "/hard"))
+# Plant symlinks into the staging dir from the host, then try them.
+r = terminal("for d in " + shell_quote(TMP) + "/hermes-strict-*; do ln -s " + shell_quote(OUT) + " $d/planted; ln -s " + shell_quote(OUT + "/secret.txt") + " $d/planted-file; done")
+attempt("planted dir", lambda: open("/planted/secret.txt").read())
+attempt("planted file", lambda: open("/planted-file").read())
+attempt("planted write", lambda: open("/planted/new.txt", "w").write("x"))
+attempt("planted list", lambda: os.listdir("/planted"))
+attempt("own file", lambda: open("/mine.txt", "w").write("ok"))
+print(json.dumps(results, sort_keys=True))
+print(sorted(os.listdir("/")))
+`
+	code, res, _ := e.run(strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1))
+	require.Equal(t, 0, code, res.Output)
+	lines := strings.SplitN(res.Output, "\n", 2)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got), res.Output)
+	for name, v := range got {
+		if name == "own file" {
+			require.Equal(t, "ALLOWED: 2", v)
+			continue
+		}
+		require.NotContains(t, v, "ALLOWED", name)
+	}
+	require.Equal(t, "PermissionError", got["planted dir"])
+	require.Equal(t, "PermissionError", got["planted file"])
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "host secret", string(b))
+	entries, _ := os.ReadDir(outside)
+	require.Len(t, entries, 1, "nothing may be created outside the mount")
+	require.Contains(t, lines[1], "'mine.txt'")
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestSandboxHasNoNetworkOrProcesses(t *testing.T) {
+	e := newEnv(t)
+	code, res, _ := e.run(`import json
+results = {}
+def attempt(name, fn):
+    try:
+        fn()
+        results[name] = "ALLOWED"
+    except Exception as e:
+        results[name] = type(e).__name__
+import socket, subprocess, os
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", 80), timeout=1))
+attempt("subprocess", lambda: subprocess.run(["ls"]))
+attempt("system", lambda: os.system("ls") == 0 or (_ for _ in ()).throw(OSError("system failed")))
+print(json.dumps(results, sort_keys=True))
+`)
+	require.Equal(t, 0, code, res.Output)
+	require.NotContains(t, res.Output, "ALLOWED")
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("timeout", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("print('working', flush=True)\nwhile True:\n    pass\n", "--timeout", "3")
+		require.Equal(t, 1, code)
+		require.Equal(t, "timeout", res.Status)
+		require.Equal(t, "Script timed out after 3s and was killed.", res.Error)
+		require.True(t, strings.HasSuffix(res.Output, "\n⏰ Script timed out after 3s and was killed."), res.Output)
+		require.Contains(t, res.Output, "working")
+	})
+	t.Run("timeout during a tool call", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("from hermes_tools import terminal\nterminal('sleep 30')\n", "--timeout", "2")
+		require.Equal(t, 1, code)
+		require.Equal(t, "timeout", res.Status)
+		require.Less(t, res.DurationSeconds, 15.0)
+	})
+	t.Run("memory cap", func(t *testing.T) {
+		e := newEnv(t)
+		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("code_execution:\n  memory_limit_mb: 64\n"), 0o600))
+		code, res, _ := e.run("chunks = []\nwhile True:\n    chunks.append(bytearray(8 * 1024 * 1024))\n")
+		require.Equal(t, 1, code)
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "MemoryError")
+	})
+	t.Run("tool budget", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run(`from hermes_tools import web_search
+for i in range(5):
+    print(web_search("q").get("error"))
+`, "--max-tool-calls", "3")
+		require.Equal(t, 0, code, res.Output)
+		lines := strings.Split(strings.TrimSpace(res.Output), "\n")
+		require.Len(t, lines, 5)
+		require.Equal(t, "Tool call limit reached (3). No more tool calls allowed in this execution.", lines[3])
+		require.Equal(t, lines[3], lines[4])
+		require.Equal(t, 3, res.ToolCallsMade)
+		require.Len(t, res.ToolCalls, 3)
+	})
+	t.Run("huge output", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run(`import sys
+for i in range(200000):
+    sys.stdout.write("line %06d %s\n" % (i, "x" * 40))
+`)
+		require.Equal(t, 0, code, res.Error)
+		total := int64(200000 * 53)
+		require.True(t, res.StdoutTruncated)
+		require.Equal(t, total, res.StdoutBytesTotal)
+		require.Equal(t, int64(50000), res.StdoutBytesCaptured)
+		require.Equal(t, total-50000, res.StdoutBytesOmitted)
+		require.Contains(t, res.Output, "\n\n... [OUTPUT TRUNCATED - 10,550,000 bytes omitted out of 10,600,000 total] ...\n\n")
+		require.True(t, strings.HasPrefix(res.Output, "line 000000 "))
+		require.True(t, strings.HasSuffix(res.Output, "line 199999 "+strings.Repeat("x", 40)+"\n"))
+		require.Equal(t, filepath.Join(e.home, "cache", "exec"), filepath.Dir(res.StdoutSpillPath))
+		require.Regexp(t, `^stdout-[0-9a-f]{12}\.txt$`, filepath.Base(res.StdoutSpillPath))
+		require.Contains(t, res.Warning, res.StdoutSpillPath)
+		spill, err := os.ReadFile(res.StdoutSpillPath)
+		require.NoError(t, err)
+		require.Len(t, spill, 5_000_000, "the spill file is capped")
+		require.True(t, strings.HasPrefix(string(spill), "line 000000 "))
+	})
+	t.Run("spill holds the full output", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("for i in range(20000):\n    print(i)\n")
+		require.Equal(t, 0, code, res.Error)
+		var want strings.Builder
+		for i := range 20000 {
+			want.WriteString(strconv.Itoa(i) + "\n")
+		}
+		spill, err := os.ReadFile(res.StdoutSpillPath)
+		require.NoError(t, err)
+		require.Equal(t, want.String(), string(spill))
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	t.Run("empty script", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("  \n\n")
+		require.Equal(t, 1, code)
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "The script is empty")
+	})
+	t.Run("syntax error", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("print('a'\nx = 1\n")
+		require.Equal(t, 1, code)
+		require.Contains(t, res.Error, "SyntaxError")
+		require.Contains(t, res.Error, "script.py")
+	})
+	t.Run("exception with hint", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("from hermes_tools import read_file\nprint(read_file('README.md').splitlines())\n")
+		require.Equal(t, 1, code)
+		require.Contains(t, res.Error, "AttributeError: 'dict' object has no attribute 'splitlines'")
+		require.Contains(t, res.Hint, "Tool functions return dicts")
+	})
+	t.Run("sys.exit codes", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("import sys\nsys.exit(0)\n")
+		require.Equal(t, 0, code)
+		require.Equal(t, "success", res.Status)
+		code, res, _ = e.run("import sys\nprint('partial')\nsys.exit(4)\n")
+		require.Equal(t, 1, code)
+		require.Equal(t, "Script exited with code 4", res.Error)
+		require.Equal(t, 4, *res.ExitCode)
+		require.Contains(t, res.Output, "partial")
+	})
+	t.Run("non-UTF-8 output", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe end\\n')\n")
+		require.Equal(t, 0, code, res.Output)
+		require.Equal(t, "ok \ufffd\ufffd end\n", res.Output)
+	})
+	t.Run("reads stdin", func(t *testing.T) {
+		e := newEnv(t)
+		code, res, _ := e.run("name = input('name? ')\nprint(name)\n")
+		require.Equal(t, 1, code)
+		require.Contains(t, res.Error, "EOFError")
+	})
+	t.Run("config typo", func(t *testing.T) {
+		e := newEnv(t)
+		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("code_execution:\n  timout: 10\n"), 0o600))
+		code, res, stderr := e.run("print(1)\n")
+		require.Equal(t, 2, code)
+		require.Empty(t, res.Status)
+		require.Contains(t, stderr, `code_execution.timout`)
+		require.Contains(t, stderr, `did you mean "timeout"?`)
+	})
+	t.Run("missing config file", func(t *testing.T) {
+		e := newEnv(t)
+		code, _, stderr := e.run("print(1)\n", "--config", filepath.Join(e.home, "nope.yaml"))
+		require.Equal(t, 2, code)
+		require.Contains(t, stderr, "nope.yaml")
+	})
+	t.Run("usage", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, Run([]string{"run"}, strings.NewReader(""), &out, &errb))
+		require.Contains(t, errb.String(), "give exactly one script")
+		require.Equal(t, 2, Run([]string{"frobnicate"}, strings.NewReader(""), &out, &errb))
+		require.Equal(t, 2, Run([]string{"run", "--mode", "sandbox", "x.py"}, strings.NewReader(""), &out, &errb))
+		require.Equal(t, 2, Run([]string{"run", "/does/not/exist.py"}, strings.NewReader(""), &out, &errb))
+		require.Contains(t, errb.String(), "cannot read the script")
+	})
+	t.Run("project mode not yet available", func(t *testing.T) {
+		e := newEnv(t)
+		var out, errb bytes.Buffer
+		code := Run([]string{"run", "--mode", "project", "--workdir", e.workdir, "-"}, strings.NewReader("print(1)"), &out, &errb)
+		require.Equal(t, 2, code)
+		require.Contains(t, errb.String(), "project mode is not available")
+	})
+}
+
+// child runs the CLI in a child process (the test binary itself).
+func child(t *testing.T, env []string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), append(env, "HERMES_CLI_MAIN=1")...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestInterpreterFile(t *testing.T) {
+	dir := t.TempDir()
+	tmp := t.TempDir()
+	good, err := os.ReadFile("../../pyodide-assets/dist/python.wasm")
+	require.NoError(t, err, "run `make assets` first")
+	truncated := filepath.Join(dir, "truncated.wasm")
+	require.NoError(t, os.WriteFile(truncated, good[:len(good)/2], 0o600))
+	corrupt := filepath.Join(dir, "corrupt.wasm")
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/3] ^= 0xff
+	require.NoError(t, os.WriteFile(corrupt, bad, 0o600))
+
+	for name, tc := range map[string]struct{ path, want string }{
+		"missing":   {filepath.Join(dir, "none.wasm"), "make assets"},
+		"truncated": {truncated, "corrupt or truncated"},
+		"corrupted": {corrupt, "corrupt or truncated"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := child(t, []string{"HERMES_WASM_INTERPRETER=" + tc.path, "TMPDIR=" + tmp, "HERMES_HOME=" + dir},
+				"print(1)\n", "run", "--mode", "strict", "-")
+			require.Equal(t, 1, code, stderr)
+			require.Contains(t, stderr, tc.want)
+			var res result
+			require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+			require.Equal(t, "error", res.Status)
+			require.Contains(t, res.Error, tc.want)
+			left, _ := os.ReadDir(tmp)
+			require.Empty(t, left)
+		})
+	}
+}
+
+func TestVersionAndDoctor(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, Run([]string{"version"}, nil, &out, &errb))
+	require.Contains(t, out.String(), "hermes-wasm-exec ")
+	out.Reset()
+	e := newEnv(t)
+	_ = e
+	require.Equal(t, 0, Run([]string{"doctor"}, nil, &out, &errb), errb.String())
+	for _, want := range []string{"sha256    " + "04a8c76e8b8f247f16f442016c052abbf85c9a553763128f500f4ab3f1c7799a", "status    ok", "compile cache", "config in effect:", "mode: project", "project-mode interpreter:"} {
+		require.Contains(t, out.String(), want)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+)
+
+// doctorCmd prints what a run would use: the interpreter asset, the caches,
+// the configuration in effect and project mode's interpreter. It exits 1
+// when strict mode could not run.
+func doctorCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default: $HERMES_HOME/config.yaml)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	code := exitOK
+	fmt.Fprintf(stdout, "hermes-wasm-exec %s\n\n", Version)
+
+	fmt.Fprintln(stdout, "strict-mode interpreter:")
+	fmt.Fprintf(stdout, "  package   %s@%s (CPython 3.12.0 WASI, VMware Labs build)\n", pyodideassets.PackageName, pyodideassets.PackageVersion)
+	if p := os.Getenv("HERMES_WASM_INTERPRETER"); p != "" {
+		fmt.Fprintf(stdout, "  source    %s (HERMES_WASM_INTERPRETER)\n", p)
+	} else {
+		fmt.Fprintln(stdout, "  source    embedded in this binary")
+	}
+	fmt.Fprintf(stdout, "  sha256    %s (pinned)\n", pyodideassets.SHA256)
+	if _, err := pyodideassets.Interpreter(); err != nil {
+		fmt.Fprintf(stdout, "  status    NOT USABLE: %v\n", err)
+		code = exitFailed
+	} else {
+		fmt.Fprintf(stdout, "  status    ok, %d bytes, hash verified\n", pyodideassets.Size)
+	}
+
+	home := config.HermesHome()
+	fmt.Fprintln(stdout, "\npaths:")
+	fmt.Fprintf(stdout, "  HERMES_HOME        %s\n", home)
+	fmt.Fprintf(stdout, "  compile cache      %s\n", executor.CacheDir(home))
+	fmt.Fprintf(stdout, "  stdout spill files %s\n", home+string(os.PathSeparator)+"cache"+string(os.PathSeparator)+"exec")
+
+	cfg, err := config.Load(*cfgPath)
+	fmt.Fprintln(stdout, "\nconfig in effect:")
+	if err != nil {
+		fmt.Fprintf(stdout, "  ERROR: %v\n", err)
+		code = exitUsage
+	} else {
+		src := cfg.Source
+		if src == "" {
+			src = "defaults (no config file)"
+		}
+		fmt.Fprintf(stdout, "  source    %s\n", src)
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(stdout, "  warning   %s\n", w)
+		}
+		out, _ := yaml.Marshal(map[string]any{
+			"code_execution": map[string]any{
+				"mode":                cfg.CodeExecution.Mode,
+				"timeout":             cfg.CodeExecution.Timeout,
+				"max_tool_calls":      cfg.CodeExecution.MaxToolCalls,
+				"kernel_idle_timeout": cfg.CodeExecution.KernelIdleTimeout,
+				"max_session_kernels": cfg.CodeExecution.MaxSessionKernels,
+				"memory_limit_mb":     cfg.CodeExecution.MemoryLimitMB,
+				"timezone":            cfg.CodeExecution.Timezone,
+			},
+			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough},
+		})
+		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			fmt.Fprintf(stdout, "  %s\n", line)
+		}
+	}
+
+	fmt.Fprintln(stdout, "\nproject-mode interpreter:")
+	choice := native.Resolve(context.Background(), os.Getenv)
+	for _, s := range choice.Skipped {
+		fmt.Fprintf(stdout, "  skipped   %s\n", s)
+	}
+	if choice.Path != "" {
+		fmt.Fprintf(stdout, "  would use %s (Python %s, from %s)\n", choice.Path, choice.Version, choice.Source)
+	} else {
+		fmt.Fprintln(stdout, "  would use the embedded WASI CPython (no usable host python >= 3.8)")
+	}
+	fmt.Fprintf(stdout, "  status    %v\n", executor.ErrProjectMode)
+	return code
+}

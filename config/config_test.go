@@ -1,0 +1,502 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDefault(t *testing.T) {
+	d := Default()
+	ce := d.CodeExecution
+	if ce.Mode != "project" || ce.Timeout != 300 || ce.MaxToolCalls != 50 ||
+		ce.KernelIdleTimeout != 1800 || ce.MaxSessionKernels != 4 || ce.MemoryLimitMB != 512 ||
+		ce.Timezone != "" {
+		t.Fatalf("unexpected defaults: %+v", ce)
+	}
+	if len(d.Terminal.EnvPassthrough) != 0 || d.Source != "" || d.Warnings != nil {
+		t.Fatalf("unexpected defaults: %+v", d)
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want func(*Config)
+	}{
+		{name: "empty", in: ""},
+		{name: "only comments", in: "# nothing here\n   # still nothing\n"},
+		{name: "document marker only", in: "---\n"},
+		{name: "null sections", in: "code_execution:\nterminal:\n"},
+		{name: "spec example", in: `
+code_execution:
+  mode: project              # project | strict
+  timeout: 300               # seconds
+  max_tool_calls: 50         # per execution
+  kernel_idle_timeout: 1800  # seconds
+  max_session_kernels: 4
+terminal:
+  env_passthrough: [HERMES_BASE_URL]   # exact names only
+`, want: func(c *Config) { c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL"} }},
+		{name: "all keys", in: `
+code_execution:
+  mode: "  STRICT "
+  timeout: 86400
+  max_tool_calls: 0
+  kernel_idle_timeout: 1
+  max_session_kernels: 1
+  memory_limit_mb: 4096
+  timezone: Europe/Paris
+terminal:
+  env_passthrough:
+    - HERMES_BASE_URL
+    - MY_API_KEY
+    - HERMES_BASE_URL
+`, want: func(c *Config) {
+			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
+				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, Timezone: "Europe/Paris"}
+			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
+		}},
+		{name: "minimum memory and timeout", in: "code_execution: {timeout: 1, memory_limit_mb: 16}",
+			want: func(c *Config) { c.CodeExecution.Timeout = 1; c.CodeExecution.MemoryLimitMB = 16 }},
+		{name: "mode Project mixed case", in: "code_execution:\n  mode: Project\n"},
+		{name: "empty mode means default", in: "code_execution:\n  mode: ''\n"},
+		{name: "hex integer", in: "code_execution:\n  timeout: 0x10\n",
+			want: func(c *Config) { c.CodeExecution.Timeout = 16 }},
+		{name: "anchors and aliases", in: "code_execution:\n  timeout: &t 120\n  kernel_idle_timeout: *t\n",
+			want: func(c *Config) { c.CodeExecution.Timeout = 120; c.CodeExecution.KernelIdleTimeout = 120 }},
+		{name: "empty passthrough list", in: "terminal:\n  env_passthrough: []\n"},
+		{name: "null passthrough", in: "terminal:\n  env_passthrough:\n"},
+		{name: "UTC timezone", in: "code_execution:\n  timezone: UTC\n",
+			want: func(c *Config) { c.CodeExecution.Timezone = "UTC" }},
+		{name: "empty timezone", in: "code_execution:\n  timezone: ''\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.in), "config.yaml")
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := Default()
+			want.Source = "config.yaml"
+			if tt.want != nil {
+				tt.want(&want)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseUnknownModeFallsBack(t *testing.T) {
+	got, err := Parse([]byte("code_execution:\n  mode: docker\n"), "config.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got.CodeExecution.Mode != "project" {
+		t.Fatalf("mode = %q, want project", got.CodeExecution.Mode)
+	}
+	if len(got.Warnings) != 1 {
+		t.Fatalf("warnings = %q, want one", got.Warnings)
+	}
+	for _, want := range []string{"config.yaml: line 2", "code_execution.mode", `"docker"`, `falling back to "project"`} {
+		if !strings.Contains(got.Warnings[0], want) {
+			t.Errorf("warning %q does not contain %q", got.Warnings[0], want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		line    int
+		key     string
+		message string // the exact Error() text when it starts with "config.yaml", else substrings separated by "|"
+	}{
+		{
+			name: "unknown key with suggestion",
+			in:   "code_execution:\n  mode: strict\n  timout: 30\n",
+			line: 3, key: "code_execution.timout",
+			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, timezone); did you mean "timeout"?`,
+		},
+		{
+			name: "unknown key without suggestion",
+			in:   "code_execution:\n  sandbox: true\n",
+			line: 2, key: "code_execution.sandbox",
+			message: `config.yaml: line 2: unknown key "code_execution.sandbox" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, timezone)`,
+		},
+		{
+			name: "unknown top-level key",
+			in:   "code_executon:\n  mode: strict\n",
+			line: 1, key: "code_executon",
+			message: `config.yaml: line 1: unknown key "code_executon" (valid keys: code_execution, terminal); did you mean "code_execution"?`,
+		},
+		{
+			name: "unknown terminal key",
+			in:   "terminal:\n  env_pasthrough: [A]\n",
+			line: 2, key: "terminal.env_pasthrough",
+			message: `unknown key "terminal.env_pasthrough" (valid keys: env_passthrough)|did you mean "env_passthrough"?`,
+		},
+		{
+			name: "duplicate key",
+			in:   "code_execution:\n  timeout: 3\n  timeout: 4\n",
+			line: 3, key: "code_execution.timeout",
+			message: `duplicate key "code_execution.timeout" (first defined at line 2)`,
+		},
+		{
+			name: "string for timeout",
+			in:   "code_execution:\n  timeout: soon\n",
+			line: 2, key: "code_execution.timeout",
+			message: `config.yaml: line 2: code_execution.timeout must be an integer (seconds), got string "soon"`,
+		},
+		{
+			name: "quoted number for timeout",
+			in:   "code_execution:\n  timeout: \"300\"\n",
+			line: 2, key: "code_execution.timeout",
+			message: `code_execution.timeout must be an integer (seconds), got string "300"`,
+		},
+		{
+			name: "float for max_tool_calls",
+			in:   "code_execution:\n  max_tool_calls: 2.5\n",
+			line: 2, key: "code_execution.max_tool_calls",
+			message: `code_execution.max_tool_calls must be an integer, got float "2.5"`,
+		},
+		{
+			name: "bool for kernel_idle_timeout",
+			in:   "code_execution:\n  kernel_idle_timeout: yes\n",
+			line: 2, key: "code_execution.kernel_idle_timeout",
+			message: `must be an integer (seconds), got string "yes"`,
+		},
+		{
+			name: "null timeout",
+			in:   "code_execution:\n  timeout:\n  mode: strict\n",
+			line: 2, key: "code_execution.timeout",
+			message: `code_execution.timeout must be an integer (seconds), got null`,
+		},
+		{
+			name: "map for env_passthrough",
+			in:   "terminal:\n  env_passthrough:\n    HERMES_BASE_URL: yes\n",
+			line: 3, key: "terminal.env_passthrough",
+			message: `config.yaml: line 3: terminal.env_passthrough must be a list of environment variable names, got a mapping`,
+		},
+		{
+			name: "string for env_passthrough",
+			in:   "terminal:\n  env_passthrough: HERMES_BASE_URL\n",
+			line: 2, key: "terminal.env_passthrough",
+			message: `terminal.env_passthrough must be a list of environment variable names, got string "HERMES_BASE_URL"`,
+		},
+		{
+			name: "number in env_passthrough",
+			in:   "terminal:\n  env_passthrough: [A, 12]\n",
+			line: 2, key: "terminal.env_passthrough[1]",
+			message: `terminal.env_passthrough[1] must be a string naming an environment variable, got integer "12"`,
+		},
+		{
+			name: "empty env_passthrough entry",
+			in:   "terminal:\n  env_passthrough:\n    - A\n    - ''\n",
+			line: 4, key: "terminal.env_passthrough[1]",
+			message: `terminal.env_passthrough[1] is empty`,
+		},
+		{
+			name: "env_passthrough entry with =",
+			in:   "terminal:\n  env_passthrough: [\"A=1\"]\n",
+			line: 2, key: "terminal.env_passthrough[0]",
+			message: `terminal.env_passthrough[0] is "A=1", which contains "="`,
+		},
+		{
+			name: "section is a list",
+			in:   "code_execution: [1, 2]\n",
+			line: 1, key: "code_execution",
+			message: `"code_execution" must be a mapping of keys to values, got a list`,
+		},
+		{
+			name: "section is a string",
+			in:   "terminal: bash\n",
+			line: 1, key: "terminal",
+			message: `"terminal" must be a mapping of keys to values, got string "bash"`,
+		},
+		{
+			name: "top level is a list",
+			in:   "- a\n- b\n",
+			line: 1, key: "",
+			message: `the top level must be a mapping of keys to values, got a list`,
+		},
+		{
+			name: "mode is not a string",
+			in:   "code_execution:\n  mode: 3\n",
+			line: 2, key: "code_execution.mode",
+			message: `code_execution.mode must be a string ("project" or "strict"), got integer "3"`,
+		},
+		{
+			name: "timeout too small",
+			in:   "code_execution:\n  timeout: 0\n",
+			line: 2, key: "code_execution.timeout",
+			message: `config.yaml: line 2: code_execution.timeout is 0, which is out of range (must be between 1 and 86400)`,
+		},
+		{
+			name: "timeout too large",
+			in:   "code_execution:\n  timeout: 86401\n",
+			line: 2, key: "code_execution.timeout",
+			message: `code_execution.timeout is 86401, which is out of range (must be between 1 and 86400)`,
+		},
+		{
+			name: "timeout overflows int64",
+			in:   "code_execution:\n  timeout: 99999999999999999999999\n",
+			line: 2, key: "code_execution.timeout",
+			message: `out of range (must be between 1 and 86400)`,
+		},
+		{
+			name: "negative max_tool_calls",
+			in:   "code_execution:\n  max_tool_calls: -1\n",
+			line: 2, key: "code_execution.max_tool_calls",
+			message: `code_execution.max_tool_calls is -1, which is out of range (must be 0 or more)`,
+		},
+		{
+			name: "zero kernel_idle_timeout",
+			in:   "code_execution:\n  kernel_idle_timeout: 0\n",
+			line: 2, key: "code_execution.kernel_idle_timeout",
+			message: `(must be 1 or more)`,
+		},
+		{
+			name: "zero max_session_kernels",
+			in:   "code_execution:\n  max_session_kernels: 0\n",
+			line: 2, key: "code_execution.max_session_kernels",
+			message: `code_execution.max_session_kernels is 0, which is out of range (must be 1 or more)`,
+		},
+		{
+			name: "memory too small",
+			in:   "code_execution:\n  memory_limit_mb: 8\n",
+			line: 2, key: "code_execution.memory_limit_mb",
+			message: `code_execution.memory_limit_mb is 8, which is out of range (must be between 16 and 4096)`,
+		},
+		{
+			name: "memory too large",
+			in:   "code_execution:\n  memory_limit_mb: 8192\n",
+			line: 2, key: "code_execution.memory_limit_mb",
+			message: `(must be between 16 and 4096)`,
+		},
+		{
+			name: "unknown timezone",
+			in:   "code_execution:\n  timezone: Mars/Olympus_Mons\n",
+			line: 2, key: "code_execution.timezone",
+			message: `code_execution.timezone: unknown time zone "Mars/Olympus_Mons"`,
+		},
+		{
+			name: "Local timezone",
+			in:   "code_execution:\n  timezone: Local\n",
+			line: 2, key: "code_execution.timezone",
+			message: `not "Local"`,
+		},
+		{
+			name: "timezone not a string",
+			in:   "code_execution:\n  timezone: 5\n",
+			line: 2, key: "code_execution.timezone",
+			message: `code_execution.timezone must be a string naming an IANA time zone`,
+		},
+		{
+			name: "invalid yaml",
+			in:   "code_execution:\n  timeout: 3\n mode: [\n",
+			line: 0, key: "",
+			message: `config.yaml: |invalid YAML: `,
+		},
+		{
+			name: "two documents",
+			in:   "code_execution: {}\n---\nterminal: {}\n",
+			line: 2, key: "",
+			message: `more than one YAML document`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.in), "config.yaml")
+			if err == nil {
+				t.Fatalf("Parse succeeded with %+v, want an error", cfg)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T %v is not a *config.Error", err, err)
+			}
+			if ce.Path != "config.yaml" {
+				t.Errorf("Path = %q", ce.Path)
+			}
+			if tt.line != 0 && ce.Line != tt.line {
+				t.Errorf("Line = %d, want %d (%v)", ce.Line, tt.line, err)
+			}
+			if ce.Key != tt.key {
+				t.Errorf("Key = %q, want %q", ce.Key, tt.key)
+			}
+			if strings.HasPrefix(tt.message, "config.yaml: line") {
+				if err.Error() != tt.message {
+					t.Errorf("Error() =\n  %s\nwant\n  %s", err, tt.message)
+				}
+				return
+			}
+			for _, part := range strings.Split(tt.message, "|") {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("Error() = %q, want it to contain %q", err, part)
+				}
+			}
+		})
+	}
+}
+
+func TestParseYAMLSyntaxErrorHasLine(t *testing.T) {
+	_, err := Parse([]byte("code_execution:\n  timeout: 3\n  mode: \"unterminated\n"), "c.yaml")
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want *Error", err)
+	}
+	if ce.Line == 0 || !strings.Contains(ce.Msg, "invalid YAML") || ce.Unwrap() == nil {
+		t.Fatalf("got %+v", ce)
+	}
+}
+
+func TestParseSourceInErrors(t *testing.T) {
+	_, err := Parse([]byte("bogus: 1\n"), "")
+	if err == nil || !strings.HasPrefix(err.Error(), "line 1: unknown key \"bogus\"") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestHermesHome(t *testing.T) {
+	t.Setenv("HERMES_HOME", "/opt/hermes-home")
+	if got := HermesHome(); got != "/opt/hermes-home" {
+		t.Fatalf("HermesHome() = %q", got)
+	}
+	t.Setenv("HERMES_HOME", "")
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory")
+	}
+	if got, want := HermesHome(), filepath.Join(home, ".hermes"); got != want {
+		t.Fatalf("HermesHome() = %q, want %q", got, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HERMES_HOME", dir)
+
+	t.Run("no file gives defaults", func(t *testing.T) {
+		got, err := Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, Default()) {
+			t.Fatalf("got %+v", got)
+		}
+	})
+
+	t.Run("missing explicit path", func(t *testing.T) {
+		missing := filepath.Join(dir, "nope.yaml")
+		_, err := Load(missing)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Path != missing || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("got %v", err)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("error does not wrap os.ErrNotExist: %v", err)
+		}
+	})
+
+	t.Run("default file", func(t *testing.T) {
+		p := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(p, []byte("code_execution:\n  mode: strict\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(p)
+		got, err := Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Source != p || got.CodeExecution.Mode != "strict" {
+			t.Fatalf("got %+v", got)
+		}
+	})
+
+	t.Run("explicit file with error", func(t *testing.T) {
+		p := filepath.Join(dir, "other.yaml")
+		if err := os.WriteFile(p, []byte("\n\ncode_execution:\n  timeout: -5\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p)
+		want := p + ": line 4: code_execution.timeout is -5, which is out of range (must be between 1 and 86400)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+	})
+}
+
+func TestSuggest(t *testing.T) {
+	names := []string{"mode", "timeout", "max_tool_calls"}
+	for in, want := range map[string]string{
+		"timout":         "timeout",
+		"TIMEOUT":        "timeout",
+		"mod":            "mode",
+		"max_tool_call":  "max_tool_calls",
+		"max_tools_call": "max_tool_calls",
+		"banana":         "",
+		"":               "",
+	} {
+		if got := suggest(in, names); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"",
+		"# comment only\n",
+		"code_execution:\n  mode: strict\n  timeout: 30\n",
+		"code_execution:\n  mode: WEIRD\n",
+		"code_execution: {timeout: 0x7fffffffffffffff}\n",
+		"code_execution:\n  timeout: &a 5\n  max_tool_calls: *a\n",
+		"terminal:\n  env_passthrough: [HERMES_BASE_URL, A=B]\n",
+		"terminal:\n  env_passthrough: {a: b}\n",
+		"- 1\n- 2\n",
+		"a: &a [*a]\n",
+		"code_execution: !!binary aGVsbG8=\n",
+		"? [a, b]\n: c\n",
+		"code_execution:\n  timezone: America/New_York\n",
+		"---\na: 1\n---\nb: 2\n",
+		"\xff\xfe bad utf8",
+		"<<: {code_execution: {}}\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not *Error: %v", err, err)
+			}
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		ce := cfg.CodeExecution
+		if ce.Mode != ModeProject && ce.Mode != ModeStrict {
+			t.Fatalf("mode %q", ce.Mode)
+		}
+		if ce.Timeout < MinTimeout || ce.Timeout > MaxTimeout || ce.MaxToolCalls < 0 ||
+			ce.KernelIdleTimeout < 1 || ce.MaxSessionKernels < 1 ||
+			ce.MemoryLimitMB < MinMemoryLimitMB || ce.MemoryLimitMB > MaxMemoryLimitMB {
+			t.Fatalf("out-of-range config accepted: %+v", ce)
+		}
+		for _, name := range cfg.Terminal.EnvPassthrough {
+			if name == "" || strings.Contains(name, "=") {
+				t.Fatalf("bad passthrough name %q accepted", name)
+			}
+		}
+	})
+}

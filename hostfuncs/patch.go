@@ -1,0 +1,546 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+// patchArgs are patch's keyword arguments; nil pointers are absent or null.
+type patchArgs struct {
+	Path       *string `json:"path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll *bool   `json:"replace_all"`
+	Mode       *string `json:"mode"`
+	Patch      *string `json:"patch"`
+}
+
+// patchNewFilePerm is the mode of files created by "*** Add File".
+const patchNewFilePerm fs.FileMode = 0o644
+
+// patchBinarySniff is how many leading bytes are checked for NUL.
+const patchBinarySniff = 8192
+
+func patchFail(msg string) Result {
+	return Result{"success": false, "error": msg}
+}
+
+// patch edits files: mode "replace" swaps old_string for new_string in one
+// file (tolerating whitespace and line-ending drift), mode "patch" applies
+// a V4A multi-file patch all-or-nothing.
+func (t *Tools) patch(ctx context.Context, args json.RawMessage) Result {
+	var a patchArgs
+	if r := decodeArgs("patch", args, &a); r != nil {
+		r["success"] = false
+		return r
+	}
+	mode := "replace"
+	if a.Mode != nil && strings.TrimSpace(*a.Mode) != "" {
+		mode = strings.ToLower(strings.TrimSpace(*a.Mode))
+	}
+	switch mode {
+	case "replace":
+		return t.patchReplace(ctx, a)
+	case "patch":
+		if a.Patch == nil || strings.TrimSpace(*a.Patch) == "" {
+			return patchFail(`patch is required for mode="patch": pass the V4A patch text ("*** Begin Patch" ... "*** End Patch")`)
+		}
+		return t.patchApplyV4A(ctx, *a.Patch)
+	default:
+		return patchFail(fmt.Sprintf(`Invalid mode %q: valid modes are "replace" (path, old_string, new_string) and "patch" (V4A patch text)`, *a.Mode))
+	}
+}
+
+// patchReplace implements mode "replace".
+func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
+	if a.Path == nil || strings.TrimSpace(*a.Path) == "" {
+		msg := `path is required for mode="replace"`
+		if a.Patch != nil {
+			msg += `; to apply a V4A patch pass mode="patch"`
+		}
+		return patchFail(msg)
+	}
+	if a.OldString == nil || *a.OldString == "" {
+		return patchFail("old_string cannot be empty")
+	}
+	if a.NewString == nil {
+		return patchFail(`new_string is required for mode="replace" (use "" to delete old_string)`)
+	}
+	oldS, newS := *a.OldString, *a.NewString
+	if oldS == newS {
+		return patchFail("old_string and new_string are identical")
+	}
+	path := *a.Path
+	abs := t.resolve(path)
+
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return patchFail("File not found: " + path)
+	case err != nil:
+		return patchFail(fmt.Sprintf("Cannot access %s: %v", path, err))
+	case info.IsDir():
+		return patchFail("Path is a directory, not a file: " + path)
+	case !info.Mode().IsRegular():
+		return patchFail("Not a regular file: " + path)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return patchFail(fmt.Sprintf("Failed to read %s: %v", path, err))
+	}
+	if patchIsBinary(data) {
+		return patchFail("Cannot patch binary file: " + path)
+	}
+	content := string(data)
+
+	spans, _ := patchFindMatches(content, oldS, newS)
+	if len(spans) == 0 {
+		msg := "Could not find a match for old_string in the file"
+		if n, line, ok := patchClosestLine(content, oldS); ok {
+			msg += fmt.Sprintf(". Closest line (%d): %q", n, v4aClip(line))
+		}
+		return patchFail(msg)
+	}
+	if len(spans) > 1 && (a.ReplaceAll == nil || !*a.ReplaceAll) {
+		return patchFail(fmt.Sprintf("Found %d matches for old_string. Provide more context to make it unique, or use replace_all=True.", len(spans)))
+	}
+
+	var b strings.Builder
+	prev := 0
+	for _, s := range spans {
+		b.WriteString(content[prev:s.start])
+		b.WriteString(s.repl)
+		prev = s.end
+	}
+	b.WriteString(content[prev:])
+	updated := b.String()
+	if strings.HasSuffix(content, "\n") && updated != "" && !strings.HasSuffix(updated, "\n") {
+		updated += patchToEOL("\n", patchUsesCRLF(content))
+	}
+
+	if updated != content {
+		if err := ctx.Err(); err != nil {
+			return patchFail(fmt.Sprintf("Patch cancelled: %v", err))
+		}
+		target := abs
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			target = r
+		}
+		if err := patchAtomicWrite(target, []byte(updated), info.Mode()); err != nil {
+			return patchFail(fmt.Sprintf("Failed to write %s: %v", path, err))
+		}
+	}
+	rel := t.patchDisplayPath(abs)
+	return Result{
+		"success":        true,
+		"diff":           patchUnifiedDiff(content, updated, "a/"+rel, "b/"+rel),
+		"files_modified": []string{abs},
+	}
+}
+
+// patchIsBinary reports whether data looks binary (a NUL byte early on).
+func patchIsBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), patchBinarySniff)], 0) >= 0
+}
+
+// patchDisplayPath is abs relative to the working dir, with slashes, for
+// diff headers.
+func (t *Tools) patchDisplayPath(abs string) string {
+	rel, err := filepath.Rel(t.workdir, abs)
+	if err != nil {
+		rel = abs
+	}
+	return filepath.ToSlash(rel)
+}
+
+// patchUnifiedDiff renders a unified diff between two texts ("" when they
+// are equal). A missing final newline is marked the way diff does.
+func patchUnifiedDiff(oldText, newText, from, to string) string {
+	if oldText == newText {
+		return ""
+	}
+	s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        patchDiffLines(oldText),
+		B:        patchDiffLines(newText),
+		FromFile: from,
+		ToFile:   to,
+		Context:  3,
+	})
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+func patchDiffLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		return lines[:len(lines)-1]
+	}
+	lines[len(lines)-1] += "\n\\ No newline at end of file\n"
+	return lines
+}
+
+// patchStage writes data to a temp file beside path, with perm, ready to be
+// renamed over it. It returns the temp file's name.
+func patchStage(path string, data []byte, perm fs.FileMode) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".patch-*")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// patchAtomicWrite replaces path with data through a temp file and rename.
+func patchAtomicWrite(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := patchStage(path, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// patchVFile is one file in the in-memory view a V4A patch is applied to.
+type patchVFile struct {
+	given   string // path as written in the patch
+	abs     string // lexical absolute path
+	real    string // abs with symlinks resolved, for writing
+	display string // slash path relative to the working dir
+	orig    *string
+	cur     *string
+	perm    fs.FileMode
+	// movedFrom is the source of a "*** Move to" that created this file.
+	movedFrom *patchVFile
+}
+
+// patchApplyV4A implements mode "patch".
+func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
+	ops, err := v4aParse(text)
+	if err != nil {
+		return patchFail(err.Error())
+	}
+
+	files := map[string]*patchVFile{}
+	var order []*patchVFile
+	get := func(p string) (*patchVFile, string) {
+		abs, real, msg := t.patchV4APath(p)
+		if msg != "" {
+			return nil, msg
+		}
+		if f, ok := files[abs]; ok {
+			return f, ""
+		}
+		f := &patchVFile{given: p, abs: abs, real: real, display: t.patchDisplayPath(abs), perm: patchNewFilePerm}
+		info, err := os.Stat(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Sprintf("Cannot access %s: %v", p, err)
+		case info.IsDir():
+			return nil, "Path is a directory, not a file: " + p
+		case !info.Mode().IsRegular():
+			return nil, "Not a regular file: " + p
+		default:
+			data, err := os.ReadFile(abs)
+			if err != nil {
+				return nil, fmt.Sprintf("Failed to read %s: %v", p, err)
+			}
+			if patchIsBinary(data) {
+				return nil, "Cannot patch binary file: " + p
+			}
+			s := string(data)
+			f.orig, f.cur, f.perm = &s, &s, info.Mode()
+		}
+		files[abs] = f
+		order = append(order, f)
+		return f, ""
+	}
+
+	for _, op := range ops {
+		f, msg := get(op.Path)
+		if msg != "" {
+			return patchFail(msg)
+		}
+		switch op.Kind {
+		case v4aOpAdd:
+			if f.cur != nil {
+				return patchFail(fmt.Sprintf("Cannot add %s: file already exists (use *** Update File to change it). No files were modified.", op.Path))
+			}
+			c := op.Content
+			f.cur = &c
+		case v4aOpDelete:
+			if f.cur == nil {
+				return patchFail(fmt.Sprintf("File not found: %s (in *** Delete File). No files were modified.", op.Path))
+			}
+			f.cur = nil
+		case v4aOpUpdate:
+			if f.cur == nil {
+				return patchFail(fmt.Sprintf("File not found: %s (in *** Update File). No files were modified.", op.Path))
+			}
+			updated := *f.cur
+			if len(op.Hunks) > 0 {
+				updated, err = v4aApplyHunks(*f.cur, op.Hunks, op.Path)
+				if err != nil {
+					return patchFail(err.Error())
+				}
+			}
+			dst := f
+			if op.MoveTo != "" {
+				if dst, msg = get(op.MoveTo); msg != "" {
+					return patchFail(msg)
+				}
+			}
+			if dst != f {
+				if dst.cur != nil {
+					return patchFail(fmt.Sprintf("Cannot move %s to %s: the destination already exists. No files were modified.", op.Path, op.MoveTo))
+				}
+				dst.perm, dst.movedFrom = f.perm, f
+				f.cur = nil
+			}
+			dst.cur = &updated
+		}
+	}
+
+	if err := ctx.Err(); err != nil {
+		return patchFail(fmt.Sprintf("Patch cancelled: %v. No files were modified.", err))
+	}
+	return t.patchCommit(order)
+}
+
+// patchV4APath resolves a patch path, refusing any that leaves the working
+// dir lexically or through a symlink. It returns the absolute path, the
+// symlink-resolved path to write, or an error message.
+func (t *Tools) patchV4APath(p string) (abs, real, msg string) {
+	escape := "Path escapes the working directory: " + p
+	native := filepath.FromSlash(p)
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || !filepath.IsLocal(native) {
+		return "", "", escape
+	}
+	abs = filepath.Join(t.workdir, native)
+	root := t.workdir
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	real, err := patchRealPath(abs)
+	if err != nil {
+		return "", "", fmt.Sprintf("Cannot resolve %s: %v", p, err)
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+		return "", "", escape
+	}
+	return abs, real, ""
+}
+
+// patchRealPath resolves the symlinks of abs's longest existing prefix and
+// appends the rest.
+func patchRealPath(abs string) (string, error) {
+	var rest []string
+	for p := abs; ; {
+		if _, err := os.Lstat(p); err == nil {
+			r, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
+}
+
+// patchCommit writes the V4A result: every new content is staged in a temp
+// file first (nothing changes if any staging fails), then renamed into
+// place, then deletions run.
+func (t *Tools) patchCommit(order []*patchVFile) Result {
+	type staged struct {
+		f   *patchVFile
+		tmp string
+	}
+	var (
+		stagedFiles []staged
+		createdDirs []string
+		deletes     []*patchVFile
+		changed     []*patchVFile
+	)
+	abort := func(msg string) Result {
+		for _, s := range stagedFiles {
+			os.Remove(s.tmp)
+		}
+		for i := len(createdDirs) - 1; i >= 0; i-- {
+			os.Remove(createdDirs[i])
+		}
+		return patchFail(msg + ". No files were modified.")
+	}
+	for _, f := range order {
+		switch {
+		case f.orig == nil && f.cur == nil:
+			continue
+		case f.cur == nil:
+			deletes = append(deletes, f)
+		case f.orig != nil && *f.orig == *f.cur:
+			continue
+		default:
+			dirs, err := patchMkdirs(filepath.Dir(f.real))
+			createdDirs = append(createdDirs, dirs...)
+			if err != nil {
+				return abort(fmt.Sprintf("Failed to create the directory for %s: %v", f.given, err))
+			}
+			tmp, err := patchStage(f.real, []byte(*f.cur), f.perm)
+			if err != nil {
+				return abort(fmt.Sprintf("Failed to write %s: %v", f.given, err))
+			}
+			stagedFiles = append(stagedFiles, staged{f, tmp})
+		}
+		changed = append(changed, f)
+	}
+
+	var failures []string
+	for i, s := range stagedFiles {
+		if err := os.Rename(s.tmp, s.f.real); err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", s.f.given, err))
+			os.Remove(s.tmp)
+			if i == 0 {
+				// Nothing is in place yet: undo cleanly.
+				for _, rest := range stagedFiles[1:] {
+					os.Remove(rest.tmp)
+				}
+				for j := len(createdDirs) - 1; j >= 0; j-- {
+					os.Remove(createdDirs[j])
+				}
+				return patchFail(fmt.Sprintf("Failed to write %s: %v. No files were modified.", s.f.given, err))
+			}
+		}
+	}
+	for _, f := range deletes {
+		if err := os.Remove(f.abs); err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", f.given, err))
+		}
+	}
+	if len(failures) > 0 {
+		return patchFail("Patch partially applied; these files could not be written: " + strings.Join(failures, "; "))
+	}
+
+	var diff strings.Builder
+	modified, added, deleted := []string{}, []string{}, []string{}
+	done := map[*patchVFile]bool{}
+	for _, f := range changed {
+		modified = append(modified, f.abs)
+		switch {
+		case f.orig == nil:
+			added = append(added, f.abs)
+		case f.cur == nil:
+			deleted = append(deleted, f.abs)
+		}
+	}
+	// A moved file shows as one diff from its old path to its new one, at
+	// the position of the source.
+	moveDst := map[*patchVFile]*patchVFile{}
+	for _, f := range changed {
+		if src := f.movedFrom; f.orig == nil && f.cur != nil && src != nil && src.orig != nil && src.cur == nil {
+			moveDst[src] = f
+		}
+	}
+	for _, f := range changed {
+		if done[f] {
+			continue
+		}
+		done[f] = true
+		if dst, ok := moveDst[f]; ok && !done[dst] {
+			done[dst] = true
+			d := patchUnifiedDiff(*f.orig, *dst.cur, "a/"+f.display, "b/"+dst.display)
+			if d == "" {
+				d = fmt.Sprintf("--- a/%s\n+++ b/%s\n", f.display, dst.display)
+			}
+			diff.WriteString(d)
+			continue
+		}
+		from, to := "a/"+f.display, "b/"+f.display
+		var oldText, newText string
+		if f.orig == nil {
+			from = "/dev/null"
+		} else {
+			oldText = *f.orig
+		}
+		if f.cur == nil {
+			to = "/dev/null"
+		} else {
+			newText = *f.cur
+		}
+		d := patchUnifiedDiff(oldText, newText, from, to)
+		if d == "" { // adding or deleting an empty file
+			d = fmt.Sprintf("--- %s\n+++ %s\n", from, to)
+		}
+		diff.WriteString(d)
+	}
+	sort.Strings(modified)
+	sort.Strings(added)
+	sort.Strings(deleted)
+	return Result{
+		"success":        true,
+		"diff":           diff.String(),
+		"files_modified": modified,
+		"files_added":    added,
+		"files_deleted":  deleted,
+	}
+}
+
+// patchMkdirs creates dir and its missing parents, returning the ones it
+// created, outermost first.
+func patchMkdirs(dir string) ([]string, error) {
+	var missing []string
+	for p := dir; ; {
+		if _, err := os.Stat(p); err == nil {
+			break
+		}
+		missing = append([]string{p}, missing...)
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	var created []string
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		}
+		created = append(created, d)
+	}
+	return created, nil
+}

@@ -1,0 +1,264 @@
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func patchTestTools(t *testing.T) (*Tools, string) {
+	t.Helper()
+	dir := t.TempDir()
+	tl, err := New(Options{Workdir: dir})
+	require.NoError(t, err)
+	return tl, tl.Workdir()
+}
+
+func patchTestCall(t *testing.T, tl *Tools, args map[string]any) Result {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	res := tl.Call(context.Background(), "patch", raw)
+	// Every result must survive the JSON round trip to the script.
+	_, err = json.Marshal(res)
+	require.NoError(t, err)
+	return res
+}
+
+func patchTestWrite(t *testing.T, dir, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func patchTestRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestPatchReplaceTable(t *testing.T) {
+	cases := []struct {
+		name       string
+		file       string
+		old, new   string
+		replaceAll bool
+		want       string // expected content on success
+		wantErr    string // exact error, or prefix when errPrefix
+		errPrefix  bool
+	}{
+		{name: "exact single", file: "a\nfoo()\nb\n", old: "foo()", new: "bar()", want: "a\nbar()\nb\n"},
+		{name: "exact multi-line", file: "x = 1\ny = 2\nz = 3\n", old: "x = 1\ny = 2\n", new: "x = 10\n", want: "x = 10\nz = 3\n"},
+		{name: "multiple matches", file: "x\nx\n", old: "x", new: "y",
+			wantErr: "Found 2 matches for old_string. Provide more context to make it unique, or use replace_all=True."},
+		{name: "replace_all", file: "x\nx\nx\n", old: "x", new: "y", replaceAll: true, want: "y\ny\ny\n"},
+		{name: "replace_all single match", file: "a x b\n", old: "x", new: "y", replaceAll: true, want: "a y b\n"},
+		{name: "delete text", file: "keep\ndrop\nkeep2\n", old: "drop\n", new: "", want: "keep\nkeep2\n"},
+		{name: "trailing whitespace drift in file",
+			file: "def f():   \n    return 1\t\n", old: "def f():\n    return 1", new: "def f():\n    return 2",
+			want: "def f():\n    return 2\n"},
+		{name: "trailing whitespace drift in old_string",
+			file: "a\nb\nc\n", old: "a  \nb ", new: "A\nB", want: "A\nB\nc\n"},
+		{name: "indentation drift re-indents",
+			file: "class A:\n    def f(self):\n        return 1\n",
+			old:  "def f(self):\n    return 1", new: "def f(self):\n    x = 1\n    return x",
+			want: "class A:\n    def f(self):\n        x = 1\n        return x\n"},
+		{name: "indentation drift dedents",
+			file: "def f():\n  return 1\n",
+			old:  "        def f():\n          return 1\n", new: "        def g():\n          return 2\n",
+			want: "def g():\n  return 2\n"},
+		{name: "spaces old_string against tab file",
+			file: "func f() {\n\tif x {\n\t\treturn 1\n\t}\n}\n",
+			old:  "    if x {\n        return 1\n    }", new: "    if x {\n        return 2\n    }",
+			want: "func f() {\n\tif x {\n\t\treturn 2\n\t}\n}\n"},
+		{name: "CRLF file with LF old_string stays CRLF",
+			file: "a\r\nb\r\nc\r\n", old: "a\nb", new: "x\ny", want: "x\r\ny\r\nc\r\n"},
+		{name: "CRLF file single line new gets CRLF",
+			file: "a\r\nb\r\n", old: "b", new: "b\nc", want: "a\r\nb\r\nc\r\n"},
+		{name: "CRLF old_string against LF file",
+			file: "a\nb\nc\n", old: "a\r\nb", new: "x\r\ny", want: "x\ny\nc\n"},
+		{name: "CRLF file with indentation drift",
+			file: "if x:\r\n    y()\r\n", old: "\ty()", new: "\tz()\n\tw()", want: "if x:\r\n    z()\r\n    w()\r\n"},
+		{name: "not found", file: "alpha\nbeta\n", old: "gamma", new: "delta",
+			wantErr: "Could not find a match for old_string in the file", errPrefix: true},
+		{name: "identical", file: "a\n", old: "a", new: "a", wantErr: "old_string and new_string are identical"},
+		{name: "empty old_string", file: "a\n", old: "", new: "b", wantErr: "old_string cannot be empty"},
+		{name: "trailing newline kept when old_string ends the file",
+			file: "a\nb\n", old: "b\n", new: "c", want: "a\nc\n"},
+		{name: "no final newline stays absent", file: "a\nb", old: "b", new: "c", want: "a\nc"},
+		{name: "tolerant match at EOF without newline",
+			file: "a\n  b", old: "b\n", new: "c\n", want: "a\n  c"},
+		{name: "tolerant multiple matches",
+			file: "  x()\n    x()\n", old: "x()", new: "y()",
+			wantErr: "Found 2 matches for old_string. Provide more context to make it unique, or use replace_all=True."},
+		{name: "tolerant replace_all re-indents each",
+			file: "  x()\n    x()\n", old: "x()", new: "y()", replaceAll: true, want: "  y()\n    y()\n"},
+		{name: "exact wins over tolerant",
+			file: "  foo\nfoo\n", old: "foo\n", new: "bar\n", want: "  bar\nbar\n", replaceAll: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tl, dir := patchTestTools(t)
+			p := patchTestWrite(t, dir, "f.txt", tc.file)
+			res := patchTestCall(t, tl, map[string]any{
+				"path": "f.txt", "old_string": tc.old, "new_string": tc.new,
+				"replace_all": tc.replaceAll, "mode": "replace", "patch": nil,
+			})
+			if tc.wantErr != "" {
+				assert.Equal(t, false, res["success"])
+				if tc.errPrefix {
+					assert.Contains(t, res["error"], tc.wantErr)
+					assert.Regexp(t, "^"+tc.wantErr, res["error"])
+				} else {
+					assert.Equal(t, tc.wantErr, res["error"])
+				}
+				assert.Equal(t, tc.file, patchTestRead(t, p), "file must be untouched")
+				return
+			}
+			require.Equal(t, true, res["success"], "result: %v", res)
+			assert.Equal(t, tc.want, patchTestRead(t, p))
+			assert.Equal(t, []string{p}, res["files_modified"])
+			assert.Contains(t, res["diff"], "--- a/f.txt\n+++ b/f.txt\n")
+		})
+	}
+}
+
+func TestPatchReplaceDiffAndResultShape(t *testing.T) {
+	tl, dir := patchTestTools(t)
+	p := patchTestWrite(t, dir, "pkg/a.py", "def f():\n    return 1\n")
+	res := patchTestCall(t, tl, map[string]any{"path": "pkg/a.py", "old_string": "return 1", "new_string": "return 2"})
+	assert.Equal(t, Result{
+		"success":        true,
+		"diff":           "--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n",
+		"files_modified": []string{p},
+	}, res)
+}
+
+func TestPatchReplaceNotFoundHint(t *testing.T) {
+	tl, dir := patchTestTools(t)
+	patchTestWrite(t, dir, "a.py", "import os\n\ndef compute_total(items):\n    return sum(items)\n")
+	res := patchTestCall(t, tl, map[string]any{"path": "a.py", "old_string": "def compute_totals(items):", "new_string": "x"})
+	assert.Equal(t, false, res["success"])
+	assert.Contains(t, res["error"], "Could not find a match for old_string in the file")
+	assert.Contains(t, res["error"], "(3)")
+	assert.Contains(t, res["error"], "compute_total(items)")
+}
+
+func TestPatchReplaceFileErrors(t *testing.T) {
+	tl, dir := patchTestTools(t)
+	res := patchTestCall(t, tl, map[string]any{"path": "missing.txt", "old_string": "a", "new_string": "b"})
+	assert.Equal(t, Result{"success": false, "error": "File not found: missing.txt"}, res)
+
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	res = patchTestCall(t, tl, map[string]any{"path": "sub", "old_string": "a", "new_string": "b"})
+	assert.Equal(t, false, res["success"])
+	assert.Contains(t, res["error"], "directory")
+
+	patchTestWrite(t, dir, "bin.dat", "a\x00b")
+	res = patchTestCall(t, tl, map[string]any{"path": "bin.dat", "old_string": "a", "new_string": "b"})
+	assert.Equal(t, false, res["success"])
+	assert.Contains(t, res["error"], "binary")
+}
+
+func TestPatchReplaceAbsolutePath(t *testing.T) {
+	tl, _ := patchTestTools(t)
+	other := t.TempDir()
+	p := patchTestWrite(t, other, "x.txt", "hello\n")
+	res := patchTestCall(t, tl, map[string]any{"path": p, "old_string": "hello", "new_string": "bye"})
+	require.Equal(t, true, res["success"], "%v", res)
+	assert.Equal(t, "bye\n", patchTestRead(t, p))
+}
+
+func TestPatchReplaceKeepsModeAndSymlink(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes and symlinks differ on Windows")
+	}
+	tl, dir := patchTestTools(t)
+	p := patchTestWrite(t, dir, "run.sh", "#!/bin/sh\necho hi\n")
+	require.NoError(t, os.Chmod(p, 0o755))
+	link := filepath.Join(dir, "link.sh")
+	require.NoError(t, os.Symlink("run.sh", link))
+
+	res := patchTestCall(t, tl, map[string]any{"path": "link.sh", "old_string": "echo hi", "new_string": "echo bye"})
+	require.Equal(t, true, res["success"], "%v", res)
+	info, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), info.Mode().Perm())
+	assert.Equal(t, "#!/bin/sh\necho bye\n", patchTestRead(t, p))
+	li, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.True(t, li.Mode()&os.ModeSymlink != 0, "the symlink must stay a symlink")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temp files left behind")
+}
+
+func TestPatchBadArgs(t *testing.T) {
+	tl, _ := patchTestTools(t)
+	cases := []struct {
+		name string
+		args map[string]any
+		want []string
+	}{
+		{"bad mode", map[string]any{"mode": "diff"}, []string{"Invalid mode", `"replace"`, `"patch"`}},
+		{"patch mode without patch", map[string]any{"mode": "patch", "patch": nil}, []string{"patch is required"}},
+		{"patch mode with blank patch", map[string]any{"mode": "patch", "patch": "  \n"}, []string{"patch is required"}},
+		{"replace without path", map[string]any{"old_string": "a", "new_string": "b"}, []string{"path is required"}},
+		{"replace without path but patch text", map[string]any{"patch": "*** Begin Patch"}, []string{"path is required", `mode="patch"`}},
+		{"replace without new_string", map[string]any{"path": "x", "old_string": "a"}, []string{"new_string is required"}},
+		{"unknown key", map[string]any{"path": "x", "bogus": 1}, []string{"Invalid arguments for patch"}},
+		{"wrong type", map[string]any{"path": 3}, []string{"Invalid arguments for patch"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := patchTestCall(t, tl, tc.args)
+			assert.Equal(t, false, res["success"])
+			for _, w := range tc.want {
+				assert.Contains(t, res["error"], w)
+			}
+		})
+	}
+}
+
+func TestPatchNullArgsTakeDefaults(t *testing.T) {
+	tl, dir := patchTestTools(t)
+	p := patchTestWrite(t, dir, "a.txt", "one\n")
+	res := patchTestCall(t, tl, map[string]any{
+		"path": "a.txt", "old_string": "one", "new_string": "two",
+		"replace_all": nil, "mode": nil, "patch": nil,
+	})
+	require.Equal(t, true, res["success"], "%v", res)
+	assert.Equal(t, "two\n", patchTestRead(t, p))
+
+	res = patchTestCall(t, tl, map[string]any{"path": "a.txt", "old_string": "two", "new_string": "three", "mode": " Replace "})
+	require.Equal(t, true, res["success"], "%v", res)
+}
+
+func TestPatchIndentDelta(t *testing.T) {
+	cases := []struct {
+		from, to, line, want string
+	}{
+		{"", "    ", "x", "    x"},
+		{"    ", "", "    x", "x"},
+		{"    ", "", "  x", "x"},
+		{"  ", "    ", "x", "  x"},
+		{"    ", "\t", "        x", "\t\tx"},
+		{"\t", "  ", "\t\tx", "    x"},
+		{"    ", "        ", "", ""},
+		{"a", "a", "zz", "zz"},
+	}
+	for _, tc := range cases {
+		d := patchIndentDelta{from: tc.from, to: tc.to}
+		assert.Equal(t, tc.want, d.apply(tc.line), "%q -> %q on %q", tc.from, tc.to, tc.line)
+	}
+}

@@ -1,0 +1,303 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	// readDefaultLimit is read_file's default page length in lines.
+	readDefaultLimit = 500
+	// readMaxLimit caps one page of read_file.
+	readMaxLimit = 2000
+	// maxLineChars is the longest line read_file returns before cutting it.
+	maxLineChars = 2000
+	// maxSimilarFiles caps the suggestions of a "File not found" result.
+	maxSimilarFiles = 5
+	// similarScanLimit caps the directory entries examined for suggestions.
+	similarScanLimit = 2000
+)
+
+type readFileArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+// readFile implements read_file: one page of a text file with 1-indexed
+// line numbers ("<n>|<line>"), streamed so that files of any size are read
+// in bounded memory. offset < 1 means 1; limit < 1 means 500 and is capped
+// at 2000.
+func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
+	a := readFileArgs{Offset: 1, Limit: readDefaultLimit}
+	if r := decodeArgs("read_file", raw, &a); r != nil {
+		return r
+	}
+	if a.Path == "" {
+		return Result{"error": "Invalid arguments for read_file: path is required"}
+	}
+	if a.Offset < 1 {
+		a.Offset = 1
+	}
+	if a.Limit < 1 {
+		a.Limit = readDefaultLimit
+	}
+	if a.Limit > readMaxLimit {
+		a.Limit = readMaxLimit
+	}
+	abs := t.resolve(a.Path)
+
+	info, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Result{"error": "File not found: " + a.Path, "similar_files": t.similarFiles(abs)}
+	}
+	if err != nil {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+	}
+	if info.IsDir() {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': it is a directory. "+
+			"List it with search_files(pattern=\"*\", target=\"files\", path=%q) or terminal(\"ls\").", a.Path, a.Path)}
+	}
+	if !info.Mode().IsRegular() {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': it is %s, not a regular file, and reading it could block. "+
+			"Use terminal if you really need to read it.", a.Path, fileKind(info.Mode()))}
+	}
+
+	f, err := os.Open(abs)
+	if err != nil {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+	}
+	defer f.Close()
+
+	head, err := readHead(f, sniffSize)
+	if err != nil {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+	}
+	if looksBinary(head, int64(len(head)) < info.Size()) {
+		return Result{"error": fmt.Sprintf("Binary file (%s, %s) — cannot display as text. "+
+			"Use terminal to inspect it (e.g. file, xxd, or a format-specific converter).",
+			describeBinary(head), formatSize(info.Size()))}
+	}
+
+	body := io.MultiReader(bytes.NewReader(bytes.TrimPrefix(head, []byte("\uFEFF"))), f)
+	content, total, err := readPage(ctx, body, a.Offset, a.Limit)
+	if err != nil {
+		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+	}
+
+	end := a.Offset + a.Limit - 1
+	res := Result{
+		"content":     content,
+		"total_lines": total,
+		"file_size":   info.Size(),
+		"truncated":   total > end,
+	}
+	switch {
+	case total > end:
+		res["hint"] = fmt.Sprintf("Use offset=%d to continue reading (showing %d-%d of %d lines)",
+			end+1, a.Offset, end, total)
+	case a.Offset > 1 && a.Offset > total:
+		res["hint"] = fmt.Sprintf("Offset %d is past the end of the file (%d lines). Use an offset between 1 and %d.",
+			a.Offset, total, max(total, 1))
+	}
+	return res
+}
+
+// readPage streams r and returns lines [offset, offset+limit) rendered as
+// "<n>|<line>" joined by newlines, with the stream's total line count.
+func readPage(ctx context.Context, r io.Reader, offset, limit int) (string, int, error) {
+	sc := newLineScanner(r, maxLineChars*utf8.UTFMax)
+	var out strings.Builder
+	n := 0
+	last := offset + limit - 1
+	for n < last && sc.Scan() {
+		n++
+		if n%4096 == 0 && ctx.Err() != nil {
+			return "", 0, ctx.Err()
+		}
+		if n < offset {
+			continue
+		}
+		if out.Len() > 0 {
+			out.WriteByte('\n')
+		}
+		fmt.Fprintf(&out, "%d|%s", n, clipLine(sc.Bytes(), sc.Cut(), maxLineChars))
+	}
+	if sc.err != nil {
+		return "", 0, sc.err
+	}
+	rest, err := countLines(ctx, sc.r)
+	if err != nil {
+		return "", 0, err
+	}
+	return out.String(), n + rest, nil
+}
+
+// countLines counts the lines left in r, which is positioned at a line
+// start: its newlines plus an unterminated last line.
+func countLines(ctx context.Context, r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	n := 0
+	var lastByte byte = '\n'
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		got, err := r.Read(buf)
+		if got > 0 {
+			n += bytes.Count(buf[:got], []byte{'\n'})
+			lastByte = buf[got-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if lastByte != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+// unwrapPathError drops the operation and path of a *fs.PathError, which
+// the messages already name.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// similarFiles suggests up to five existing files whose names resemble the
+// missing abs: entries of the nearest existing ancestor directory and of its
+// subdirectories, ranked by case-insensitive name similarity.
+func (t *Tools) similarFiles(abs string) []string {
+	want := strings.ToLower(filepath.Base(abs))
+	dir := filepath.Dir(abs)
+	for i := 0; i < 3; i++ {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return []string{}
+		}
+		dir = parent
+	}
+	type cand struct {
+		path  string
+		score float64
+	}
+	var cands []cand
+	seen := 0
+	consider := func(p, name string) {
+		if s := nameSimilarity(want, strings.ToLower(name)); s >= 0.5 {
+			cands = append(cands, cand{p, s})
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return []string{}
+	}
+	var subdirs []string
+	for _, e := range entries {
+		if seen++; seen > similarScanLimit {
+			break
+		}
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			if !strings.HasPrefix(e.Name(), ".") {
+				subdirs = append(subdirs, p)
+			}
+			continue
+		}
+		consider(p, e.Name())
+	}
+	for _, sd := range subdirs {
+		if seen > similarScanLimit {
+			break
+		}
+		sub, err := os.ReadDir(sd)
+		if err != nil {
+			continue
+		}
+		for _, e := range sub {
+			if seen++; seen > similarScanLimit {
+				break
+			}
+			if !e.IsDir() {
+				consider(filepath.Join(sd, e.Name()), e.Name())
+			}
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].score != cands[j].score {
+			return cands[i].score > cands[j].score
+		}
+		return cands[i].path < cands[j].path
+	})
+	out := []string{}
+	for i := 0; i < len(cands) && i < maxSimilarFiles; i++ {
+		out = append(out, t.displayPath(cands[i].path))
+	}
+	return out
+}
+
+// nameSimilarity scores two lower-cased file names in [0, 1]: 1 for equal
+// names, high for a shared stem or containment, else one minus the
+// normalised edit distance.
+func nameSimilarity(a, b string) float64 {
+	if a == b {
+		return 1
+	}
+	stem := func(s string) string { return strings.TrimSuffix(s, filepath.Ext(s)) }
+	score := 0.0
+	if sa, sb := stem(a), stem(b); sa != "" && sa == sb {
+		score = 0.9
+	} else if len(a) >= 3 && len(b) >= 3 && (strings.Contains(a, b) || strings.Contains(b, a)) {
+		score = 0.8
+	}
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 256 || len(rb) > 256 {
+		return score
+	}
+	d := levenshtein(ra, rb)
+	if r := 1 - float64(d)/float64(max(len(ra), len(rb))); r > score {
+		score = r
+	}
+	return score
+}
+
+// levenshtein is the edit distance between a and b.
+func levenshtein(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

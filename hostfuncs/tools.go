@@ -1,0 +1,101 @@
+// Package hostfuncs holds the seven script-callable tools and their
+// dispatcher: the only way a script reaches the host. Both modes call
+// [Tools.Call]; strict mode from the wasm guest's tool channel, project mode
+// from the socket RPC server.
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+)
+
+// Result is a tool's answer: the JSON object the script receives as a dict.
+// Tool failures are results with an "error" key, never Go errors.
+type Result = map[string]any
+
+// Names lists the script-callable tools, the whole whitelist, in the order
+// the generated hermes_tools module defines them.
+var Names = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
+
+// Options configures the tools of one execution.
+type Options struct {
+	// Workdir is the session's working directory on the host. Relative paths
+	// given to the tools resolve against it. Empty means the process's
+	// current directory.
+	Workdir string
+	// Env is the environment of commands run by terminal, already scrubbed
+	// by the shared env layer. Nil means an empty environment.
+	Env []string
+}
+
+// Tools runs tool calls for one execution. It is safe for concurrent use.
+type Tools struct {
+	workdir string
+	env     []string
+}
+
+// New returns the tools for opts.
+func New(opts Options) (*Tools, error) {
+	wd := opts.Workdir
+	if wd == "" {
+		wd = "."
+	}
+	abs, err := filepath.Abs(wd)
+	if err != nil {
+		return nil, fmt.Errorf("hostfuncs: working dir %q: %w", wd, err)
+	}
+	return &Tools{workdir: abs, env: opts.Env}, nil
+}
+
+// Workdir returns the absolute session working directory.
+func (t *Tools) Workdir() string { return t.workdir }
+
+type handler func(t *Tools, ctx context.Context, args json.RawMessage) Result
+
+var handlers = map[string]handler{
+	"web_search":   (*Tools).webSearch,
+	"web_extract":  (*Tools).webExtract,
+	"read_file":    (*Tools).readFile,
+	"write_file":   (*Tools).writeFile,
+	"search_files": (*Tools).searchFiles,
+	"patch":        (*Tools).patch,
+	"terminal":     (*Tools).terminal,
+}
+
+// Call runs the tool name with its JSON-encoded keyword arguments (an
+// object; absent keys and nulls take the tool's defaults). An unknown tool
+// or malformed arguments give an error result. ctx cancels long-running
+// tools such as terminal.
+func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) Result {
+	h, ok := handlers[name]
+	if !ok {
+		return Result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}
+	}
+	return h(t, ctx, args)
+}
+
+// resolve makes p absolute against the working dir and cleans it.
+func (t *Tools) resolve(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(t.workdir, p)
+}
+
+// decodeArgs decodes raw into dst (a pointer to a struct holding the
+// defaults). It rejects unknown keys and wrong types, naming the tool, so a
+// script's mistake comes back as a readable error result.
+func decodeArgs(tool string, raw json.RawMessage, dst any) Result {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return Result{"error": fmt.Sprintf("Invalid arguments for %s: %v", tool, err)}
+	}
+	return nil
+}

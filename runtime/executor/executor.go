@@ -1,0 +1,226 @@
+// Package executor runs agent-written Python scripts: it picks the mode,
+// wires the tools and the shared limits, and returns the result of SPEC §6.
+// It is the one entry point the CLI (and embedders) use; the engines it
+// dispatches to never import it.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// ErrProjectMode is returned for project-mode requests until project mode
+// is available in this build.
+var ErrProjectMode = errors.New("project mode is not available in this build yet: run with --mode strict or set code_execution.mode: strict in config.yaml")
+
+// CacheDirEnv overrides where the wasm compilation cache lives (default
+// $HERMES_HOME/cache/wasm). Tests point every package at one directory so
+// the interpreter is compiled once per machine, not once per package.
+const CacheDirEnv = "HERMES_WASM_CACHE_DIR"
+
+// Options configures an [Executor].
+type Options struct {
+	// Config is the configuration in effect; the zero value means
+	// config.Default().
+	Config *config.Config
+	// HermesHome is the state dir (caches, spill files); empty means
+	// config.HermesHome().
+	HermesHome string
+	// Environ is the parent environment the script's is scrubbed from; nil
+	// means os.Environ().
+	Environ []string
+	// Logf receives debug log lines; nil discards them.
+	Logf func(format string, args ...any)
+	// Progress receives the one-line notice printed while the interpreter
+	// is compiled for the first time; nil means os.Stderr.
+	Progress io.Writer
+}
+
+// Request is one execution.
+type Request struct {
+	// Code is the script's Python source.
+	Code string
+	// Mode is "strict" or "project"; empty means the configured mode.
+	Mode string
+	// Workdir is the session working dir the tools act on; empty means the
+	// current directory.
+	Workdir string
+	// Timeout overrides code_execution.timeout when positive.
+	Timeout time.Duration
+	// MaxToolCalls overrides code_execution.max_tool_calls when non-nil.
+	MaxToolCalls *int
+	// Tools is the enabled subset of the seven tools; nil means all.
+	Tools []string
+}
+
+// Executor runs scripts. It is safe for concurrent use. Close it to free
+// the compiled interpreter.
+type Executor struct {
+	cfg     config.Config
+	home    string
+	environ []string
+	logf    func(string, ...any)
+	strict  *runtime.Strict
+
+	closeOnce sync.Once
+}
+
+// New returns an executor for opts.
+func New(opts Options) *Executor {
+	cfg := config.Default()
+	if opts.Config != nil {
+		cfg = *opts.Config
+	}
+	home := opts.HermesHome
+	if home == "" {
+		home = config.HermesHome()
+	}
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Executor{
+		cfg:     cfg,
+		home:    home,
+		environ: environ,
+		logf:    logf,
+		strict:  runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
+	}
+}
+
+// CacheDir is where the compilation cache lives for the state dir home.
+func CacheDir(home string) string {
+	if d := os.Getenv(CacheDirEnv); d != "" {
+		return d
+	}
+	return filepath.Join(home, "cache", "wasm")
+}
+
+// NormalizeMode maps a mode value to "strict" or "project" (SPEC §2):
+// case-insensitive and trimmed; anything else is project, with ok false.
+func NormalizeMode(m string) (mode string, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(m)) {
+	case shared.ModeStrict:
+		return shared.ModeStrict, true
+	case shared.ModeProject:
+		return shared.ModeProject, true
+	}
+	return shared.ModeProject, false
+}
+
+// Warm prepares the strict interpreter (compiling it or loading it from
+// the cache) so the next strict run starts fast.
+func (e *Executor) Warm(ctx context.Context) error {
+	return e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB)
+}
+
+// Execute runs one script and returns its result. The error is non-nil when
+// the script could not run at all (a missing interpreter, project mode
+// unavailable, a bad working dir); the result then says so as well, so it
+// can be handed to an agent either way. Cancel ctx with a
+// *shared.InterruptError cause (context.WithCancelCause) to interrupt.
+func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, error) {
+	modeIn := req.Mode
+	if modeIn == "" {
+		modeIn = e.cfg.CodeExecution.Mode
+	}
+	mode, ok := NormalizeMode(modeIn)
+	if !ok {
+		e.logf("execute_code: unknown mode %q, falling back to project", modeIn)
+	}
+	if mode == shared.ModeProject {
+		return failed(mode, ErrProjectMode), ErrProjectMode
+	}
+	wd := req.Workdir
+	if wd == "" {
+		wd = "."
+	}
+	wd, err := filepath.Abs(wd)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(wd); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a directory", wd)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("working dir: %w", err)
+		return failed(mode, err), err
+	}
+	envOpts := shared.EnvOptions{
+		Passthrough: e.cfg.Terminal.EnvPassthrough,
+		Windows:     goruntime.GOOS == "windows",
+	}
+	if refused := shared.RefusedPassthrough(envOpts.Passthrough); len(refused) > 0 {
+		e.logf("execute_code: refusing to pass through host-managed credentials %v", refused)
+	}
+	var inject []string
+	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
+		inject = append(inject, "TZ="+tz)
+	}
+	toolEnv, _ := shared.ScrubEnv(e.environ, envOpts)
+	tools, err := hostfuncs.New(hostfuncs.Options{Workdir: wd, Env: shared.MergeEnv(toolEnv, inject)})
+	if err != nil {
+		return failed(mode, err), err
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = time.Duration(e.cfg.CodeExecution.Timeout) * time.Second
+	}
+	maxCalls := e.cfg.CodeExecution.MaxToolCalls
+	if req.MaxToolCalls != nil {
+		maxCalls = *req.MaxToolCalls
+	}
+	return shared.Execute(ctx, e.strict, shared.Request{
+		Code:          req.Code,
+		Mode:          mode,
+		Workdir:       wd,
+		Timeout:       timeout,
+		MaxToolCalls:  maxCalls,
+		Environ:       e.environ,
+		Env:           envOpts,
+		Inject:        inject,
+		SpillDir:      filepath.Join(e.home, "cache", "exec"),
+		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
+		Tools: func(ctx context.Context, name string, args json.RawMessage) map[string]any {
+			return tools.Call(ctx, name, args)
+		},
+		Enabled: req.Tools,
+		Logf:    e.logf,
+	})
+}
+
+// failed is the result of a run that could not start.
+func failed(mode string, err error) shared.Result {
+	return shared.Result{
+		Status:    shared.StatusError,
+		Output:    err.Error(),
+		Error:     err.Error(),
+		Mode:      mode,
+		ToolCalls: []shared.ToolCall{},
+	}
+}
+
+// Close frees the compiled interpreter. It is idempotent.
+func (e *Executor) Close(ctx context.Context) error {
+	var err error
+	e.closeOnce.Do(func() { err = e.strict.Close(ctx) })
+	return err
+}

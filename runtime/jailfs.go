@@ -1,0 +1,274 @@
+package runtime
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// jailFS is the guest's view of its staging dir: a wazero file system that
+// no guest path can leave.
+//
+// # Security
+//
+// wazero's own directory mount follows host symlinks, so on its own it is
+// not a jail. jailFS closes that in three layers:
+//   - Paths are cleaned lexically against the mount root, so `..` and
+//     absolute paths stay inside it. Lexical cleaning is sound here because
+//     no symlink is ever followed (next point).
+//   - Symlinks are never followed: every component of a path is checked with
+//     Lstat, and a path that crosses a symlink is refused with EACCES. The
+//     guest cannot create symlinks (Symlink returns EPERM).
+//   - Everything except opening a file goes through an [os.Root], which the
+//     kernel resolves beneath the root without races; an opened file is then
+//     checked against the os.Root view of the same path (same device and
+//     inode), so a component swapped for a symlink by a concurrent host
+//     process between the check and the open is detected and the file is
+//     closed unread. O_TRUNC is applied only after that check.
+type jailFS struct {
+	experimentalsys.UnimplementedFS
+	dir  string
+	root *os.Root
+	fs   experimentalsys.FS
+}
+
+// newJailFS opens dir as a jail. Close it with close().
+func newJailFS(dir string) (*jailFS, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &jailFS{dir: dir, root: root, fs: sysfs.DirFS(dir)}, nil
+}
+
+func (j *jailFS) close() error { return j.root.Close() }
+
+// clean maps a guest path to a clean path relative to the root ("." for
+// the root itself). Nothing it returns starts with "..".
+func clean(p string) string {
+	c := path.Clean("/" + strings.ReplaceAll(p, "\\", "/"))
+	if c == "/" {
+		return "."
+	}
+	return c[1:]
+}
+
+// check refuses p when any of its components is a symlink; the last one is
+// allowed to be a symlink only when follow is false (Lstat, Readlink,
+// Unlink, Rename). A missing component ends the walk: what does not exist
+// cannot redirect anything, and the operation itself reports ENOENT.
+func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
+	if p == "." {
+		return 0
+	}
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		fi, err := j.root.Lstat(strings.Join(parts[:i+1], "/"))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return 0
+			}
+			return experimentalsys.UnwrapOSError(err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 && (i < len(parts)-1 || follow) {
+			return experimentalsys.EACCES
+		}
+	}
+	return 0
+}
+
+// OpenFile implements experimentalsys.FS.
+func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	p = clean(p)
+	if errno := j.check(p, flag&experimentalsys.O_NOFOLLOW == 0); errno != 0 {
+		return nil, errno
+	}
+	trunc := flag&experimentalsys.O_TRUNC != 0
+	f, errno := j.fs.OpenFile(p, flag&^experimentalsys.O_TRUNC, perm)
+	if errno != 0 {
+		return nil, errno
+	}
+	if errno := j.sameFile(p, f); errno != 0 {
+		f.Close()
+		return nil, errno
+	}
+	if trunc {
+		if errno := f.Truncate(0); errno != 0 {
+			f.Close()
+			return nil, errno
+		}
+	}
+	return f, 0
+}
+
+// sameFile verifies that the opened f is the file os.Root sees at p, that
+// is, a file beneath the root.
+func (j *jailFS) sameFile(p string, f experimentalsys.File) experimentalsys.Errno {
+	got, errno := f.Stat()
+	if errno != 0 {
+		return errno
+	}
+	fi, err := j.root.Stat(p)
+	if err != nil {
+		return experimentalsys.EACCES
+	}
+	want := sys.NewStat_t(fi)
+	if got.Ino != 0 && want.Ino != 0 && (got.Ino != want.Ino || got.Dev != want.Dev) {
+		return experimentalsys.EACCES
+	}
+	return 0
+}
+
+// Lstat implements experimentalsys.FS.
+func (j *jailFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	p = clean(p)
+	if errno := j.check(p, false); errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	fi, err := j.root.Lstat(p)
+	if err != nil {
+		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Stat implements experimentalsys.FS.
+func (j *jailFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	p = clean(p)
+	if errno := j.check(p, true); errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	fi, err := j.root.Stat(p)
+	if err != nil {
+		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Mkdir implements experimentalsys.FS.
+func (j *jailFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	p = clean(p)
+	if p == "." {
+		return experimentalsys.EEXIST
+	}
+	if errno := j.check(p, false); errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(j.root.Mkdir(p, perm))
+}
+
+// Chmod implements experimentalsys.FS.
+func (j *jailFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	p = clean(p)
+	if errno := j.check(p, true); errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(j.root.Chmod(p, perm))
+}
+
+// Rename implements experimentalsys.FS.
+func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
+	from, to = clean(from), clean(to)
+	if from == "." || to == "." {
+		return experimentalsys.EACCES
+	}
+	if errno := j.check(from, false); errno != 0 {
+		return errno
+	}
+	if errno := j.check(to, false); errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(j.root.Rename(from, to))
+}
+
+// Rmdir implements experimentalsys.FS.
+func (j *jailFS) Rmdir(p string) experimentalsys.Errno {
+	p = clean(p)
+	if p == "." {
+		return experimentalsys.EACCES
+	}
+	if errno := j.check(p, false); errno != 0 {
+		return errno
+	}
+	fi, err := j.root.Lstat(p)
+	if err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	if !fi.IsDir() {
+		return experimentalsys.ENOTDIR
+	}
+	return experimentalsys.UnwrapOSError(j.root.Remove(p))
+}
+
+// Unlink implements experimentalsys.FS.
+func (j *jailFS) Unlink(p string) experimentalsys.Errno {
+	p = clean(p)
+	if errno := j.check(p, false); errno != 0 {
+		return errno
+	}
+	fi, err := j.root.Lstat(p)
+	if err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	if fi.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	return experimentalsys.UnwrapOSError(j.root.Remove(p))
+}
+
+// Link implements experimentalsys.FS.
+func (j *jailFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	oldPath, newPath = clean(oldPath), clean(newPath)
+	if errno := j.check(oldPath, true); errno != 0 {
+		return errno
+	}
+	if errno := j.check(newPath, false); errno != 0 {
+		return errno
+	}
+	return experimentalsys.UnwrapOSError(j.root.Link(oldPath, newPath))
+}
+
+// Symlink implements experimentalsys.FS: the guest may not create
+// symlinks, so none can point out of the jail.
+func (j *jailFS) Symlink(string, string) experimentalsys.Errno {
+	return experimentalsys.EPERM
+}
+
+// Readlink implements experimentalsys.FS.
+func (j *jailFS) Readlink(p string) (string, experimentalsys.Errno) {
+	p = clean(p)
+	if errno := j.check(p, false); errno != 0 {
+		return "", errno
+	}
+	s, err := j.root.Readlink(p)
+	return s, experimentalsys.UnwrapOSError(err)
+}
+
+// Utimens implements experimentalsys.FS.
+func (j *jailFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	p = clean(p)
+	if errno := j.check(p, true); errno != 0 {
+		return errno
+	}
+	if atim == experimentalsys.UTIME_OMIT || mtim == experimentalsys.UTIME_OMIT {
+		fi, err := j.root.Stat(p)
+		if err != nil {
+			return experimentalsys.UnwrapOSError(err)
+		}
+		st := sys.NewStat_t(fi)
+		if atim == experimentalsys.UTIME_OMIT {
+			atim = st.Atim
+		}
+		if mtim == experimentalsys.UTIME_OMIT {
+			mtim = st.Mtim
+		}
+	}
+	return experimentalsys.UnwrapOSError(j.root.Chtimes(p, time.Unix(0, atim), time.Unix(0, mtim)))
+}

@@ -1,0 +1,156 @@
+package shared
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ToolNames is the whitelist: the only tools a script can call.
+var ToolNames = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
+
+// ExitReport is what the generated runner tells the host when the script
+// ends: how it ended, and for an uncaught exception its type, message and
+// traceback.
+type ExitReport struct {
+	// Kind is "ok", "exit" (sys.exit) or "exception".
+	Kind      string `json:"kind"`
+	Code      int    `json:"code"`
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+}
+
+// Broker serves one execution's tool calls: it enforces the whitelist and
+// the budget, times and logs every call, and takes the runner's exit
+// report. It is safe for concurrent use (project mode serves calls from
+// several Python threads at once).
+type Broker struct {
+	tools   ToolFunc
+	enabled []string
+	max     int
+
+	mu     sync.Mutex
+	made   int
+	calls  []ToolCall
+	report *ExitReport
+}
+
+// NewBroker returns a broker that runs calls with tools, allows at most
+// max calls (the limit of the run) and only the enabled tools (nil: all).
+func NewBroker(tools ToolFunc, max int, enabled []string) *Broker {
+	if max < 0 {
+		max = 0
+	}
+	if enabled == nil {
+		enabled = ToolNames
+	}
+	return &Broker{tools: tools, max: max, enabled: enabled}
+}
+
+// wireRequest is one line the script sends: a tool call, or the runner's
+// exit report when Op is "exit".
+type wireRequest struct {
+	Op   string          `json:"op"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+	Exit *ExitReport     `json:"exit"`
+}
+
+// Serve handles one request line from the script and returns the response
+// line (JSON, newline-terminated). A malformed request gets an error
+// response, never a panic or silence.
+func (b *Broker) Serve(ctx context.Context, line []byte) []byte {
+	var req wireRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
+	}
+	if req.Op == "exit" {
+		if req.Exit != nil {
+			b.mu.Lock()
+			r := *req.Exit
+			b.report = &r
+			b.mu.Unlock()
+		}
+		return encodeResponse(map[string]any{"ok": true})
+	}
+	return encodeResponse(b.Call(ctx, req.Tool, req.Args))
+}
+
+// Call runs one tool call through the whitelist and the budget.
+func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+	if !slices.Contains(ToolNames, tool) {
+		return map[string]any{"error": fmt.Sprintf("Unknown tool: %q. Scripts can call only: %v.", tool, ToolNames)}
+	}
+	if !slices.Contains(b.enabled, tool) {
+		return map[string]any{"error": fmt.Sprintf("Tool %s is not enabled in this execution. Enabled tools: %v.", tool, b.enabled)}
+	}
+	b.mu.Lock()
+	if b.made >= b.max {
+		b.mu.Unlock()
+		return map[string]any{"error": fmt.Sprintf("Tool call limit reached (%d). No more tool calls allowed in this execution.", b.max)}
+	}
+	b.made++
+	b.mu.Unlock()
+
+	start := time.Now()
+	res := b.safeCall(ctx, tool, args)
+	entry := ToolCall{Tool: tool, DurationMS: float64(time.Since(start).Microseconds()) / 1000, OK: resultOK(res)}
+	b.mu.Lock()
+	b.calls = append(b.calls, entry)
+	b.mu.Unlock()
+	return res
+}
+
+// safeCall turns a handler panic into an error result so one broken tool
+// cannot take the host down.
+func (b *Broker) safeCall(ctx context.Context, tool string, args json.RawMessage) (res map[string]any) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = map[string]any{"error": fmt.Sprintf("Tool %s failed internally: %v", tool, r)}
+		}
+	}()
+	res = b.tools(ctx, tool, args)
+	if res == nil {
+		res = map[string]any{"error": fmt.Sprintf("Tool %s returned no result", tool)}
+	}
+	return res
+}
+
+// resultOK reports whether a tool result is a success: no non-null "error"
+// key and no "success": false.
+func resultOK(res map[string]any) bool {
+	if e, ok := res["error"]; ok && e != nil && e != "" {
+		return false
+	}
+	if s, ok := res["success"].(bool); ok && !s {
+		return false
+	}
+	return true
+}
+
+// Made returns how many calls ran and their log.
+func (b *Broker) Made() (int, []ToolCall) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.made, slices.Clone(b.calls)
+}
+
+// Report returns the runner's exit report, or nil when the script ended
+// without one (killed, crashed, os._exit).
+func (b *Broker) Report() *ExitReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.report
+}
+
+func encodeResponse(v map[string]any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		out, _ = json.Marshal(map[string]any{"error": "Tool result could not be encoded: " + err.Error()})
+	}
+	return append(out, '\n')
+}

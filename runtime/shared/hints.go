@@ -1,0 +1,50 @@
+package shared
+
+import (
+	"regexp"
+	"strings"
+)
+
+var (
+	reBadImport     = regexp.MustCompile(`cannot import name '([^']+)' from 'hermes_tools'`)
+	reMissingModule = regexp.MustCompile(`No module named '([^']+)'`)
+)
+
+// dictAsString matches error messages of code that treats a tool result (a
+// dict) as a string.
+var dictAsString = []string{
+	"'dict' object has no attribute",
+	"not dict",
+	"(not \"dict\")",
+	"'dict' and 'str'",
+	"'str' and 'dict'",
+	"got 'dict'",
+	"'dict' object is not callable",
+}
+
+// Hint returns a one-line hint for an uncaught exception that is a common
+// agent mistake, or "".
+func Hint(mode string, rep *ExitReport) string {
+	if rep == nil || rep.Kind != "exception" {
+		return ""
+	}
+	msg := rep.Message
+	switch {
+	case reBadImport.MatchString(msg):
+		name := reBadImport.FindStringSubmatch(msg)[1]
+		return "hermes_tools has no " + name + ": it provides only " + strings.Join(ToolNames, ", ") + ", json_parse, shell_quote and retry."
+	case rep.Type == "ModuleNotFoundError" && reMissingModule.MatchString(msg):
+		name := reMissingModule.FindStringSubmatch(msg)[1]
+		if mode == ModeStrict {
+			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
+		}
+		return "Module " + name + " is not installed in the interpreter running this script; install it in the project's environment or avoid it."
+	case rep.Type == "TypeError" || rep.Type == "AttributeError":
+		for _, s := range dictAsString {
+			if strings.Contains(msg, s) {
+				return "Tool functions return dicts, not strings: use result[\"content\"] (read_file), result[\"output\"] (terminal), result[\"matches\"] (search_files)."
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,66 @@
+package shared
+
+// RunnerName is the file name of the runner module placed beside the
+// generated hermes_tools module.
+const RunnerName = "_hermes_runner.py"
+
+// StubName is the file name of the generated tools module.
+const StubName = "hermes_tools.py"
+
+// ScriptName is the file name the script is saved under.
+const ScriptName = "script.py"
+
+// Runner is the Python entry point of every execution, in both modes:
+// `python _hermes_runner.py SCRIPT`. It runs the script as __main__ and
+// reports how it ended (success, sys.exit code, or the exception with a
+// traceback that starts at the script's own frames) to the host through the
+// tool channel, so the host can tell sys.exit(1) from an uncaught error.
+const Runner = `import sys
+
+
+def _hermes_main():
+    import traceback
+    import hermes_tools
+
+    path = sys.argv[1]
+    sys.argv = [path] + sys.argv[2:]
+    report = {"kind": "ok", "code": 0}
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+        code = compile(source, path, "exec", dont_inherit=True)
+        namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
+        exec(code, namespace)
+    except SystemExit as e:
+        c = e.code
+        if c is None:
+            n = 0
+        elif isinstance(c, int):
+            n = c
+        else:
+            print(c, file=sys.stderr)
+            n = 1
+        report = {"kind": "exit", "code": n}
+    except BaseException as e:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(e), e, tb))
+        try:
+            sys.stderr.write(text)
+        except Exception:
+            pass
+        report = {"kind": "exception", "code": 1, "type": type(e).__name__,
+                  "message": str(e), "traceback": text}
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    hermes_tools._report_exit(report)
+    return report["code"]
+
+
+if __name__ == "__main__":
+    sys.exit(_hermes_main())
+`

@@ -1,0 +1,280 @@
+// Package runtime is the strict-mode engine: CPython compiled to WASI,
+// running inside wazero. Each run gets a fresh module instance with real
+// clocks, a memory cap, its staging dir as the only file system (a jail, see
+// jailFS) and the tool channel (see channelFS). There is no network and no
+// process: WASI preview 1 offers neither, and the host grants nothing else.
+//
+// The engine compiles the interpreter once per process, lazily, through an
+// on-disk compilation cache, so later processes load machine code instead of
+// compiling again.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// DefaultMemoryLimitMB is the guest memory cap when a job sets none.
+const DefaultMemoryLimitMB = 512
+
+// Options configures a [Strict] engine.
+type Options struct {
+	// CacheDir holds wazero's compilation cache. Empty disables the disk
+	// cache: every process then compiles the interpreter again (seconds).
+	CacheDir string
+	// TempDir is the parent of the per-run staging dirs; empty means
+	// os.TempDir().
+	TempDir string
+	// Progress receives one line when the interpreter is compiled without
+	// a warm cache (nil: os.Stderr).
+	Progress io.Writer
+	// Interpreter returns the wasm module; nil means the embedded,
+	// verified one (pyodideassets.Interpreter).
+	Interpreter func() ([]byte, error)
+}
+
+// Strict is the strict-mode engine. It is safe for concurrent use; each
+// Run gets its own instance.
+type Strict struct {
+	opts Options
+
+	mu       sync.Mutex
+	compiled map[uint32]*compiled // by memory limit in pages
+	cache    wazero.CompilationCache
+	closed   bool
+}
+
+// compiled is one runtime (a memory limit) and its compiled interpreter.
+type compiled struct {
+	once sync.Once
+	rt   wazero.Runtime
+	mod  wazero.CompiledModule
+	err  error
+}
+
+// NewStrict returns a strict engine. Nothing is compiled until the first
+// Run or Warm.
+func NewStrict(opts Options) *Strict {
+	if opts.Progress == nil {
+		opts.Progress = os.Stderr
+	}
+	if opts.Interpreter == nil {
+		opts.Interpreter = pyodideassets.Interpreter
+	}
+	return &Strict{opts: opts, compiled: map[uint32]*compiled{}}
+}
+
+// Warm compiles (or loads from the cache) the interpreter for the given
+// memory limit, so the next Run pays only for instantiation.
+func (s *Strict) Warm(ctx context.Context, memoryLimitMB int) error {
+	_, err := s.get(ctx, memoryLimitMB)
+	return err
+}
+
+func pages(memoryLimitMB int) uint32 {
+	if memoryLimitMB <= 0 {
+		memoryLimitMB = DefaultMemoryLimitMB
+	}
+	return uint32(min(memoryLimitMB, 4096)) * 16 // 64 KiB pages
+}
+
+func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) {
+	p := pages(memoryLimitMB)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c := s.compiled[p]
+	if c == nil {
+		c = &compiled{}
+		s.compiled[p] = c
+	}
+	s.mu.Unlock()
+	c.once.Do(func() { c.rt, c.mod, c.err = s.compile(context.WithoutCancel(ctx), p) })
+	if c.err != nil {
+		// Forget the failure so a later call (after `make assets`, say)
+		// tries again.
+		s.mu.Lock()
+		if s.compiled[p] == c {
+			delete(s.compiled, p)
+		}
+		s.mu.Unlock()
+	}
+	return c, c.err
+}
+
+// ErrClosed is returned by Run after Close.
+var ErrClosed = errors.New("strict engine is closed")
+
+func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, wazero.CompiledModule, error) {
+	wasm, err := s.opts.Interpreter()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(true).
+		WithDebugInfoEnabled(false).
+		WithMemoryLimitPages(memPages)
+	marker := ""
+	if s.opts.CacheDir != "" {
+		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+		}
+		s.mu.Lock()
+		if s.cache == nil {
+			s.cache, err = wazero.NewCompilationCacheWithDir(s.opts.CacheDir)
+		}
+		cache := s.cache
+		s.mu.Unlock()
+		if err != nil {
+			return nil, nil, fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+		sum := sha256.Sum256(wasm)
+		marker = filepath.Join(s.opts.CacheDir, "compiled-"+hex.EncodeToString(sum[:6])+"-"+goruntime.GOARCH)
+	}
+	if _, err := os.Stat(marker); marker == "" || err != nil {
+		where := "no disk cache, so every process compiles it"
+		if marker != "" {
+			where = "cached in " + s.opts.CacheDir + " for later runs"
+		}
+		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, about 5-15 s; %s)\n",
+			float64(len(wasm))/1e6, where)
+	}
+	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, nil, fmt.Errorf("instantiating WASI: %w", err)
+	}
+	mod, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, nil, fmt.Errorf("compiling the Python interpreter: %w", err)
+	}
+	if marker != "" {
+		_ = os.WriteFile(marker, nil, 0o600)
+	}
+	return rt, mod, nil
+}
+
+// Run implements shared.Engine: it stages the script, instantiates a fresh
+// interpreter and runs it to the end, or until ctx is done (the instance
+// is then closed at its next function boundary or loop back-edge).
+func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, error) {
+	c, err := s.get(ctx, job.MemoryLimitMB)
+	if err != nil {
+		return shared.Outcome{}, err
+	}
+	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-")
+	if err != nil {
+		return shared.Outcome{}, fmt.Errorf("creating the staging dir: %w", err)
+	}
+	defer os.RemoveAll(staging)
+	files := map[string]string{
+		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath}),
+		shared.RunnerName: shared.Runner,
+		shared.ScriptName: job.Code,
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(staging, name), []byte(content), 0o600); err != nil {
+			return shared.Outcome{}, fmt.Errorf("staging %s: %w", name, err)
+		}
+	}
+	jail, err := newJailFS(staging)
+	if err != nil {
+		return shared.Outcome{}, fmt.Errorf("opening the staging dir: %w", err)
+	}
+	defer jail.close()
+
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
+		WithSysFSMount(jail, "/").(sysfs.FSConfig).
+		WithSysFSMount(&channelFS{ctx: ctx, broker: job.Broker}, channelMount)
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs("python", "/"+shared.RunnerName, "/"+shared.ScriptName).
+		WithStdin(strings.NewReader("")).
+		WithStdout(job.Stdout).
+		WithStderr(job.Stderr).
+		WithFSConfig(fsc).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithStartFunctions("_start")
+	env := append(slicesClone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
+	for _, kv := range shared.MergeEnv(nil, env) {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
+	}
+
+	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
+	if mod != nil {
+		mod.Close(context.WithoutCancel(ctx))
+	}
+	return outcome(err), nil
+}
+
+// outcome maps the instantiation error to how the interpreter ended.
+func outcome(err error) shared.Outcome {
+	if err == nil {
+		return shared.Outcome{}
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeContextCanceled, sys.ExitCodeDeadlineExceeded:
+			return shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped"}
+		}
+		return shared.Outcome{ExitCode: int(int32(exit.ExitCode()))}
+	}
+	msg := err.Error()
+	hint := ""
+	if strings.Contains(msg, "out of bounds memory") || strings.Contains(msg, "unreachable") {
+		hint = " (this usually means the script ran out of its memory limit, code_execution.memory_limit_mb)"
+	}
+	return shared.Outcome{ExitCode: -1, Crash: "The interpreter crashed: " + msg + hint}
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// Close releases every compiled interpreter. Runs in progress end first
+// with an error; Close is idempotent.
+func (s *Strict) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, c := range s.compiled {
+		if c.rt != nil {
+			errs = append(errs, c.rt.Close(ctx))
+		}
+	}
+	if s.cache != nil {
+		errs = append(errs, s.cache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

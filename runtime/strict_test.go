@@ -1,0 +1,152 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+var (
+	engineOnce sync.Once
+	engine     *Strict
+)
+
+// testEngine returns one engine for the package, with the compilation cache
+// in HERMES_WASM_CACHE_DIR (set by `make test`) or the user cache dir, so
+// test runs do not compile the interpreter again.
+func testEngine(t testing.TB) *Strict {
+	t.Helper()
+	engineOnce.Do(func() {
+		dir := os.Getenv("HERMES_WASM_CACHE_DIR")
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "hermes-wasm-exec-test", "wasm")
+		}
+		engine = NewStrict(Options{CacheDir: dir})
+	})
+	if err := engine.Warm(context.Background(), 0); err != nil {
+		t.Fatalf("strict interpreter unavailable (run `make assets` first, or `make test`): %v", err)
+	}
+	return engine
+}
+
+func echoTools(_ context.Context, tool string, args json.RawMessage) map[string]any {
+	var a map[string]any
+	_ = json.Unmarshal(args, &a)
+	return map[string]any{"tool": tool, "args": a}
+}
+
+func run(t testing.TB, code string, mod func(*shared.Request)) shared.Result {
+	t.Helper()
+	req := shared.Request{
+		Code:         code,
+		Mode:         shared.ModeStrict,
+		Workdir:      t.TempDir(),
+		Timeout:      30 * time.Second,
+		MaxToolCalls: 50,
+		Environ:      []string{"PATH=/usr/bin", "DB_PASSWORD=hunter2", "HERMES_BASE_URL=http://x"},
+		SpillDir:     t.TempDir(),
+		Tools:        echoTools,
+	}
+	if mod != nil {
+		mod(&req)
+	}
+	res, err := shared.Execute(context.Background(), testEngine(t), req)
+	require.NoError(t, err)
+	return res
+}
+
+func TestStrictBasics(t *testing.T) {
+	res := run(t, "print('hello')\n", nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "hello\n", res.Output)
+	require.Equal(t, 0, *res.ExitCode)
+
+	res = run(t, `
+import os, json, time
+from hermes_tools import read_file, web_search
+r = read_file("x.txt", offset=2)
+print(json.dumps(r, sort_keys=True))
+print(sorted(k for k in os.environ if k in ("PATH", "DB_PASSWORD", "HERMES_BASE_URL", "PYTHONUTF8")))
+print(time.time() > 1.7e9)
+`, nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Contains(t, res.Output, `{"args": {"limit": 500, "offset": 2, "path": "x.txt"}, "tool": "read_file"}`)
+	require.Contains(t, res.Output, "['PATH', 'PYTHONUTF8']")
+	require.Contains(t, res.Output, "True")
+	require.Equal(t, 1, res.ToolCallsMade)
+	require.Equal(t, "read_file", res.ToolCalls[0].Tool)
+}
+
+func TestStrictErrors(t *testing.T) {
+	res := run(t, "import sys\nprint('before')\nsys.exit(3)\n", nil)
+	require.Equal(t, shared.StatusError, res.Status)
+	require.Equal(t, "Script exited with code 3", res.Error)
+	require.Equal(t, 3, *res.ExitCode)
+
+	res = run(t, "def f():\n    raise ValueError('boom')\nf()\n", nil)
+	require.Equal(t, shared.StatusError, res.Status)
+	require.Contains(t, res.Error, "Traceback (most recent call last):")
+	require.Contains(t, res.Error, `File "/script.py", line 3, in <module>`)
+	require.Contains(t, res.Error, "ValueError: boom")
+	require.NotContains(t, res.Error, "_hermes_runner")
+	require.Contains(t, res.Output, "--- stderr ---")
+
+	res = run(t, "print('unclosed'\n", nil)
+	require.Equal(t, shared.StatusError, res.Status)
+	require.Contains(t, res.Error, "SyntaxError")
+
+	res = run(t, "from hermes_tools import execute_code\n", nil)
+	require.Contains(t, res.Hint, "hermes_tools has no execute_code")
+
+	res = run(t, "import numpy\n", nil)
+	require.Contains(t, res.Hint, "not available in strict mode")
+}
+
+func TestStrictTimeout(t *testing.T) {
+	res := run(t, "print('started', flush=True)\nwhile True:\n    pass\n", func(r *shared.Request) { r.Timeout = 3 * time.Second })
+	require.Equal(t, shared.StatusTimeout, res.Status)
+	require.Equal(t, "Script timed out after 3s and was killed.", res.Error)
+	require.True(t, strings.HasSuffix(res.Output, "⏰ Script timed out after 3s and was killed."), res.Output)
+	require.True(t, strings.HasPrefix(res.Output, "started\n"), res.Output)
+}
+
+func TestStrictMemoryCap(t *testing.T) {
+	res := run(t, "x = bytearray(200 * 1024 * 1024)\nprint(len(x))\n", func(r *shared.Request) { r.MemoryLimitMB = 64 })
+	require.Equal(t, shared.StatusError, res.Status)
+	require.Contains(t, res.Output, "MemoryError")
+}
+
+func BenchmarkStrictPrint1(b *testing.B) {
+	testEngine(b)
+	for b.Loop() {
+		res := run(b, "print(1)\n", nil)
+		if res.Status != shared.StatusSuccess {
+			b.Fatal(res.Output)
+		}
+	}
+}
+
+func BenchmarkStrictToolRoundTrip(b *testing.B) {
+	testEngine(b)
+	code := "from hermes_tools import web_search\nfor _ in range(%d):\n    web_search('x')\n"
+	for b.Loop() {
+		res := run(b, fmt.Sprintf(code, 1000), func(r *shared.Request) { r.MaxToolCalls = 1000 })
+		if res.Status != shared.StatusSuccess {
+			b.Fatal(res.Output)
+		}
+	}
+}
