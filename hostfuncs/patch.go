@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/pmezard/go-difflib/difflib"
 )
 
 // patchArgs are patch's keyword arguments; nil pointers are absent or null.
@@ -124,7 +122,8 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	}
 	b.WriteString(content[prev:])
 	updated := b.String()
-	if strings.HasSuffix(content, "\n") && updated != "" && !strings.HasSuffix(updated, "\n") {
+	restoredNL := strings.HasSuffix(content, "\n") && updated != "" && !strings.HasSuffix(updated, "\n")
+	if restoredNL {
 		updated += patchToEOL("\n", patchUsesCRLF(content))
 	}
 
@@ -143,7 +142,7 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	rel := t.patchDisplayPath(abs)
 	return Result{
 		"success":        true,
-		"diff":           patchUnifiedDiff(content, updated, "a/"+rel, "b/"+rel),
+		"diff":           patchUnifiedDiff(content, updated, "a/"+rel, "b/"+rel, patchSpanRegions(content, updated, spans, restoredNL)),
 		"files_modified": []string{abs},
 	}
 }
@@ -161,37 +160,6 @@ func (t *Tools) patchDisplayPath(abs string) string {
 		rel = abs
 	}
 	return filepath.ToSlash(rel)
-}
-
-// patchUnifiedDiff renders a unified diff between two texts ("" when they
-// are equal). A missing final newline is marked the way diff does.
-func patchUnifiedDiff(oldText, newText, from, to string) string {
-	if oldText == newText {
-		return ""
-	}
-	s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        patchDiffLines(oldText),
-		B:        patchDiffLines(newText),
-		FromFile: from,
-		ToFile:   to,
-		Context:  3,
-	})
-	if err != nil {
-		return ""
-	}
-	return s
-}
-
-func patchDiffLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		return lines[:len(lines)-1]
-	}
-	lines[len(lines)-1] += "\n\\ No newline at end of file\n"
-	return lines
 }
 
 // patchStage writes data to a temp file beside path, with perm, ready to be
@@ -243,6 +211,10 @@ type patchVFile struct {
 	perm    fs.FileMode
 	// movedFrom is the source of a "*** Move to" that created this file.
 	movedFrom *patchVFile
+	// edits counts the sections that changed the file; regions bound the
+	// changes of a single Update (nil otherwise) to speed up the diff.
+	edits   int
+	regions []patchRegion
 }
 
 // patchApplyV4A implements mode "patch".
@@ -300,21 +272,30 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 			}
 			c := op.Content
 			f.cur = &c
+			f.edits++
 		case v4aOpDelete:
 			if f.cur == nil {
 				return patchFail(fmt.Sprintf("File not found: %s (in *** Delete File). No files were modified.", op.Path))
 			}
 			f.cur = nil
+			f.edits++
 		case v4aOpUpdate:
 			if f.cur == nil {
 				return patchFail(fmt.Sprintf("File not found: %s (in *** Update File). No files were modified.", op.Path))
 			}
 			updated := *f.cur
+			var regions []patchRegion
 			if len(op.Hunks) > 0 {
-				updated, err = v4aApplyHunks(*f.cur, op.Hunks, op.Path)
+				updated, regions, err = v4aApplyHunks(*f.cur, op.Hunks, op.Path)
 				if err != nil {
 					return patchFail(err.Error())
 				}
+			}
+			f.edits++
+			if f.edits == 1 {
+				f.regions = regions
+			} else {
+				f.regions = nil
 			}
 			dst := f
 			if op.MoveTo != "" {
@@ -327,6 +308,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 					return patchFail(fmt.Sprintf("Cannot move %s to %s: the destination already exists. No files were modified.", op.Path, op.MoveTo))
 				}
 				dst.perm, dst.movedFrom = f.perm, f
+				dst.edits, dst.regions = f.edits, f.regions
 				f.cur = nil
 			}
 			dst.cur = &updated
@@ -483,7 +465,7 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		done[f] = true
 		if dst, ok := moveDst[f]; ok && !done[dst] {
 			done[dst] = true
-			d := patchUnifiedDiff(*f.orig, *dst.cur, "a/"+f.display, "b/"+dst.display)
+			d := patchUnifiedDiff(*f.orig, *dst.cur, "a/"+f.display, "b/"+dst.display, dst.regions)
 			if d == "" {
 				d = fmt.Sprintf("--- a/%s\n+++ b/%s\n", f.display, dst.display)
 			}
@@ -502,7 +484,11 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		} else {
 			newText = *f.cur
 		}
-		d := patchUnifiedDiff(oldText, newText, from, to)
+		var regions []patchRegion
+		if f.edits == 1 {
+			regions = f.regions
+		}
+		d := patchUnifiedDiff(oldText, newText, from, to, regions)
 		if d == "" { // adding or deleting an empty file
 			d = fmt.Sprintf("--- %s\n+++ %s\n", from, to)
 		}

@@ -3,9 +3,13 @@ package hostfuncs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -261,4 +265,133 @@ func TestPatchIndentDelta(t *testing.T) {
 		d := patchIndentDelta{from: tc.from, to: tc.to}
 		assert.Equal(t, tc.want, d.apply(tc.line), "%q -> %q on %q", tc.from, tc.to, tc.line)
 	}
+}
+
+// patchTestApplyUnified applies a unified diff produced by patchUnifiedDiff
+// to old, checking every context and removed line on the way.
+func patchTestApplyUnified(t *testing.T, old, diff string) string {
+	t.Helper()
+	const marker = "\\ No newline at end of file\n"
+	a := patchDiffLines(old)
+	lines := strings.SplitAfter(diff, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, "diff: %q", diff)
+	require.True(t, strings.HasPrefix(lines[0], "--- ") && strings.HasPrefix(lines[1], "+++ "), "headers: %q", diff)
+	var out []string
+	ai := 0
+	for i := 2; i < len(lines) && lines[i] != ""; {
+		m := patchHunkHeader.FindStringSubmatch(strings.TrimSuffix(lines[i], "\n"))
+		require.NotNil(t, m, "hunk header expected: %q", lines[i])
+		start, _ := strconv.Atoi(m[1])
+		length := 1
+		if m[2] != "" {
+			length, _ = strconv.Atoi(m[2][1:])
+		}
+		idx := start - 1
+		if length == 0 {
+			idx = start
+		}
+		require.GreaterOrEqual(t, idx, ai, "hunks out of order")
+		out = append(out, a[ai:idx]...)
+		ai = idx
+		for i++; i < len(lines) && lines[i] != "" && !strings.HasPrefix(lines[i], "@@ "); i++ {
+			l := lines[i]
+			text := l[1:]
+			if i+1 < len(lines) && lines[i+1] == marker {
+				text += marker
+				i++
+			}
+			switch l[0] {
+			case ' ', '-':
+				require.Less(t, ai, len(a))
+				require.Equal(t, a[ai], text, "line %d", ai+1)
+				if l[0] == ' ' {
+					out = append(out, text)
+				}
+				ai++
+			case '+':
+				out = append(out, text)
+			default:
+				t.Fatalf("bad diff line %q", l)
+			}
+		}
+	}
+	out = append(out, a[ai:]...)
+	return strings.ReplaceAll(strings.Join(out, ""), "\n"+marker, "")
+}
+
+func TestPatchUnifiedDiffRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"a", "b", "c", "x = 1", "", "  return y", "}"}
+	randText := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(words[rng.IntN(len(words))])
+			if i < n-1 || rng.IntN(4) > 0 {
+				b.WriteByte('\n')
+			}
+		}
+		return b.String()
+	}
+	for iter := 0; iter < 500; iter++ {
+		old := randText(rng.IntN(80))
+		// Random non-overlapping spans.
+		var spans []patchSpan
+		for pos := 0; pos < len(old); {
+			start := pos + rng.IntN(len(old)-pos+1)
+			if start >= len(old) || rng.IntN(3) == 0 {
+				break
+			}
+			end := start + rng.IntN(min(12, len(old)-start)+1)
+			spans = append(spans, patchSpan{start: start, end: end, repl: randText(rng.IntN(3))})
+			pos = end + 1
+		}
+		var b strings.Builder
+		prev := 0
+		for _, s := range spans {
+			b.WriteString(old[prev:s.start] + s.repl)
+			prev = s.end
+		}
+		b.WriteString(old[prev:])
+		updated := b.String()
+
+		for name, regions := range map[string][]patchRegion{
+			"spans":    patchSpanRegions(old, updated, spans, false),
+			"fallback": nil,
+			"wrong":    {{a0: 1, a1: 2, b0: 5, b1: 6}},
+		} {
+			d := patchUnifiedDiff(old, updated, "a/f", "b/f", regions)
+			if old == updated {
+				require.Empty(t, d)
+				continue
+			}
+			require.Equal(t, updated, patchTestApplyUnified(t, old, d), "%s: old %q diff %q", name, old, d)
+			if name == "spans" {
+				full := patchUnifiedDiff(old, updated, "a/f", "b/f", nil)
+				require.Equal(t, updated, patchTestApplyUnified(t, old, full))
+			}
+		}
+	}
+}
+
+func TestPatchUnifiedDiffLargeFileWindows(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	old := b.String()
+	spans, _ := patchFindMatches(old, "line 10\n", "ten\n")
+	require.Len(t, spans, 1)
+	spans2, _ := patchFindMatches(old, "line 1990\n", "nineteen-ninety\n")
+	spans = append(spans, spans2...)
+	updated := old[:spans[0].start] + spans[0].repl + old[spans[0].end:spans[1].start] + spans[1].repl + old[spans[1].end:]
+	d := patchUnifiedDiff(old, updated, "a/f", "b/f", patchSpanRegions(old, updated, spans, false))
+	assert.Equal(t, "--- a/f\n+++ b/f\n"+
+		"@@ -8,7 +8,7 @@\n line 7\n line 8\n line 9\n-line 10\n+ten\n line 11\n line 12\n line 13\n"+
+		"@@ -1988,7 +1988,7 @@\n line 1987\n line 1988\n line 1989\n-line 1990\n+nineteen-ninety\n line 1991\n line 1992\n line 1993\n", d)
+	assert.Equal(t, updated, patchTestApplyUnified(t, old, d))
+}
+
+func TestPatchDiffNoFinalNewline(t *testing.T) {
+	d := patchUnifiedDiff("a\nb", "a\nb\n", "a/f", "b/f", nil)
+	assert.Equal(t, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n", d)
 }

@@ -450,7 +450,7 @@ func v4aFindAnchor(lines []string, anchor string, start int) int {
 // v4aApplyHunks applies an Update section's hunks to text and returns the
 // new text. Hunks are located in order, each searching forward from where
 // the previous one ended. display names the file in errors.
-func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, error) {
+func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, []patchRegion, error) {
 	f := v4aSplit(text)
 	type repl struct {
 		at, n int
@@ -463,7 +463,7 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, error)
 		for _, a := range h.Anchors {
 			idx := v4aFindAnchor(f.lines, a, start)
 			if idx < 0 {
-				return "", fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: anchor %q not found%s. No files were modified.",
+				return "", nil, fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: anchor %q not found%s. No files were modified.",
 					hi+1, len(hunks), h.Line, display, v4aClip(a), v4aAfterLine(start))
 			}
 			start = idx + 1
@@ -484,7 +484,7 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, error)
 		default:
 			at, level = v4aFind(f.lines, want, start, h.EOF)
 			if at < 0 {
-				return "", fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: its context and removed lines were not found%s. The hunk expects:\n%s\nNo files were modified.",
+				return "", nil, fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: its context and removed lines were not found%s. The hunk expects:\n%s\nNo files were modified.",
 					hi+1, len(hunks), h.Line, display, v4aAfterLine(start), v4aHunkExcerpt(h))
 			}
 		}
@@ -514,15 +514,19 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, error)
 	}
 
 	out := make([]string, 0, len(f.lines))
+	regions := make([]patchRegion, 0, len(repls)+1)
 	prev := 0
 	for _, r := range repls {
 		out = append(out, f.lines[prev:r.at]...)
+		regions = append(regions, patchRegion{a0: r.at, a1: r.at + r.n, b0: len(out), b1: len(out) + len(r.with)})
 		out = append(out, r.with...)
 		prev = r.at + r.n
 	}
 	out = append(out, f.lines[prev:]...)
+	// The last line's newline handling may differ; let the diff look there.
+	regions = append(regions, patchRegion{a0: len(f.lines) - 1, a1: len(f.lines), b0: len(out) - 1, b1: len(out)})
 	f.lines = out
-	return f.join(), nil
+	return f.join(), regions, nil
 }
 
 // v4aHunkIndentDelta derives the re-indentation for a hunk matched with

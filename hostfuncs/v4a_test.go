@@ -111,7 +111,7 @@ func TestV4APatchTable(t *testing.T) {
 			files: map[string]string{
 				"a.txt": "1\n2\n3\n", "gone.txt": "x\n",
 			},
-			patch: "*** Begin Patch\n*** Update File: a.txt\n 1\n-2\n+two\n 3\n*** Delete File: gone.txt\n*** Add File: b.txt\n+new\n*** End Patch",
+			patch:   "*** Begin Patch\n*** Update File: a.txt\n 1\n-2\n+two\n 3\n*** Delete File: gone.txt\n*** Add File: b.txt\n+new\n*** End Patch",
 			want:    map[string]string{"a.txt": "1\ntwo\n3\n", "b.txt": "new\n"},
 			added:   []string{"b.txt"},
 			deleted: []string{"gone.txt"},
@@ -292,6 +292,11 @@ func TestV4APatchTable(t *testing.T) {
 			touched = append(touched, tc.deleted...)
 			assert.Equal(t, abs(touched), res["files_modified"])
 			assert.NotEmpty(t, res["diff"])
+			if len(touched) == 1 && len(tc.added)+len(tc.deleted) == 0 {
+				rel := touched[0]
+				assert.True(t, strings.HasPrefix(res["diff"].(string), "--- a/"+rel+"\n+++ b/"+rel+"\n"))
+				assert.Equal(t, tc.want[rel], patchTestApplyUnified(t, tc.files[rel], res["diff"].(string)))
+			}
 		})
 	}
 }
@@ -434,7 +439,7 @@ func TestV4AApplyNestedAnchors(t *testing.T) {
 	src := "class A:\n    def f(self):\n        return 1\n\nclass B:\n    def f(self):\n        return 1\n"
 	ops, err := v4aParse("*** Begin Patch\n*** Update File: x.py\n@@ class B:\n@@     def f(self):\n-        return 1\n+        return 2\n*** End Patch")
 	require.NoError(t, err)
-	got, err := v4aApplyHunks(src, ops[0].Hunks, "x.py")
+	got, _, err := v4aApplyHunks(src, ops[0].Hunks, "x.py")
 	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(src, "class B:\n    def f(self):\n        return 1", "class B:\n    def f(self):\n        return 2", 1), got)
 }
@@ -471,8 +476,8 @@ func FuzzParseV4A(f *testing.F) {
 			}
 			if op.Kind == v4aOpUpdate {
 				// The applier must not panic either.
-				_, _ = v4aApplyHunks(sample, op.Hunks, op.Path)
-				_, _ = v4aApplyHunks("", op.Hunks, op.Path)
+				_, _, _ = v4aApplyHunks(sample, op.Hunks, op.Path)
+				_, _, _ = v4aApplyHunks("", op.Hunks, op.Path)
 			}
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -192,7 +193,7 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	}
 	defer os.RemoveAll(staging)
 	files := map[string]string{
-		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath}),
+		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true}),
 		shared.RunnerName: shared.Runner,
 		shared.ScriptName: job.Code,
 	}
@@ -219,7 +220,7 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 		WithFSConfig(fsc).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(func(ns int64) { sleepCtx(ctx, time.Duration(ns)) }).
 		WithRandSource(rand.Reader).
 		WithStartFunctions("_start")
 	env := append(slicesClone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
@@ -254,6 +255,18 @@ func outcome(err error) shared.Outcome {
 		hint = " (this usually means the script ran out of its memory limit, code_execution.memory_limit_mb)"
 	}
 	return shared.Outcome{ExitCode: -1, Crash: "The interpreter crashed: " + msg + hint}
+}
+
+// sleepCtx is the guest's sleep: real time, cut short when the run's
+// context ends so a sleeping script is stopped on time (the instance is
+// then closed at its next function call).
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }

@@ -150,3 +150,62 @@ func BenchmarkStrictToolRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+func TestStrictStubModule(t *testing.T) {
+	res := run(t, `import hermes_tools, json
+from hermes_tools import json_parse, shell_quote, retry
+print(hasattr(hermes_tools, "execute_code"), hasattr(hermes_tools, "delegate_task"))
+print(json_parse("\ufeff{\"a\": \"x\ty\"}"))
+print(shell_quote("it's here"))
+calls = []
+def flaky():
+    calls.append(1)
+    if len(calls) < 3:
+        raise OSError("try again")
+    return "done"
+print(retry(flaky, max_attempts=3, delay=0), len(calls))
+try:
+    retry(lambda: 1 / 0, max_attempts=2, delay=0)
+except ZeroDivisionError:
+    print("re-raised")
+r = hermes_tools.patch("f.py", "a", "b", replace_all=True)
+print(json.dumps(r["args"], sort_keys=True))
+`, nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, `False False
+{'a': 'x\ty'}
+'it'"'"'s here'
+done 3
+re-raised
+{"mode": "replace", "new_string": "b", "old_string": "a", "patch": null, "path": "f.py", "replace_all": true}
+`, res.Output)
+}
+
+func TestStrictSleep(t *testing.T) {
+	res := run(t, `import time
+from time import sleep
+t0 = time.monotonic(); w0 = time.time()
+sleep(0.2)
+time.sleep(0)
+print(time.monotonic() - t0 >= 0.2, time.time() - w0 >= 0.19)
+`, nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "True True\n", res.Output)
+
+	start := time.Now()
+	res = run(t, "import time\ntime.sleep(120)\n", func(r *shared.Request) { r.Timeout = 2 * time.Second })
+	require.Equal(t, shared.StatusTimeout, res.Status)
+	require.Less(t, time.Since(start), 60*time.Second, "a sleeping script is stopped at its timeout")
+}
+
+func TestStrictInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(1500*time.Millisecond, func() { cancel(&shared.InterruptError{}) })
+	res, err := shared.Execute(ctx, testEngine(t), shared.Request{
+		Code: "print('partial', flush=True)\nwhile True:\n    pass\n", Mode: shared.ModeStrict,
+		Workdir: t.TempDir(), Timeout: time.Minute, Tools: echoTools,
+	})
+	require.NoError(t, err)
+	require.Equal(t, shared.StatusInterrupted, res.Status)
+	require.True(t, strings.HasSuffix(res.Output, "[execution interrupted — user sent a new message]"), res.Output)
+}

@@ -12,14 +12,15 @@ const ScriptName = "script.py"
 
 // Runner is the Python entry point of every execution, in both modes:
 // `python _hermes_runner.py SCRIPT`. It runs the script as __main__ and
-// reports how it ended (success, sys.exit code, or the exception with a
-// traceback that starts at the script's own frames) to the host through the
-// tool channel, so the host can tell sys.exit(1) from an uncaught error.
+// reports an uncaught exception (type, message, and a traceback that starts
+// at the script's own frames) to the host through the tool channel, so the
+// host can tell sys.exit(1) from an uncaught error. A normal end or
+// sys.exit is told by the exit status alone, so a script that raises
+// nothing never imports traceback or json (slow in the WASI build).
 const Runner = `import sys
 
 
 def _hermes_main():
-    import traceback
     import hermes_tools
 
     path = sys.argv[1]
@@ -42,6 +43,7 @@ def _hermes_main():
             n = 1
         report = {"kind": "exit", "code": n}
     except BaseException as e:
+        import traceback
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next
@@ -57,7 +59,8 @@ def _hermes_main():
             stream.flush()
         except Exception:
             pass
-    hermes_tools._report_exit(report)
+    if report["kind"] == "exception":
+        hermes_tools._report_exit(report)
     return report["code"]
 
 
