@@ -232,7 +232,12 @@ func (p *v4aParser) parseUpdate(header string) (v4aFileOp, error) {
 	}
 	op := v4aFileOp{Kind: v4aOpUpdate, Path: path, Line: p.i + 1}
 	p.i++
-	if p.i < p.end && strings.HasPrefix(strings.TrimRight(p.lines[p.i], " \t"), v4aMovePrefix) {
+	j := p.i
+	for j < p.end && strings.TrimSpace(p.lines[j]) == "" {
+		j++
+	}
+	if j < p.end && strings.HasPrefix(strings.TrimRight(p.lines[j], " \t"), v4aMovePrefix) {
+		p.i = j
 		to, err := p.headerPath(strings.TrimRight(p.lines[p.i], " \t"), v4aMovePrefix)
 		if err != nil {
 			return v4aFileOp{}, err
@@ -459,20 +464,24 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, []patc
 	var repls []repl
 	cursor := 0
 	for hi, h := range hunks {
-		start := cursor
+		start, anchorAt := cursor, -1
 		for _, a := range h.Anchors {
 			idx := v4aFindAnchor(f.lines, a, start)
 			if idx < 0 {
 				return "", nil, fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: anchor %q not found%s. No files were modified.",
 					hi+1, len(hunks), h.Line, display, v4aClip(a), v4aAfterLine(start))
 			}
-			start = idx + 1
+			start, anchorAt = idx+1, idx
 		}
 		var want []string
 		for _, l := range h.Lines {
 			if l.Op != '+' {
 				want = append(want, l.Text)
 			}
+		}
+		if len(want) > 0 && anchorAt >= 0 {
+			// The hunk may repeat the anchor line as its first context line.
+			start = anchorAt
 		}
 		var at int
 		level := v4aExact

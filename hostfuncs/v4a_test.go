@@ -79,6 +79,18 @@ func TestV4APatchTable(t *testing.T) {
 			want:  map[string]string{"app.py": strings.Replace(app, "def bar():\n    return 1", "def bar():\n    return 2", 1)},
 		},
 		{
+			name:  "anchor repeated as first context line",
+			files: map[string]string{"app.py": app},
+			patch: "*** Begin Patch\n*** Update File: app.py\n@@ def bar():\n def bar():\n-    return 1\n+    return 3\n*** End Patch",
+			want:  map[string]string{"app.py": strings.Replace(app, "def bar():\n    return 1", "def bar():\n    return 3", 1)},
+		},
+		{
+			name:  "pure addition goes after the anchor",
+			files: map[string]string{"app.py": app},
+			patch: "*** Begin Patch\n*** Update File: app.py\n@@ def foo():\n+    \"\"\"Doc.\"\"\"\n*** End Patch",
+			want:  map[string]string{"app.py": strings.Replace(app, "def foo():\n", "def foo():\n    \"\"\"Doc.\"\"\"\n", 1)},
+		},
+		{
 			name:  "multi-hunk in order",
 			files: map[string]string{"app.py": app},
 			patch: "*** Begin Patch\n*** Update File: app.py\n@@ def foo():\n-    return 1\n+    return 'foo'\n@@ def bar():\n-    return 1\n+    return 'bar'\n*** End Patch",

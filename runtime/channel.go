@@ -39,7 +39,7 @@ type channelFS struct {
 func (c *channelFS) OpenFile(p string, flag experimentalsys.Oflag, _ fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	switch clean(p) {
 	case ".":
-		return channelDir{}, 0
+		return &channelDir{}, 0
 	case channelFile:
 		if flag&experimentalsys.O_DIRECTORY != 0 {
 			return nil, experimentalsys.ENOTDIR
@@ -80,8 +80,6 @@ func (channelDir) Stat() (sys.Stat_t, experimentalsys.Errno) {
 func (channelDir) Readdir(int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
 	return []experimentalsys.Dirent{{Name: channelFile}}, 0
 }
-
-func (channelDir) Seek(int64, int) (int64, experimentalsys.Errno) { return 0, 0 }
 
 // callFile is one open descriptor of the channel: requests in, responses
 // out.

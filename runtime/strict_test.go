@@ -155,6 +155,8 @@ func TestStrictStubModule(t *testing.T) {
 	res := run(t, `import hermes_tools, json
 from hermes_tools import json_parse, shell_quote, retry
 print(hasattr(hermes_tools, "execute_code"), hasattr(hermes_tools, "delegate_task"))
+import os
+print(os.listdir("/.hermes"), sorted(os.listdir("/")))
 print(json_parse("\ufeff{\"a\": \"x\ty\"}"))
 print(shell_quote("it's here"))
 calls = []
@@ -173,6 +175,7 @@ print(json.dumps(r["args"], sort_keys=True))
 `, nil)
 	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, `False False
+['call'] ['_hermes_runner.py', 'hermes_tools.py', 'script.py']
 {'a': 'x\ty'}
 'it'"'"'s here'
 done 3
@@ -208,4 +211,11 @@ func TestStrictInterrupt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, shared.StatusInterrupted, res.Status)
 	require.True(t, strings.HasSuffix(res.Output, "[execution interrupted — user sent a new message]"), res.Output)
+}
+
+func TestStrictExitBuiltins(t *testing.T) {
+	res := run(t, "print('bye')\nexit(5)\n", nil)
+	require.Equal(t, "Script exited with code 5", res.Error)
+	res = run(t, "quit()\n", nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
 }

@@ -20,7 +20,28 @@ const ScriptName = "script.py"
 const Runner = `import sys
 
 
+def _install_quit():
+    # exit() and quit() come from the site module, which strict mode skips
+    # (python -S) to start faster; scripts still expect them.
+    import builtins
+
+    class _Quitter:
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            return "Use %s() to exit" % self.name
+
+        def __call__(self, code=None):
+            raise SystemExit(code)
+
+    for name in ("exit", "quit"):
+        if not hasattr(builtins, name):
+            setattr(builtins, name, _Quitter(name))
+
+
 def _hermes_main():
+    _install_quit()
     import hermes_tools
 
     path = sys.argv[1]

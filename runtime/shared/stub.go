@@ -116,6 +116,34 @@ _lock = _thread.allocate_lock()
 `
 
 const fileTransport = `_fd = None
+_codec = None
+
+
+def _json_codec():
+    # The C encoder and scanner, called directly: json.dumps and json.loads
+    # add layers of Python around them that cost more than the channel.
+    global _codec
+    if _codec is None:
+        import json
+        import json.encoder
+        import json.scanner
+        if json.encoder.c_make_encoder is not None:
+            encoder = json.encoder.c_make_encoder(
+                None, json.JSONEncoder(ensure_ascii=False).default, json.encoder.encode_basestring,
+                None, ":", ",", False, False, True)
+            encode = lambda obj: "".join(encoder(obj, 0))
+        else:
+            encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        scan = json.scanner.make_scanner(json.JSONDecoder())
+
+        def decode(text):
+            try:
+                return scan(text, 0)[0]
+            except StopIteration:
+                raise RuntimeError("hermes_tools: malformed response from the host: %r" % text[:200]) from None
+
+        _codec = (encode, decode)
+    return _codec
 
 
 def _roundtrip(payload):
@@ -123,29 +151,30 @@ def _roundtrip(payload):
     with _lock:
         if _fd is None:
             _fd = _os.open(_CHANNEL, _os.O_RDWR)
-        view = memoryview(payload)
-        while view:
-            n = _os.write(_fd, view)
-            view = view[n:]
-        chunks = []
-        while True:
+        n = _os.write(_fd, payload)
+        while n < len(payload):
+            n += _os.write(_fd, payload[n:])
+        # A response is one line; JSON escapes newlines inside strings, so
+        # the first chunk ending in a newline completes it.
+        chunk = _os.read(_fd, 1 << 16)
+        if chunk.endswith(b"\n"):
+            return chunk
+        chunks = [chunk]
+        while chunk and not chunk.endswith(b"\n"):
             chunk = _os.read(_fd, 1 << 16)
-            if not chunk:
-                break
             chunks.append(chunk)
     return b"".join(chunks)
 
 
 def _call(tool, args):
-    import json as _json
-    line = _json.dumps({"tool": tool, "args": args}, ensure_ascii=False) + "\n"
-    return _json.loads(_roundtrip(line.encode("utf-8", "surrogatepass")))
+    encode, decode = _json_codec()
+    line = encode({"tool": tool, "args": args}) + "\n"
+    return decode(_roundtrip(line.encode("utf-8", "surrogatepass")).decode("utf-8", "replace"))
 
 
 def _report_exit(report):
-    import json as _json
-    line = _json.dumps({"op": "exit", "exit": report}, ensure_ascii=False) + "\n"
-    _roundtrip(line.encode("utf-8", "surrogatepass"))
+    encode, _ = _json_codec()
+    _roundtrip((encode({"op": "exit", "exit": report}) + "\n").encode("utf-8", "surrogatepass"))
 `
 
 const wasiFixes = `
