@@ -70,6 +70,10 @@ type compiled struct {
 	rt   wazero.Runtime
 	mod  wazero.CompiledModule
 	err  error
+
+	pycKey  string // names the bytecode of the staged sources
+	pycOnce sync.Once
+	pyc     map[string][]byte // see bytecode.go
 }
 
 // NewStrict returns a strict engine. Nothing is compiled until the first
@@ -111,7 +115,7 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 		s.compiled[p] = c
 	}
 	s.mu.Unlock()
-	c.once.Do(func() { c.rt, c.mod, c.err = s.compile(context.WithoutCancel(ctx), p) })
+	c.once.Do(func() { c.rt, c.mod, c.pycKey, c.err = s.compile(context.WithoutCancel(ctx), p) })
 	if c.err != nil {
 		// Forget the failure so a later call (after `make assets`, say)
 		// tries again.
@@ -127,11 +131,12 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("strict engine is closed")
 
-func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, wazero.CompiledModule, error) {
+func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, wazero.CompiledModule, string, error) {
 	wasm, err := s.opts.Interpreter()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	sum := sha256.Sum256(wasm)
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(true).
 		WithDebugInfoEnabled(false).
@@ -139,7 +144,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 	marker := ""
 	if s.opts.CacheDir != "" {
 		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+			return nil, nil, "", fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
 		s.mu.Lock()
 		if s.cache == nil {
@@ -148,10 +153,9 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 		cache := s.cache
 		s.mu.Unlock()
 		if err != nil {
-			return nil, nil, fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+			return nil, nil, "", fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
-		sum := sha256.Sum256(wasm)
 		marker = filepath.Join(s.opts.CacheDir, "compiled-"+hex.EncodeToString(sum[:6])+"-"+goruntime.GOARCH)
 	}
 	if _, err := os.Stat(marker); marker == "" || err != nil {
@@ -166,17 +170,17 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, nil, fmt.Errorf("instantiating WASI: %w", err)
+		return nil, nil, "", fmt.Errorf("instantiating WASI: %w", err)
 	}
 	mod, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		rt.Close(ctx)
-		return nil, nil, fmt.Errorf("compiling the Python interpreter: %w", err)
+		return nil, nil, "", fmt.Errorf("compiling the Python interpreter: %w", err)
 	}
 	if marker != "" {
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
-	return rt, mod, nil
+	return rt, mod, bytecodeKey(hex.EncodeToString(sum[:])), nil
 }
 
 // Run implements shared.Engine: it stages the script, instantiates a fresh
@@ -192,14 +196,20 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 		return shared.Outcome{}, fmt.Errorf("creating the staging dir: %w", err)
 	}
 	defer os.RemoveAll(staging)
-	files := map[string]string{
-		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true}),
-		shared.RunnerName: shared.Runner,
-		shared.ScriptName: job.Code,
+	files := map[string][]byte{shared.ScriptName: []byte(job.Code)}
+	for name, src := range stagedSources() {
+		files[name] = []byte(src)
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(staging, name), []byte(content), 0o600); err != nil {
-			return shared.Outcome{}, fmt.Errorf("staging %s: %w", name, err)
+	for rel, b := range s.bytecode(ctx, c) {
+		files[rel] = b
+	}
+	for rel, content := range files {
+		path := filepath.Join(staging, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return shared.Outcome{}, fmt.Errorf("staging %s: %w", rel, err)
+		}
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return shared.Outcome{}, fmt.Errorf("staging %s: %w", rel, err)
 		}
 	}
 	jail, err := newJailFS(staging)
@@ -215,7 +225,7 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 		WithName("").
 		// -S: no site module (nothing to add to sys.path in the sandbox, and
 		// it saves a fifth of the interpreter's start-up).
-		WithArgs("python", "-S", "/"+shared.RunnerName, "/"+shared.ScriptName).
+		WithArgs("python", "-S", "-c", shared.RunnerEntry, "/"+shared.ScriptName).
 		WithStdin(strings.NewReader("")).
 		WithStdout(job.Stdout).
 		WithStderr(job.Stderr).

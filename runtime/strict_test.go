@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,7 +176,7 @@ print(json.dumps(r["args"], sort_keys=True))
 `, nil)
 	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, `False False
-['call'] ['_hermes_runner.py', 'hermes_tools.py', 'script.py']
+['call'] ['__pycache__', '_hermes_runner.py', 'hermes_tools.py', 'script.py']
 {'a': 'x\ty'}
 'it'"'"'s here'
 done 3
@@ -218,4 +219,47 @@ func TestStrictExitBuiltins(t *testing.T) {
 	require.Equal(t, "Script exited with code 5", res.Error)
 	res = run(t, "quit()\n", nil)
 	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+}
+
+func TestStrictBytecodeCache(t *testing.T) {
+	cache := t.TempDir()
+	src := testEngine(t).opts.CacheDir
+	// Share the compiled machine code, but not the bytecode.
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "wazero") {
+			require.NoError(t, os.Symlink(filepath.Join(src, e.Name()), filepath.Join(cache, e.Name())))
+		}
+	}
+	runWith := func() shared.Result {
+		e := NewStrict(Options{CacheDir: cache, Progress: io.Discard})
+		defer e.Close(context.Background())
+		res, err := shared.Execute(context.Background(), e, shared.Request{
+			Code: "import hermes_tools, sys\nprint(hermes_tools.__cached__)\nhermes_tools.web_search(object())\n",
+			Mode: shared.ModeStrict, Workdir: t.TempDir(), Timeout: time.Minute, MaxToolCalls: 5, Tools: echoTools,
+		})
+		require.NoError(t, err)
+		return res
+	}
+	res := runWith()
+	require.Contains(t, res.Output, "__pycache__/hermes_tools.")
+	// Tracebacks through the cached module still show its source lines.
+	require.Contains(t, res.Error, `File "/hermes_tools.py"`)
+	require.Contains(t, res.Error, "TypeError: Object of type object is not JSON serializable")
+	require.Regexp(t, `File "/hermes_tools.py", line \d+, in web_search\n\s+return _call`, res.Error)
+
+	dirs, err := filepath.Glob(filepath.Join(cache, "pyc-*"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1)
+	pycs, err := filepath.Glob(filepath.Join(dirs[0], "*.pyc"))
+	require.NoError(t, err)
+	require.Len(t, pycs, 2)
+	// A damaged cache is rebuilt, never used.
+	require.NoError(t, os.WriteFile(pycs[0], []byte("garbage"), 0o600))
+	res = runWith()
+	require.Contains(t, res.Output, "__pycache__/hermes_tools.")
+	b, err := os.ReadFile(pycs[0])
+	require.NoError(t, err)
+	require.NotEqual(t, "garbage", string(b))
 }

@@ -11,7 +11,7 @@ const StubName = "hermes_tools.py"
 const ScriptName = "script.py"
 
 // Runner is the Python entry point of every execution, in both modes:
-// `python _hermes_runner.py SCRIPT`. It runs the script as __main__ and
+// `python _hermes_runner.py SCRIPT`, or `python -c RunnerEntry SCRIPT`. It runs the script as __main__ and
 // reports an uncaught exception (type, message, and a traceback that starts
 // at the script's own frames) to the host through the tool channel, so the
 // host can tell sys.exit(1) from an uncaught error. A normal end or
@@ -65,8 +65,10 @@ def _hermes_main():
         report = {"kind": "exit", "code": n}
     except BaseException as e:
         import traceback
+        # Start the traceback at the script's own first frame; a syntax
+        # error has none, and shows just the error.
         tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        while tb is not None and tb.tb_frame.f_code.co_filename != path:
             tb = tb.tb_next
         text = "".join(traceback.format_exception(type(e), e, tb))
         try:
@@ -85,6 +87,15 @@ def _hermes_main():
     return report["code"]
 
 
-if __name__ == "__main__":
+def run():
     sys.exit(_hermes_main())
+
+
+if __name__ == "__main__":
+    run()
 `
+
+// RunnerEntry is the -c program that starts the runner by importing it,
+// so that its cached bytecode (when present) is used:
+// `python -c RunnerEntry SCRIPT`.
+const RunnerEntry = "import _hermes_runner; _hermes_runner.run()"

@@ -1,0 +1,195 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// The generated modules every run imports: hermes_tools and the runner.
+// Compiling their source costs the -O0 interpreter tens of milliseconds on
+// every run, so the engine compiles them once (in the guest, since the
+// host needs no Python) into unchecked hash-based .pyc files, keeps those
+// in memory and in the compilation cache dir, and places them in each
+// staging dir's __pycache__ beside the sources. Tracebacks still show
+// source lines. Any failure here only costs speed: runs then compile the
+// sources as usual.
+
+// stagedSources returns the generated sources every strict run stages.
+func stagedSources() map[string]string {
+	return map[string]string{
+		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true}),
+		shared.RunnerName: shared.Runner,
+	}
+}
+
+// compileBytecodeScript compiles the staged sources into __pycache__.
+const compileBytecodeScript = `import py_compile
+for name in ("hermes_tools.py", "_hermes_runner.py"):
+    py_compile.compile("/" + name, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+`
+
+// bytecodeKey names the bytecode of the staged sources for one
+// interpreter build.
+func bytecodeKey(wasmSum string) string {
+	h := sha256.New()
+	h.Write([]byte(wasmSum))
+	for _, name := range []string{shared.StubName, shared.RunnerName} {
+		h.Write([]byte(name))
+		h.Write([]byte(stagedSources()[name]))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// bytecode returns the cached .pyc files (paths relative to the staging
+// dir), building them on first use. It never fails: nil means "use the
+// sources".
+func (s *Strict) bytecode(ctx context.Context, c *compiled) map[string][]byte {
+	c.pycOnce.Do(func() {
+		dir := ""
+		if s.opts.CacheDir != "" {
+			dir = filepath.Join(s.opts.CacheDir, "pyc-"+c.pycKey)
+			if files := readPycDir(dir, true); files != nil {
+				c.pyc = files
+				return
+			}
+		}
+		files, err := s.buildBytecode(context.WithoutCancel(ctx), c)
+		if err != nil {
+			return
+		}
+		c.pyc = files
+		if dir != "" {
+			writePycDir(dir, files)
+		}
+	})
+	return c.pyc
+}
+
+// buildBytecode runs the interpreter once to compile the staged sources.
+func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]byte, error) {
+	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-pyc-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staging)
+	for name, src := range stagedSources() {
+		if err := os.WriteFile(filepath.Join(staging, name), []byte(src), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	jail, err := newJailFS(staging)
+	if err != nil {
+		return nil, err
+	}
+	defer jail.close()
+	var out bytes.Buffer
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs("python", "-S", "-c", compileBytecodeScript).
+		WithStdout(&out).
+		WithStderr(&out).
+		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/")).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader)
+	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compiling bytecode: %w: %s", err, out.String())
+	}
+	files := readPycDir(filepath.Join(staging, "__pycache__"), false)
+	if files == nil {
+		return nil, fmt.Errorf("compiling bytecode: no .pyc written")
+	}
+	return files, nil
+}
+
+// manifestName lists the sha256 of each cached .pyc, so a damaged cache
+// is rebuilt instead of breaking every run.
+const manifestName = "SHA256SUMS"
+
+// readPycDir reads the two .pyc files from dir, keyed by their path under
+// the staging dir, or returns nil. With verify, the files must match the
+// manifest written beside them.
+func readPycDir(dir string, verify bool) map[string][]byte {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".pyc") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil
+		}
+		files["__pycache__/"+e.Name()] = b
+	}
+	if len(files) != 2 {
+		return nil
+	}
+	if verify {
+		want, err := os.ReadFile(filepath.Join(dir, manifestName))
+		if err != nil || string(want) != manifest(files) {
+			return nil
+		}
+	}
+	return files
+}
+
+// manifest renders the sha256 of each file, in name order.
+func manifest(files map[string][]byte) string {
+	names := make([]string, 0, len(files))
+	for rel := range files {
+		names = append(names, rel)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, rel := range names {
+		sum := sha256.Sum256(files[rel])
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), path.Base(rel))
+	}
+	return b.String()
+}
+
+// writePycDir saves files into dir atomically: a temp dir renamed into
+// place, so a reader never sees half of it.
+func writePycDir(dir string, files map[string][]byte) {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".pyc-tmp-")
+	if err != nil {
+		return
+	}
+	for rel, b := range files {
+		if err := os.WriteFile(filepath.Join(tmp, path.Base(rel)), b, 0o600); err != nil {
+			os.RemoveAll(tmp)
+			return
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, manifestName), []byte(manifest(files)), 0o600); err != nil {
+		os.RemoveAll(tmp)
+		return
+	}
+	os.RemoveAll(dir) // a damaged copy that failed verification
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp) // another process won the race; its copy is the same
+	}
+}
