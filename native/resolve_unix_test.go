@@ -1,0 +1,64 @@
+//go:build unix
+
+package native
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakePython writes an executable that behaves like a python printing
+// version, or fails when version is empty.
+func fakePython(t *testing.T, path, version string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	script := "#!/bin/sh\necho " + version + "\n"
+	if version == "" {
+		script = "#!/bin/sh\necho 'broken interpreter' >&2\nexit 1\n"
+	}
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o755))
+}
+
+func TestResolve(t *testing.T) {
+	venv := t.TempDir()
+	conda := t.TempDir()
+	pathDir := t.TempDir()
+	fakePython(t, filepath.Join(pathDir, "python3"), "3.10.2")
+	t.Setenv("PATH", pathDir)
+
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	ctx := context.Background()
+
+	t.Run("venv first", func(t *testing.T) {
+		fakePython(t, filepath.Join(venv, "bin", "python"), "3.12.1")
+		fakePython(t, filepath.Join(conda, "bin", "python"), "3.11.0")
+		c := Resolve(ctx, env(map[string]string{"VIRTUAL_ENV": venv, "CONDA_PREFIX": conda}))
+		require.Equal(t, filepath.Join(venv, "bin", "python"), c.Path)
+		require.Equal(t, "3.12.1", c.Version)
+		require.Equal(t, "VIRTUAL_ENV", c.Source)
+	})
+	t.Run("broken venv skipped, conda used", func(t *testing.T) {
+		fakePython(t, filepath.Join(venv, "bin", "python"), "")
+		fakePython(t, filepath.Join(venv, "bin", "python3"), "3.7.9")
+		c := Resolve(ctx, env(map[string]string{"VIRTUAL_ENV": venv, "CONDA_PREFIX": conda}))
+		require.Equal(t, "CONDA_PREFIX", c.Source)
+		require.Len(t, c.Skipped, 2)
+		require.Contains(t, c.Skipped[0], "does not run")
+		require.Contains(t, c.Skipped[1], "older than 3.8")
+	})
+	t.Run("PATH", func(t *testing.T) {
+		c := Resolve(ctx, env(nil))
+		require.Equal(t, filepath.Join(pathDir, "python3"), c.Path)
+		require.Equal(t, "PATH", c.Source)
+	})
+	t.Run("nothing usable: embedded", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		c := Resolve(ctx, env(nil))
+		require.Empty(t, c.Path)
+		require.Equal(t, "embedded", c.Source)
+	})
+}
