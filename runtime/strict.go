@@ -163,7 +163,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 		if marker != "" {
 			where = "cached in " + s.opts.CacheDir + " for later runs"
 		}
-		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, about 5-15 s; %s)\n",
+		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, a few seconds; %s)\n",
 			float64(len(wasm))/1e6, where)
 	}
 	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))

@@ -158,8 +158,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
 	go func() {
-		if _, ok := <-sigs; ok {
+		select {
+		case <-sigs:
 			cancel(&shared.InterruptError{Reason: "interrupted by the user (Ctrl-C)"})
+		case <-ctx.Done():
 		}
 	}()
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // TestMain lets the test binary act as the CLI in a child process (for
@@ -32,27 +34,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// result is the part of the result JSON the tests look at.
-type result struct {
-	Status              string  `json:"status"`
-	Output              string  `json:"output"`
-	ToolCallsMade       int     `json:"tool_calls_made"`
-	DurationSeconds     float64 `json:"duration_seconds"`
-	ExitCode            *int    `json:"exit_code"`
-	Mode                string  `json:"mode"`
-	StdoutTruncated     bool    `json:"stdout_truncated"`
-	StdoutBytesCaptured int64   `json:"stdout_bytes_captured"`
-	StdoutBytesTotal    int64   `json:"stdout_bytes_total"`
-	StdoutBytesOmitted  int64   `json:"stdout_bytes_omitted"`
-	Error               string  `json:"error"`
-	Hint                string  `json:"hint"`
-	Warning             string  `json:"warning"`
-	StdoutSpillPath     string  `json:"stdout_spill_path"`
-	ToolCalls           []struct {
-		Tool string `json:"tool"`
-		OK   bool   `json:"ok"`
-	} `json:"tool_calls"`
-}
+// result is the result JSON as the tests decode it.
+type result = shared.Result
 
 // env is an isolated environment for one CLI run: its own HERMES_HOME,
 // TMPDIR (checked to be empty afterwards) and working dir.
