@@ -51,6 +51,9 @@ type Options struct {
 	// Interpreter returns the wasm module; nil means the embedded,
 	// verified one (pyodideassets.Interpreter).
 	Interpreter func() ([]byte, error)
+	// interpreterSHA256 is the hex sha256 of what Interpreter returns,
+	// when known without hashing again.
+	interpreterSHA256 string
 }
 
 // Strict is the strict-mode engine. It is safe for concurrent use; each
@@ -84,6 +87,7 @@ func NewStrict(opts Options) *Strict {
 	}
 	if opts.Interpreter == nil {
 		opts.Interpreter = pyodideassets.Interpreter
+		opts.interpreterSHA256 = pyodideassets.SHA256 // Interpreter verifies it
 	}
 	return &Strict{opts: opts, compiled: map[uint32]*compiled{}}
 }
@@ -116,6 +120,16 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 	}
 	s.mu.Unlock()
 	c.once.Do(func() { c.rt, c.mod, c.pycKey, c.err = s.compile(context.WithoutCancel(ctx), p) })
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		// Close ran while this compiled; it may have missed the runtime.
+		if c.rt != nil {
+			c.rt.Close(context.WithoutCancel(ctx))
+		}
+		return nil, ErrClosed
+	}
 	if c.err != nil {
 		// Forget the failure so a later call (after `make assets`, say)
 		// tries again.
@@ -136,7 +150,11 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	sum := sha256.Sum256(wasm)
+	wasmSum := s.opts.interpreterSHA256
+	if wasmSum == "" {
+		sum := sha256.Sum256(wasm)
+		wasmSum = hex.EncodeToString(sum[:])
+	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(true).
 		WithDebugInfoEnabled(false).
@@ -156,7 +174,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 			return nil, nil, "", fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
-		marker = filepath.Join(s.opts.CacheDir, "compiled-"+hex.EncodeToString(sum[:6])+"-"+goruntime.GOARCH)
+		marker = filepath.Join(s.opts.CacheDir, "compiled-"+wasmSum[:12]+"-"+goruntime.GOARCH)
 	}
 	if _, err := os.Stat(marker); marker == "" || err != nil {
 		where := "no disk cache, so every process compiles it"
@@ -180,7 +198,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 	if marker != "" {
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
-	return rt, mod, bytecodeKey(hex.EncodeToString(sum[:])), nil
+	return rt, mod, bytecodeKey(wasmSum), nil
 }
 
 // Run implements shared.Engine: it stages the script, instantiates a fresh

@@ -389,6 +389,7 @@ func TestBadInput(t *testing.T) {
 		code, res, _ := e.run("name = input('name? ')\nprint(name)\n")
 		require.Equal(t, 1, code)
 		require.Contains(t, res.Error, "EOFError")
+		require.Contains(t, res.Hint, "stdin is empty")
 	})
 	t.Run("config typo", func(t *testing.T) {
 		e := newEnv(t)

@@ -129,6 +129,7 @@ func TestHint(t *testing.T) {
 	require.Contains(t, Hint(ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'")), "not installed")
 	require.Contains(t, Hint(ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict")), "return dicts")
 	require.Contains(t, Hint(ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'")), "return dicts")
+	require.Contains(t, Hint(ModeStrict, exc("EOFError", "EOF when reading a line")), "stdin is empty")
 	require.Empty(t, Hint(ModeStrict, exc("ValueError", "bad")))
 	require.Empty(t, Hint(ModeStrict, nil))
 }
