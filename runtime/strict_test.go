@@ -1,10 +1,10 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,8 +232,10 @@ func TestStrictBytecodeCache(t *testing.T) {
 			require.NoError(t, os.Symlink(filepath.Join(src, e.Name()), filepath.Join(cache, e.Name())))
 		}
 	}
+	var progress bytes.Buffer
 	runWith := func() shared.Result {
-		e := NewStrict(Options{CacheDir: cache, Progress: io.Discard})
+		progress.Reset()
+		e := NewStrict(Options{CacheDir: cache, Progress: &progress})
 		defer e.Close(context.Background())
 		res, err := shared.Execute(context.Background(), e, shared.Request{
 			Code: "import hermes_tools, sys\nprint(hermes_tools.__cached__)\nhermes_tools.web_search(object())\n",
@@ -243,6 +245,9 @@ func TestStrictBytecodeCache(t *testing.T) {
 		return res
 	}
 	res := runWith()
+	// The first compile in a cache dir says so, once.
+	require.Contains(t, progress.String(), "hermes-wasm-exec: compiling the Python interpreter (13 MB of wasm; first run only, a few seconds; cached in "+cache)
+	require.Equal(t, 1, strings.Count(progress.String(), "\n"))
 	require.Contains(t, res.Output, "__pycache__/hermes_tools.")
 	// Tracebacks through the cached module still show its source lines.
 	require.Contains(t, res.Error, `File "/hermes_tools.py"`)
@@ -258,6 +263,7 @@ func TestStrictBytecodeCache(t *testing.T) {
 	// A damaged cache is rebuilt, never used.
 	require.NoError(t, os.WriteFile(pycs[0], []byte("garbage"), 0o600))
 	res = runWith()
+	require.Empty(t, progress.String(), "a warm cache compiles nothing")
 	require.Contains(t, res.Output, "__pycache__/hermes_tools.")
 	b, err := os.ReadFile(pycs[0])
 	require.NoError(t, err)

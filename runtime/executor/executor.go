@@ -188,7 +188,8 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	if req.MaxToolCalls != nil {
 		maxCalls = *req.MaxToolCalls
 	}
-	return shared.Execute(ctx, e.strict, shared.Request{
+	spillDir := filepath.Join(e.home, "cache", "exec")
+	res, err := shared.Execute(ctx, e.strict, shared.Request{
 		Code:          req.Code,
 		Mode:          mode,
 		Workdir:       wd,
@@ -197,7 +198,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		Environ:       e.environ,
 		Env:           envOpts,
 		Inject:        inject,
-		SpillDir:      filepath.Join(e.home, "cache", "exec"),
+		SpillDir:      spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		Tools: func(ctx context.Context, name string, args json.RawMessage) map[string]any {
 			return tools.Call(ctx, name, args)
@@ -205,6 +206,31 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		Enabled: req.Tools,
 		Logf:    e.logf,
 	})
+	if res.StdoutSpillPath != "" {
+		pruneSpills(spillDir, SpillRetention, time.Now())
+	}
+	return res, err
+}
+
+// SpillRetention is how long full-output spill files are kept: long enough
+// for an agent to page through one later in its session, short enough that
+// the cache does not grow without bound.
+const SpillRetention = 7 * 24 * time.Hour
+
+// pruneSpills removes spill files in dir older than keep.
+func pruneSpills(dir string, keep time.Duration, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "stdout-") || !strings.HasSuffix(e.Name(), ".txt") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > keep {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // failed is the result of a run that could not start.
