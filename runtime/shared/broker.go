@@ -136,7 +136,7 @@ func resultOK(res map[string]any) bool {
 func (b *Broker) Made() (int, []ToolCall) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.made, slices.Clone(b.calls)
+	return b.made, append([]ToolCall{}, b.calls...)
 }
 
 // Report returns the runner's exit report, or nil when the script ended
