@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -253,7 +254,7 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 		WithNanosleep(func(ns int64) { sleepCtx(ctx, time.Duration(ns)) }).
 		WithRandSource(rand.Reader).
 		WithStartFunctions("_start")
-	env := append(slicesClone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
+	env := append(slices.Clone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
 	for _, kv := range shared.MergeEnv(nil, env) {
 		k, v, _ := strings.Cut(kv, "=")
 		mc = mc.WithEnv(k, v)
@@ -298,8 +299,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // Close releases every compiled interpreter. Runs in progress end first
 // with an error; Close is idempotent.

@@ -77,7 +77,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		res.Status = StatusError
 		res.Error = "The script is empty: send Python code that prints what you need."
 		res.Output = res.Error
-		res.DurationSeconds = time.Since(start).Seconds()
+		res.DurationSeconds = roundMillis(time.Since(start))
 		return res, nil
 	}
 
