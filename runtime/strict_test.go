@@ -269,3 +269,27 @@ func TestStrictBytecodeCache(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, "garbage", string(b))
 }
+
+// TestStrictConcurrentRuns runs several scripts at once on one engine: each
+// gets its own instance, channel and tool log.
+func TestStrictConcurrentRuns(t *testing.T) {
+	engine := testEngine(t)
+	var wg sync.WaitGroup
+	results := make([]shared.Result, 4)
+	for i := range results {
+		wg.Go(func() {
+			res, err := shared.Execute(context.Background(), engine, shared.Request{
+				Code: fmt.Sprintf("from hermes_tools import web_search\nfor j in range(%d):\n    r = web_search('run%d-' + str(j))\nprint(r['args']['query'])\n", i+2, i),
+				Mode: shared.ModeStrict, Workdir: t.TempDir(), Timeout: time.Minute, MaxToolCalls: 50, Tools: echoTools,
+			})
+			require.NoError(t, err)
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+		require.Equal(t, fmt.Sprintf("run%d-%d\n", i, i+1), res.Output)
+		require.Equal(t, i+2, res.ToolCallsMade)
+	}
+}
