@@ -180,6 +180,11 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	if err != nil {
 		return failed(mode, err), err
 	}
+	// Load (or compile) the interpreter before the script's clock starts:
+	// the timeout limits the script, not a first compile.
+	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+		return failed(mode, err), err
+	}
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = time.Duration(e.cfg.CodeExecution.Timeout) * time.Second
