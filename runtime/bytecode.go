@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -28,29 +29,34 @@ import (
 // source lines. Any failure here only costs speed: runs then compile the
 // sources as usual.
 
-// stagedSources returns the generated sources every strict run stages.
-func stagedSources() map[string]string {
-	return map[string]string{
-		shared.StubName:   shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true}),
-		shared.RunnerName: shared.Runner,
+// stagedNames are the generated modules, in a fixed order.
+var stagedNames = []string{shared.StubName, shared.RunnerName}
+
+// stagedSources returns the generated sources every strict run stages,
+// generated once per process.
+var stagedSources = sync.OnceValue(func() map[string][]byte {
+	return map[string][]byte{
+		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true})),
+		shared.RunnerName: []byte(shared.Runner),
 	}
-}
+})
 
 // compileBytecodeScript compiles the staged sources into __pycache__.
-const compileBytecodeScript = `import py_compile
-for name in ("hermes_tools.py", "_hermes_runner.py"):
+var compileBytecodeScript = fmt.Sprintf(`import py_compile
+for name in (%q, %q):
     py_compile.compile("/" + name, doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-`
+`, stagedNames[0], stagedNames[1])
 
 // bytecodeKey names the bytecode of the staged sources for one
 // interpreter build.
 func bytecodeKey(wasmSum string) string {
 	h := sha256.New()
 	h.Write([]byte(wasmSum))
-	for _, name := range []string{shared.StubName, shared.RunnerName} {
+	sources := stagedSources()
+	for _, name := range stagedNames {
 		h.Write([]byte(name))
-		h.Write([]byte(stagedSources()[name]))
+		h.Write(sources[name])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -88,7 +94,7 @@ func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 	}
 	defer os.RemoveAll(staging)
 	for name, src := range stagedSources() {
-		if err := os.WriteFile(filepath.Join(staging, name), []byte(src), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(staging, name), src, 0o600); err != nil {
 			return nil, err
 		}
 	}

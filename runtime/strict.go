@@ -217,7 +217,7 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	defer os.RemoveAll(staging)
 	files := map[string][]byte{shared.ScriptName: []byte(job.Code)}
 	for name, src := range stagedSources() {
-		files[name] = []byte(src)
+		files[name] = src
 	}
 	for rel, b := range s.bytecode(ctx, c) {
 		files[rel] = b

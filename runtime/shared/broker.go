@@ -7,10 +7,13 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 )
 
-// ToolNames is the whitelist: the only tools a script can call.
-var ToolNames = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
+// ToolNames is the whitelist: the only tools a script can call. It is
+// hostfuncs' list, so the whitelist and the implementations cannot drift.
+var ToolNames = hostfuncs.Names
 
 // ExitReport is what the generated runner tells the host when the script
 // ends: how it ended, and for an uncaught exception its type, message and

@@ -120,6 +120,9 @@ func TestStubSignatures(t *testing.T) {
 	require.NotContains(t, src, "execute_code")
 	require.NotContains(t, src, "delegate_task")
 	require.Len(t, Signatures(), 7)
+	for i, spec := range toolSpecs {
+		require.Equal(t, ToolNames[i], spec.name, "stubs follow the whitelist")
+	}
 }
 
 func TestHint(t *testing.T) {

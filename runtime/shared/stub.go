@@ -155,14 +155,13 @@ def _roundtrip(payload):
         while n < len(payload):
             n += _os.write(_fd, payload[n:])
         # A response is one line; JSON escapes newlines inside strings, so
-        # the first chunk ending in a newline completes it.
-        chunk = _os.read(_fd, 1 << 16)
-        if chunk.endswith(b"\n"):
-            return chunk
-        chunks = [chunk]
-        while chunk and not chunk.endswith(b"\n"):
+        # the first chunk ending in a newline completes it (usually the first).
+        chunks = []
+        while True:
             chunk = _os.read(_fd, 1 << 16)
             chunks.append(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
     return b"".join(chunks)
 
 
