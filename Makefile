@@ -25,7 +25,7 @@ vet:
 
 test: assets vet
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./config/ ./runtime/shared/ ./hostfuncs/
+	$(GO) test -count=1 -race ./config/ ./runtime/shared/ ./hostfuncs/ ./native/
 
 # Runs the data-pipeline example in strict mode on the demo project.
 demo: build

@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,8 @@ const (
 	MinMinor = 8
 )
 
-// probeTimeout bounds one interpreter probe.
+// probeTimeout bounds one interpreter probe (a cold start of a big conda
+// python on a slow disk can take seconds).
 const probeTimeout = 5 * time.Second
 
 // Choice is the interpreter project mode would use, and why.
@@ -39,41 +41,129 @@ type Choice struct {
 
 // Resolve finds the interpreter for project mode (SPEC §2): $VIRTUAL_ENV,
 // then $CONDA_PREFIX (bin/python, bin/python3; Windows Scripts\python.exe),
-// then python3 and python on PATH. Each candidate is probed for Python >=
-// 3.8; a broken or too-old one is skipped with its reason.
+// then python3 and python on $PATH, all read through getenv. Each
+// candidate is probed for Python >= 3.8 (once per file version, see
+// probeCached); a broken or too-old one is skipped with its reason. When
+// none is usable, Source is "embedded" and Path is empty.
 func Resolve(ctx context.Context, getenv func(string) string) Choice {
 	var c Choice
+	try := func(cand, source string) bool {
+		v, err := probeCached(ctx, cand)
+		if err != nil {
+			c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %v", cand, source, err))
+			return false
+		}
+		c.Path, c.Version, c.Source = cand, v, source
+		return true
+	}
 	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		prefix := getenv(env)
 		if prefix == "" {
 			continue
 		}
+		found := false
 		for _, cand := range envCandidates(prefix) {
 			if _, err := os.Stat(cand); err != nil {
 				continue
 			}
-			if v, err := probe(ctx, cand); err != nil {
-				c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %v", cand, env, err))
-			} else {
-				c.Path, c.Version, c.Source = cand, v, env
+			found = true
+			if try(cand, env) {
 				return c
 			}
 		}
+		if !found {
+			c.Skipped = append(c.Skipped, fmt.Sprintf("%s=%s: no python in it (looked for %s)", env, prefix, strings.Join(envCandidates(prefix), ", ")))
+		}
 	}
 	for _, name := range []string{"python3", "python"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			continue
-		}
-		if v, err := probe(ctx, p); err != nil {
-			c.Skipped = append(c.Skipped, fmt.Sprintf("%s (PATH): %v", p, err))
-		} else {
-			c.Path, c.Version, c.Source = p, v, "PATH"
+		if p := lookPath(name, getenv("PATH"), getenv("PATHEXT")); p != "" && try(p, "PATH") {
 			return c
 		}
 	}
 	c.Source = "embedded"
 	return c
+}
+
+// Describe says what the choice means, in one line, for logs and doctor.
+func (c Choice) Describe() string {
+	if c.Path == "" {
+		return "no usable python on this host: project mode runs the embedded WASI CPython over the session dir (standard library only)"
+	}
+	return fmt.Sprintf("%s (Python %s, from %s)", c.Path, c.Version, c.Source)
+}
+
+// lookPath finds an executable name in the dirs of path, as a shell would.
+func lookPath(name, path, pathext string) string {
+	exts := []string{""}
+	if goruntime.GOOS == "windows" {
+		exts = nil
+		if pathext == "" {
+			pathext = ".COM;.EXE;.BAT;.CMD"
+		}
+		for _, e := range strings.Split(strings.ToLower(pathext), ";") {
+			if e != "" {
+				exts = append(exts, e)
+			}
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // never the current dir: the session dir is not trusted to supply python
+		}
+		for _, ext := range exts {
+			p := filepath.Join(dir, name+ext)
+			fi, err := os.Stat(p)
+			if err != nil || fi.IsDir() {
+				continue
+			}
+			if goruntime.GOOS != "windows" && fi.Mode()&0o111 == 0 {
+				continue
+			}
+			return p
+		}
+	}
+	return ""
+}
+
+// probeKey identifies one version of an interpreter file.
+type probeKey struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+type probeResult struct {
+	version string
+	err     error
+}
+
+var (
+	probeMu    sync.Mutex
+	probeCache = map[probeKey]probeResult{}
+)
+
+// probeCached probes an interpreter once per file version (path, size and
+// modification time) for the life of the process: resolving is then a few
+// stat calls, not a python start per run.
+func probeCached(ctx context.Context, path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("does not exist: %v", err)
+	}
+	key := probeKey{path, fi.Size(), fi.ModTime()}
+	probeMu.Lock()
+	r, ok := probeCache[key]
+	probeMu.Unlock()
+	if ok {
+		return r.version, r.err
+	}
+	v, err := probe(ctx, path)
+	if ctx.Err() == nil { // a cancelled probe says nothing about the file
+		probeMu.Lock()
+		probeCache[key] = probeResult{v, err}
+		probeMu.Unlock()
+	}
+	return v, err
 }
 
 func envCandidates(prefix string) []string {
@@ -88,6 +178,13 @@ func probe(ctx context.Context, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])")
+	cmd.WaitDelay = time.Second
+	// The probe learns a version; it gets no secrets to learn it with.
+	for _, k := range []string{"PATH", "HOME", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("does not run: %v", err)

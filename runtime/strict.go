@@ -206,6 +206,30 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 // interpreter and runs it to the end, or until ctx is done (the instance
 // is then closed at its next function boundary or loop back-edge).
 func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, error) {
+	return s.run(ctx, job, "")
+}
+
+// libMount is where the staged files are mounted when the guest's root is
+// the session dir (see OverWorkdir).
+const libMount = "/.hermes-lib"
+
+// OverWorkdir returns an engine that runs the same sandboxed interpreter
+// with the job's working dir, instead of a fresh staging dir, as the
+// guest's root: the script's own open() then sees the session's files (and
+// nothing else on the host), as a native python in that dir would. The
+// generated modules and the script are mounted at /.hermes-lib. Project
+// mode uses it when the host has no usable python.
+func (s *Strict) OverWorkdir() shared.Engine { return overWorkdir{s} }
+
+type overWorkdir struct{ s *Strict }
+
+func (o overWorkdir) Run(ctx context.Context, job *shared.Job) (shared.Outcome, error) {
+	return o.s.run(ctx, job, job.Workdir)
+}
+
+// run runs job with root as the guest's root dir, or the staging dir when
+// root is empty.
+func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.Outcome, error) {
 	c, err := s.get(ctx, job.MemoryLimitMB)
 	if err != nil {
 		return shared.Outcome{}, err
@@ -237,24 +261,37 @@ func (s *Strict) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	}
 	defer jail.close()
 
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
-		WithSysFSMount(jail, "/").(sysfs.FSConfig).
-		WithSysFSMount(&channelFS{ctx: ctx, broker: job.Broker}, channelMount)
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
+	lib := "/"
+	env := append(slices.Clone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
+	if root != "" {
+		rootJail, err := newJailFS(root)
+		if err != nil {
+			return shared.Outcome{}, fmt.Errorf("opening the working dir: %w", err)
+		}
+		defer rootJail.close()
+		fsc = fsc.WithSysFSMount(rootJail, "/").(sysfs.FSConfig).
+			WithSysFSMount(jail, libMount).(sysfs.FSConfig)
+		lib = libMount + "/"
+		env = append(env, "PYTHONPATH="+libMount)
+	} else {
+		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
+	}
+	fsc = fsc.WithSysFSMount(&channelFS{ctx: ctx, broker: job.Broker}, channelMount).(sysfs.FSConfig)
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		// -S: no site module (nothing to add to sys.path in the sandbox, and
 		// it saves a fifth of the interpreter's start-up).
-		WithArgs("python", "-S", "-c", shared.RunnerEntry, "/"+shared.ScriptName).
+		WithArgs("python", "-S", "-c", shared.RunnerEntry, lib+shared.ScriptName).
 		WithStdin(strings.NewReader("")).
 		WithStdout(job.Stdout).
 		WithStderr(job.Stderr).
-		WithFSConfig(fsc).
+		WithFSConfig(fsc.(wazero.FSConfig)).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithNanosleep(func(ns int64) { sleepCtx(ctx, time.Duration(ns)) }).
 		WithRandSource(rand.Reader).
 		WithStartFunctions("_start")
-	env := append(slices.Clone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
 	for _, kv := range shared.MergeEnv(nil, env) {
 		k, v, _ := strings.Cut(kv, "=")
 		mc = mc.WithEnv(k, v)

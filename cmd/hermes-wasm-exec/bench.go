@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
@@ -83,48 +84,72 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := config.Default()
 	ex := executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
 	defer ex.Close(ctx)
-	var inst []time.Duration
-	for range *n {
-		t := time.Now()
-		res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: "strict", Workdir: tmp})
-		if err != nil || res.Status != "success" {
-			return fail("print(1)", fmt.Errorf("%v %s", err, res.Output))
-		}
-		inst = append(inst, time.Since(t))
-	}
-	rows = append(rows, row{"print(1) in a warm process", ms(median(inst)), "fresh instance + interpreter init + run"})
-
-	if self, err := os.Executable(); err == nil {
-		var whole []time.Duration
-		for range *n {
-			cmd := exec.Command(self, "run", "--mode", "strict", "-")
-			cmd.Stdin = strings.NewReader("print(1)\n")
-			cmd.Env = append(os.Environ(), executor.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
-			t := time.Now()
-			if out, err := cmd.Output(); err != nil {
-				return fail("run print(1)", fmt.Errorf("%v: %s", err, out))
+	python := native.Resolve(ctx, os.Getenv)
+	for _, mode := range []string{"strict", "project"} {
+		label, note := "", ""
+		if mode == "project" {
+			if python.Path == "" {
+				rows = append(rows, row{"project mode", "-", "no host python found, skipped"})
+				continue
 			}
-			whole = append(whole, time.Since(t))
+			label = "project: "
+			note = "; " + filepath.Base(python.Path) + " " + python.Version
 		}
-		rows = append(rows, row{"`run` of print(1), whole process", ms(median(whole)), "warm cache; goal <= 500 ms"})
-	}
+		var inst []time.Duration
+		for range *n {
+			t := time.Now()
+			res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Workdir: tmp})
+			if err != nil || res.Status != "success" {
+				return fail(mode+" print(1)", fmt.Errorf("%v %s", err, res.Output))
+			}
+			inst = append(inst, time.Since(t))
+		}
+		what := "fresh instance + interpreter init + run"
+		if mode == "project" {
+			what = "private dir + socket + python child"
+		}
+		rows = append(rows, row{label + "print(1) in a warm process", ms(median(inst)), what + note})
 
-	calls := 2000
-	var per []float64
-	for range *n {
-		max := calls + 1
-		res, err := ex.Execute(ctx, executor.Request{Code: fmt.Sprintf(benchToolScript, calls), Mode: "strict", Workdir: tmp, MaxToolCalls: &max})
-		if err != nil || res.Status != "success" {
-			return fail("tool round trip", fmt.Errorf("%v %s", err, res.Output))
+		if self, err := os.Executable(); err == nil {
+			var whole []time.Duration
+			for range *n {
+				cmd := exec.Command(self, "run", "--mode", mode, "-")
+				cmd.Stdin = strings.NewReader("print(1)\n")
+				cmd.Env = append(os.Environ(), executor.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
+				t := time.Now()
+				if out, err := cmd.Output(); err != nil {
+					return fail("run print(1)", fmt.Errorf("%v: %s", err, out))
+				}
+				whole = append(whole, time.Since(t))
+			}
+			goal := "warm cache; goal <= 500 ms"
+			if mode == "project" {
+				goal = "whole `run` process"
+			}
+			rows = append(rows, row{label + "`run` of print(1), whole process", ms(median(whole)), goal + note})
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
-		if err != nil {
-			return fail("tool round trip", err)
+
+		calls := 2000
+		var per []float64
+		for range *n {
+			max := calls + 1
+			res, err := ex.Execute(ctx, executor.Request{Code: fmt.Sprintf(benchToolScript, calls), Mode: mode, Workdir: tmp, MaxToolCalls: &max})
+			if err != nil || res.Status != "success" {
+				return fail(mode+" tool round trip", fmt.Errorf("%v %s", err, res.Output))
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
+			if err != nil {
+				return fail(mode+" tool round trip", err)
+			}
+			per = append(per, v)
 		}
-		per = append(per, v)
+		slices.Sort(per)
+		goal := "from inside the script; goal <= 100 µs"
+		if mode == "project" {
+			goal = "from inside the script, over a " + native.DefaultTransport() + " socket"
+		}
+		rows = append(rows, row{label + "no-op tool call round trip", fmt.Sprintf("%.1f µs", per[len(per)/2]), goal + note})
 	}
-	slices.Sort(per)
-	rows = append(rows, row{"no-op tool call round trip", fmt.Sprintf("%.1f µs", per[len(per)/2]), "from inside the script; goal <= 100 µs"})
 
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "hermes-wasm-exec bench (%s/%s, %d CPUs, median of %d)\n\n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), *n)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
@@ -44,6 +44,7 @@ run flags:
   --timeout SECONDS         wall-clock limit (default: code_execution.timeout)
   --max-tool-calls N        tool-call budget (default: code_execution.max_tool_calls)
   --log-level LEVEL         info (default) or debug
+  --rpc-transport unix|tcp  project mode's tool channel (default: unix; tcp on Windows)
 `
 
 // Run is the whole program behind main, testable without a process: it
@@ -98,6 +99,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	timeout := fs.Float64("timeout", 0, "")
 	maxCalls := fs.Int("max-tool-calls", -1, "")
 	logLevel := fs.String("log-level", "info", "")
+	transport := fs.String("rpc-transport", "", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -112,6 +114,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *timeout < 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec run: --timeout must be a positive number of seconds, not %v\n", *timeout)
+		return exitUsage
+	}
+	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --rpc-transport must be unix or tcp, not %q\n", *transport)
 		return exitUsage
 	}
 	if *mode != "" {
@@ -145,7 +151,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *logLevel == "debug" {
 		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport})
 	defer ex.Close(context.Background())
 
 	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second))}
@@ -175,9 +181,6 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if encErr := enc.Encode(res); encErr != nil {
 		fmt.Fprintf(stderr, "hermes-wasm-exec: writing the result: %v\n", encErr)
 		return exitFailed
-	}
-	if errors.Is(err, executor.ErrProjectMode) {
-		return exitUsage
 	}
 	if res.Status != shared.StatusSuccess {
 		return exitFailed

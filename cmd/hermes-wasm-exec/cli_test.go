@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,18 +38,52 @@ func TestMain(m *testing.M) {
 // result is the result JSON as the tests decode it.
 type result = shared.Result
 
+// runMode is one way a script can run. The end-to-end scenarios are one
+// table run in every mode, so both modes are held to the same results.
+type runMode struct {
+	name string   // subtest name
+	mode string   // the result's mode
+	args []string // run flags
+}
+
+var (
+	strictMode  = runMode{"strict", "strict", []string{"--mode", "strict"}}
+	projectUnix = runMode{"project", "project", []string{"--mode", "project", "--rpc-transport", "unix"}}
+	projectTCP  = runMode{"project-tcp", "project", []string{"--mode", "project", "--rpc-transport", "tcp"}}
+	// allModes: strict, and project over both RPC transports (the TCP one
+	// is Windows' default; it runs here too). Python on Windows has no
+	// AF_UNIX sockets.
+	allModes = func() []runMode {
+		if goruntime.GOOS == "windows" {
+			return []runMode{strictMode, projectTCP}
+		}
+		return []runMode{strictMode, projectUnix, projectTCP}
+	}()
+)
+
+// forModes runs fn as a subtest in each mode.
+func forModes(t *testing.T, modes []runMode, fn func(t *testing.T, m runMode)) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { fn(t, m) })
+	}
+}
+
 // env is an isolated environment for one CLI run: its own HERMES_HOME,
 // TMPDIR (checked to be empty afterwards) and working dir.
 type env struct {
 	t       *testing.T
+	mode    runMode
 	home    string
 	tmp     string
 	workdir string
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is a strict-mode environment.
+func newEnv(t *testing.T) *env { return newEnvIn(t, strictMode) }
+
+func newEnvIn(t *testing.T, m runMode) *env {
 	t.Helper()
-	e := &env{t: t, home: t.TempDir(), tmp: t.TempDir(), workdir: t.TempDir()}
+	e := &env{t: t, mode: m, home: t.TempDir(), tmp: t.TempDir(), workdir: t.TempDir()}
 	t.Setenv("HERMES_HOME", e.home)
 	t.Setenv("TMPDIR", e.tmp)
 	t.Cleanup(func() {
@@ -72,7 +107,8 @@ func (e *env) copyProject() {
 // stdin) and returns the exit code, the parsed result and stderr.
 func (e *env) run(script string, args ...string) (int, result, string) {
 	e.t.Helper()
-	full := append([]string{"run", "--mode", "strict", "--workdir", e.workdir}, args...)
+	full := append(append([]string{"run"}, e.mode.args...), "--workdir", e.workdir)
+	full = append(full, args...)
 	full = append(full, "-")
 	var out, errb bytes.Buffer
 	code := Run(full, strings.NewReader(script), &out, &errb)
@@ -92,8 +128,12 @@ func (e *env) runFile(path string, args ...string) (int, result, string) {
 }
 
 func TestExamples(t *testing.T) {
+	forModes(t, allModes, examples)
+}
+
+func examples(t *testing.T, m runMode) {
 	t.Run("data pipeline", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		e.copyProject()
 		code, res, _ := e.runFile("../../testdata/examples/data_pipeline.py")
 		require.Equal(t, 0, code, res.Output)
@@ -108,10 +148,10 @@ func TestExamples(t *testing.T) {
 		require.Equal(t, 6, got.Functions)
 		require.Equal(t, []string{"load_user", "load_users", "display_name"}, got.ByFile["app/users.py"])
 		require.Equal(t, 5, res.ToolCallsMade)
-		require.Equal(t, "strict", res.Mode)
+		require.Equal(t, m.mode, res.Mode)
 	})
 	t.Run("bulk refactor", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		e.copyProject()
 		code, res, _ := e.runFile("../../testdata/examples/bulk_refactor.py")
 		require.Equal(t, 0, code, res.Output)
@@ -122,7 +162,7 @@ func TestExamples(t *testing.T) {
 		require.NotContains(t, string(b), "fetch_json(")
 	})
 	t.Run("build and test", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		e.copyProject()
 		code, res, _ := e.runFile("../../testdata/examples/build_and_test.py")
 		require.Equal(t, 0, code, res.Output)
@@ -133,7 +173,7 @@ func TestExamples(t *testing.T) {
 		require.JSONEq(t, `{"exit_code": 1, "passed": 3, "failed": 2, "failures": ["util defines fetch_json", "no TODO markers"]}`, res.Output)
 	})
 	t.Run("web research", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.runFile("../../testdata/examples/web_research.py")
 		require.Equal(t, 0, code, res.Output)
 		var got map[string]any
@@ -147,6 +187,10 @@ func TestExamples(t *testing.T) {
 }
 
 func TestEnvScrubbing(t *testing.T) {
+	forModes(t, allModes, envScrubbing)
+}
+
+func envScrubbing(t *testing.T, m runMode) {
 	script := `import os, json
 from hermes_tools import terminal
 names = ["DB_PASSWORD", "HERMES_BASE_URL", "OPENAI_API_KEY", "MY_TOKEN", "HERMES_HOME", "LANG", "RANDOM_THING"]
@@ -162,7 +206,7 @@ print(json.dumps({"guest": sorted(n for n in names if n in os.environ),
 		"passthrough": {"terminal:\n  env_passthrough: [HERMES_BASE_URL, OPENAI_API_KEY, MY_TOKEN]\n", `{"guest": ["HERMES_BASE_URL", "HERMES_HOME", "LANG", "MY_TOKEN"], "terminal": ["HERMES_BASE_URL", "HERMES_HOME", "LANG", "MY_TOKEN"]}`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnvIn(t, m)
 			for _, kv := range []string{"DB_PASSWORD=hunter2", "HERMES_BASE_URL=http://internal", "OPENAI_API_KEY=sk-x", "MY_TOKEN=t", "LANG=C.UTF-8", "RANDOM_THING=1"} {
 				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v)
@@ -270,22 +314,7 @@ print(json.dumps(results, sort_keys=True))
 }
 
 func TestLimits(t *testing.T) {
-	t.Run("timeout", func(t *testing.T) {
-		e := newEnv(t)
-		code, res, _ := e.run("print('working', flush=True)\nwhile True:\n    pass\n", "--timeout", "3")
-		require.Equal(t, 1, code)
-		require.Equal(t, "timeout", res.Status)
-		require.Equal(t, "Script timed out after 3s and was killed.", res.Error)
-		require.True(t, strings.HasSuffix(res.Output, "\n⏰ Script timed out after 3s and was killed."), res.Output)
-		require.Contains(t, res.Output, "working")
-	})
-	t.Run("timeout during a tool call", func(t *testing.T) {
-		e := newEnv(t)
-		code, res, _ := e.run("from hermes_tools import terminal\nterminal('sleep 30')\n", "--timeout", "2")
-		require.Equal(t, 1, code)
-		require.Equal(t, "timeout", res.Status)
-		require.Less(t, res.DurationSeconds, 15.0)
-	})
+	forModes(t, allModes, limits)
 	t.Run("memory cap", func(t *testing.T) {
 		e := newEnv(t)
 		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("code_execution:\n  memory_limit_mb: 64\n"), 0o600))
@@ -294,8 +323,27 @@ func TestLimits(t *testing.T) {
 		require.Equal(t, "error", res.Status)
 		require.Contains(t, res.Error, "MemoryError")
 	})
+}
+
+func limits(t *testing.T, m runMode) {
+	t.Run("timeout", func(t *testing.T) {
+		e := newEnvIn(t, m)
+		code, res, _ := e.run("print('working', flush=True)\nwhile True:\n    pass\n", "--timeout", "3")
+		require.Equal(t, 1, code)
+		require.Equal(t, "timeout", res.Status)
+		require.Equal(t, "Script timed out after 3s and was killed.", res.Error)
+		require.True(t, strings.HasSuffix(res.Output, "\n⏰ Script timed out after 3s and was killed."), res.Output)
+		require.Contains(t, res.Output, "working")
+	})
+	t.Run("timeout during a tool call", func(t *testing.T) {
+		e := newEnvIn(t, m)
+		code, res, _ := e.run("from hermes_tools import terminal\nterminal('sleep 30')\n", "--timeout", "2")
+		require.Equal(t, 1, code)
+		require.Equal(t, "timeout", res.Status)
+		require.Less(t, res.DurationSeconds, 15.0)
+	})
 	t.Run("tool budget", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run(`from hermes_tools import web_search
 for i in range(5):
     print(web_search("q").get("error"))
@@ -309,7 +357,7 @@ for i in range(5):
 		require.Len(t, res.ToolCalls, 3)
 	})
 	t.Run("huge output", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run(`import sys
 for i in range(200000):
     sys.stdout.write("line %06d %s\n" % (i, "x" * 40))
@@ -332,7 +380,7 @@ for i in range(200000):
 		require.True(t, strings.HasPrefix(string(spill), "line 000000 "))
 	})
 	t.Run("spill holds the full output", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("for i in range(20000):\n    print(i)\n")
 		require.Equal(t, 0, code, res.Error)
 		var want strings.Builder
@@ -346,29 +394,35 @@ for i in range(200000):
 }
 
 func TestBadInput(t *testing.T) {
+	forModes(t, allModes, badScripts)
+	badInvocations(t)
+}
+
+// badScripts are scripts that fail, the same way in every mode.
+func badScripts(t *testing.T, m runMode) {
 	t.Run("empty script", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("  \n\n")
 		require.Equal(t, 1, code)
 		require.Equal(t, "error", res.Status)
 		require.Contains(t, res.Error, "The script is empty")
 	})
 	t.Run("syntax error", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("print('a'\nx = 1\n")
 		require.Equal(t, 1, code)
 		require.Contains(t, res.Error, "SyntaxError")
 		require.Contains(t, res.Error, "script.py")
 	})
 	t.Run("exception with hint", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("from hermes_tools import read_file\nprint(read_file('README.md').splitlines())\n")
 		require.Equal(t, 1, code)
 		require.Contains(t, res.Error, "AttributeError: 'dict' object has no attribute 'splitlines'")
 		require.Contains(t, res.Hint, "Tool functions return dicts")
 	})
 	t.Run("sys.exit codes", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("import sys\nsys.exit(0)\n")
 		require.Equal(t, 0, code)
 		require.Equal(t, "success", res.Status)
@@ -379,18 +433,22 @@ func TestBadInput(t *testing.T) {
 		require.Contains(t, res.Output, "partial")
 	})
 	t.Run("non-UTF-8 output", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe end\\n')\n")
 		require.Equal(t, 0, code, res.Output)
 		require.Equal(t, "ok \ufffd\ufffd end\n", res.Output)
 	})
 	t.Run("reads stdin", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvIn(t, m)
 		code, res, _ := e.run("name = input('name? ')\nprint(name)\n")
 		require.Equal(t, 1, code)
 		require.Contains(t, res.Error, "EOFError")
 		require.Contains(t, res.Hint, "stdin is empty")
 	})
+}
+
+// badInvocations are mistakes of the caller, not of the script.
+func badInvocations(t *testing.T) {
 	t.Run("config typo", func(t *testing.T) {
 		e := newEnv(t)
 		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("code_execution:\n  timout: 10\n"), 0o600))
@@ -414,13 +472,6 @@ func TestBadInput(t *testing.T) {
 		require.Equal(t, 2, Run([]string{"run", "--mode", "sandbox", "x.py"}, strings.NewReader(""), &out, &errb))
 		require.Equal(t, 2, Run([]string{"run", "/does/not/exist.py"}, strings.NewReader(""), &out, &errb))
 		require.Contains(t, errb.String(), "cannot read the script")
-	})
-	t.Run("project mode not yet available", func(t *testing.T) {
-		e := newEnv(t)
-		var out, errb bytes.Buffer
-		code := Run([]string{"run", "--mode", "project", "--workdir", e.workdir, "-"}, strings.NewReader("print(1)"), &out, &errb)
-		require.Equal(t, 2, code)
-		require.Contains(t, errb.String(), "project mode is not available")
 	})
 }
 

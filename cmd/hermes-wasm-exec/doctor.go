@@ -86,11 +86,10 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	for _, s := range choice.Skipped {
 		fmt.Fprintf(stdout, "  skipped   %s\n", s)
 	}
-	if choice.Path != "" {
-		fmt.Fprintf(stdout, "  would use %s (Python %s, from %s)\n", choice.Path, choice.Version, choice.Source)
-	} else {
-		fmt.Fprintln(stdout, "  would use the embedded WASI CPython (no usable host python >= 3.8)")
-	}
-	fmt.Fprintf(stdout, "  status    %v\n", executor.ErrProjectMode)
+	fmt.Fprintf(stdout, "  uses      %s\n", choice.Describe())
+	fmt.Fprintf(stdout, "  tools     over %s, authenticated per run by HERMES_RPC_TOKEN\n", map[string]string{
+		native.TransportUnix: "a Unix socket in the run's private dir",
+		native.TransportTCP:  "loopback TCP (127.0.0.1)",
+	}[native.DefaultTransport()])
 	return code
 }

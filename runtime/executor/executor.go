@@ -7,7 +7,6 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +18,10 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
-
-// ErrProjectMode is returned for project-mode requests until project mode
-// is available in this build.
-var ErrProjectMode = errors.New("project mode is not available in this build yet: run with --mode strict or set code_execution.mode: strict in config.yaml")
 
 // CacheDirEnv overrides where the wasm compilation cache lives (default
 // $HERMES_HOME/cache/wasm). Tests point every package at one directory so
@@ -48,6 +44,9 @@ type Options struct {
 	// Progress receives the one-line notice printed while the interpreter
 	// is compiled for the first time; nil means os.Stderr.
 	Progress io.Writer
+	// RPCTransport is project mode's tool channel: "unix" or "tcp"; empty
+	// means the platform's (a Unix socket, loopback TCP on Windows).
+	RPCTransport string
 }
 
 // Request is one execution.
@@ -70,11 +69,13 @@ type Request struct {
 // Executor runs scripts. It is safe for concurrent use. Close it to free
 // the compiled interpreter.
 type Executor struct {
-	cfg     config.Config
-	home    string
-	environ []string
-	logf    func(string, ...any)
-	strict  *runtime.Strict
+	cfg       config.Config
+	home      string
+	environ   []string
+	getenv    func(string) string
+	logf      func(string, ...any)
+	strict    *runtime.Strict
+	transport string
 
 	closeOnce sync.Once
 }
@@ -97,12 +98,29 @@ func New(opts Options) *Executor {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if goruntime.GOOS == "windows" {
+				k = strings.ToUpper(k)
+			}
+			vars[k] = v
+		}
+	}
+	getenv := func(k string) string {
+		if goruntime.GOOS == "windows" {
+			k = strings.ToUpper(k)
+		}
+		return vars[k]
+	}
 	return &Executor{
-		cfg:     cfg,
-		home:    home,
-		environ: environ,
-		logf:    logf,
-		strict:  runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
+		cfg:       cfg,
+		home:      home,
+		environ:   environ,
+		getenv:    getenv,
+		logf:      logf,
+		strict:    runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
+		transport: opts.RPCTransport,
 	}
 }
 
@@ -133,8 +151,8 @@ func (e *Executor) Warm(ctx context.Context) error {
 }
 
 // Execute runs one script and returns its result. The error is non-nil when
-// the script could not run at all (a missing interpreter, project mode
-// unavailable, a bad working dir); the result then says so as well, so it
+// the script could not run at all (a missing or broken interpreter, a bad
+// working dir); the result then says so as well, so it
 // can be handed to an agent either way. Cancel ctx with a
 // *shared.InterruptError cause (context.WithCancelCause) to interrupt.
 func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, error) {
@@ -145,9 +163,6 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	mode, ok := NormalizeMode(modeIn)
 	if !ok {
 		e.logf("execute_code: unknown mode %q, falling back to project", modeIn)
-	}
-	if mode == shared.ModeProject {
-		return failed(mode, ErrProjectMode), ErrProjectMode
 	}
 	wd := req.Workdir
 	if wd == "" {
@@ -180,10 +195,28 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	if err != nil {
 		return failed(mode, err), err
 	}
-	// Load (or compile) the interpreter before the script's clock starts:
-	// the timeout limits the script, not a first compile.
-	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-		return failed(mode, err), err
+	// Choose the engine, and load (or compile) a wasm interpreter, before
+	// the script's clock starts: the timeout limits the script, not a
+	// first compile.
+	var eng shared.Engine = e.strict
+	embedded := ""
+	if mode == shared.ModeProject {
+		choice := native.Resolve(ctx, e.getenv)
+		for _, s := range choice.Skipped {
+			e.logf("execute_code: skipped python %s", s)
+		}
+		if choice.Path != "" {
+			eng = &native.Engine{Python: choice.Path, Transport: e.transport}
+		} else {
+			eng = e.strict.OverWorkdir()
+			embedded = "No usable python on this host (" + pythonsTried(choice) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
+			e.logf("execute_code: %s", choice.Describe())
+		}
+	}
+	if mode == shared.ModeStrict || embedded != "" {
+		if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+			return failed(mode, err), err
+		}
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -194,7 +227,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		maxCalls = *req.MaxToolCalls
 	}
 	spillDir := filepath.Join(e.home, "cache", "exec")
-	res, err := shared.Execute(ctx, e.strict, shared.Request{
+	res, err := shared.Execute(ctx, eng, shared.Request{
 		Code:          req.Code,
 		Mode:          mode,
 		Workdir:       wd,
@@ -214,7 +247,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	if res.StdoutSpillPath != "" {
 		pruneSpills(spillDir, SpillRetention, time.Now())
 	}
+	if embedded != "" {
+		res.Warning = strings.TrimSpace(res.Warning + " " + embedded)
+	}
 	return res, err
+}
+
+// pythonsTried sums up what Resolve looked at, for the fallback warning.
+func pythonsTried(c native.Choice) string {
+	if len(c.Skipped) == 0 {
+		return "no python3 or python on PATH"
+	}
+	return "skipped: " + strings.Join(c.Skipped, "; ")
 }
 
 // SpillRetention is how long full-output spill files are kept: long enough

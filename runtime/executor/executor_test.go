@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,15 +58,18 @@ func TestExecuteRefusals(t *testing.T) {
 	defer ex.Close(context.Background())
 	ctx := context.Background()
 
-	res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: "nonsense"})
-	require.ErrorIs(t, err, executor.ErrProjectMode)
-	require.Equal(t, "error", res.Status)
+	res, err := ex.Execute(ctx, executor.Request{Code: "import sys\nprint(1)", Mode: "nonsense", Workdir: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, "project", res.Mode, "an unknown mode falls back to project")
 	require.Contains(t, logs[0], `unknown mode "nonsense"`)
 
-	_, err = ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: "strict", Workdir: filepath.Join(t.TempDir(), "missing")})
-	require.Error(t, err)
-	require.Contains(t, err.Error(), "working dir")
-	require.False(t, errors.Is(err, executor.ErrProjectMode))
+	for _, mode := range []string{"strict", "project"} {
+		res, err = ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Workdir: filepath.Join(t.TempDir(), "missing")})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "working dir")
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "working dir")
+	}
 
 	require.NoError(t, ex.Close(ctx))
 	require.NoError(t, ex.Close(ctx), "Close is idempotent")

@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -57,19 +58,37 @@ func NewBroker(tools ToolFunc, max int, enabled []string) *Broker {
 // wireRequest is one line the script sends: a tool call, or the runner's
 // exit report when Op is "exit".
 type wireRequest struct {
-	Op   string          `json:"op"`
-	Tool string          `json:"tool"`
-	Args json.RawMessage `json:"args"`
-	Exit *ExitReport     `json:"exit"`
+	Token string          `json:"token"`
+	Op    string          `json:"op"`
+	Tool  string          `json:"tool"`
+	Args  json.RawMessage `json:"args"`
+	Exit  *ExitReport     `json:"exit"`
 }
 
 // Serve handles one request line from the script and returns the response
 // line (JSON, newline-terminated). A malformed request gets an error
 // response, never a panic or silence.
 func (b *Broker) Serve(ctx context.Context, line []byte) []byte {
+	return b.serve(ctx, line, nil)
+}
+
+// ServeToken is Serve for a channel other processes could reach: the
+// request must carry token (compared in constant time), or it gets an
+// error response and nothing runs.
+func (b *Broker) ServeToken(ctx context.Context, line []byte, token []byte) []byte {
+	return b.serve(ctx, line, token)
+}
+
+// ErrUnauthorized is the error of a request whose token does not match.
+const ErrUnauthorized = "Unauthorized: the request does not carry this execution's HERMES_RPC_TOKEN."
+
+func (b *Broker) serve(ctx context.Context, line []byte, token []byte) []byte {
 	var req wireRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		return encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
+	}
+	if token != nil && subtle.ConstantTimeCompare([]byte(req.Token), token) != 1 {
+		return encodeResponse(map[string]any{"error": ErrUnauthorized})
 	}
 	if req.Op == "exit" {
 		if req.Exit != nil {

@@ -39,6 +39,8 @@ func Hint(mode string, rep *ExitReport) string {
 			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
 		}
 		return "Module " + name + " is not installed in the interpreter running this script; install it in the project's environment or avoid it."
+	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == ModeStrict:
+		return "Strict mode's WASI interpreter has no threads: call tools one after another (each call is fast), or use project mode for threads."
 	case rep.Type == "EOFError":
 		return "Scripts run without input: stdin is empty, so input() and sys.stdin.read() get nothing. Put the data in the script or read it from a file."
 	case rep.Type == "TypeError" || rep.Type == "AttributeError":

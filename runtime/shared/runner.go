@@ -11,7 +11,8 @@ const StubName = "hermes_tools.py"
 const ScriptName = "script.py"
 
 // Runner is the Python entry point of every execution, in both modes:
-// `python _hermes_runner.py SCRIPT`, or `python -c RunnerEntry SCRIPT`. It runs the script as __main__ and
+// `python _hermes_runner.py SCRIPT` (project mode), or
+// `python -c RunnerEntry SCRIPT` (strict mode, which has its bytecode). It runs the script as __main__ and
 // reports an uncaught exception (type, message, and a traceback that starts
 // at the script's own frames) to the host through the tool channel, so the
 // host can tell sys.exit(1) from an uncaught error. A normal end or
@@ -44,6 +45,13 @@ def _hermes_main():
     _install_quit()
     import hermes_tools
 
+    if __name__ == "__main__" and sys.path:
+        # Started as a file (project mode): sys.path[0] is this private dir,
+        # which found hermes_tools above. The script runs in the session dir
+        # as ` + "`python script.py`" + ` would there, so that dir comes first; this one
+        # stays on PYTHONPATH.
+        import os
+        sys.path[0] = os.getcwd()
     path = sys.argv[1]
     sys.argv = [path] + sys.argv[2:]
     report = {"kind": "ok", "code": 0}
@@ -51,8 +59,13 @@ def _hermes_main():
         with open(path, "rb") as f:
             source = f.read()
         code = compile(source, path, "exec", dont_inherit=True)
-        namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
-        exec(code, namespace)
+        # A fresh __main__ module, as runpy makes: pickle, dataclasses and
+        # multiprocessing look the script's classes up there.
+        main = type(sys)("__main__")
+        main.__file__ = path
+        main.__builtins__ = __builtins__
+        sys.modules["__main__"] = main
+        exec(code, main.__dict__)
     except SystemExit as e:
         c = e.code
         if c is None:

@@ -62,7 +62,10 @@ func pySignature(ps []param) string {
 // StubOptions selects the transport of the generated module.
 type StubOptions struct {
 	// ChannelPath is the file the module writes requests to and reads
-	// responses from (strict mode's tool channel).
+	// responses from (strict mode's tool channel). Empty selects the socket
+	// transport: the module connects to HERMES_RPC_SOCKET (a Unix socket
+	// path, or tcp://127.0.0.1:PORT) and sends HERMES_RPC_TOKEN with every
+	// request (project mode, see native.Server for the framing).
 	ChannelPath string
 	// WASI adds the fixes the WASI interpreter needs: time.sleep is
 	// replaced by a relative wait, since CPython's own sleep asks WASI for
@@ -73,14 +76,22 @@ type StubOptions struct {
 
 // GenerateStub returns the source of the hermes_tools module: the seven
 // tool functions with the exact signatures of SPEC §3, the helpers
-// json_parse, shell_quote and retry, and the transport. Calls are
-// serialized by a lock so concurrent calls from several threads each get
-// their own response.
+// json_parse, shell_quote and retry, and the transport. With the file
+// transport, calls are serialized by a lock so concurrent calls from
+// several threads each get their own response; with the socket transport
+// each thread (and each forked process) has its own connection, so calls
+// from threads run in parallel on the host.
 func GenerateStub(opts StubOptions) string {
 	var b strings.Builder
 	b.WriteString(stubHeader)
-	fmt.Fprintf(&b, "_CHANNEL = %q\n", opts.ChannelPath)
-	b.WriteString(fileTransport)
+	b.WriteString(stubCodec)
+	if opts.ChannelPath != "" {
+		fmt.Fprintf(&b, "_CHANNEL = %q\n", opts.ChannelPath)
+		b.WriteString(fileTransport)
+	} else {
+		b.WriteString(socketTransport)
+	}
+	b.WriteString(stubCall)
 	if opts.WASI {
 		b.WriteString(wasiFixes)
 	}
@@ -115,7 +126,7 @@ __all__ = ["web_search", "web_extract", "read_file", "write_file", "search_files
 _lock = _thread.allocate_lock()
 `
 
-const fileTransport = `_fd = None
+const stubCodec = `
 _codec = None
 
 
@@ -145,6 +156,11 @@ def _json_codec():
         _codec = (encode, decode)
     return _codec
 
+`
+
+const fileTransport = `_fd = None
+_TOKEN = None
+
 
 def _roundtrip(payload):
     global _fd
@@ -163,17 +179,66 @@ def _roundtrip(payload):
             if not chunk or chunk.endswith(b"\n"):
                 break
     return b"".join(chunks)
+`
+
+const socketTransport = `# Read once at import: the script may change os.environ afterwards.
+_ADDRESS = _os.environ.get("HERMES_RPC_SOCKET", "")
+_TOKEN = _os.environ.get("HERMES_RPC_TOKEN", "")
+_local = _thread._local()
 
 
-def _call(tool, args):
+def _connect():
+    import socket
+    if not _ADDRESS:
+        raise RuntimeError("hermes_tools: HERMES_RPC_SOCKET is not set; this module works only in a script run by hermes-wasm-exec")
+    if _ADDRESS.startswith("tcp://"):
+        host, _, port = _ADDRESS[len("tcp://"):].rpartition(":")
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(_ADDRESS)
+    reader = sock.makefile("rb")
+    # Authenticate the connection once; every request carries the token too.
+    encode, _ = _json_codec()
+    sock.sendall((encode({"token": _TOKEN, "op": "hello"}) + "\n").encode("utf-8", "surrogatepass"))
+    if b'"ok"' not in reader.readline():
+        sock.close()
+        raise RuntimeError("hermes_tools: the host refused this connection (HERMES_RPC_TOKEN does not match)")
+    return sock, reader
+
+
+def _roundtrip(payload):
+    # One connection per thread and per process (a forked child must not
+    # share its parent's), so calls from threads run in parallel.
+    conn = getattr(_local, "conn", None)
+    if conn is None or conn[0] != _os.getpid():
+        conn = (_os.getpid(),) + _connect()
+        _local.conn = conn
+    conn[1].sendall(payload)
+    line = conn[2].readline()
+    if not line.endswith(b"\n"):
+        _local.conn = None
+        raise RuntimeError("hermes_tools: the connection to the host was closed (the execution is ending)")
+    return line
+`
+
+const stubCall = `
+
+def _request(req):
     encode, decode = _json_codec()
-    line = encode({"tool": tool, "args": args}) + "\n"
+    if _TOKEN is not None:
+        req["token"] = _TOKEN
+    line = encode(req) + "\n"
     return decode(_roundtrip(line.encode("utf-8", "surrogatepass")).decode("utf-8", "replace"))
 
 
+def _call(tool, args):
+    return _request({"tool": tool, "args": args})
+
+
 def _report_exit(report):
-    encode, _ = _json_codec()
-    _roundtrip((encode({"op": "exit", "exit": report}) + "\n").encode("utf-8", "surrogatepass"))
+    _request({"op": "exit", "exit": report})
 `
 
 const wasiFixes = `

@@ -1,0 +1,308 @@
+package native
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// Transports of the tool RPC.
+const (
+	// TransportUnix is a Unix domain socket in the run's private dir (the
+	// default on Linux and macOS).
+	TransportUnix = "unix"
+	// TransportTCP is loopback TCP on an ephemeral port (the default on
+	// Windows, selectable everywhere).
+	TransportTCP = "tcp"
+)
+
+// DefaultTransport is the platform's transport.
+func DefaultTransport() string {
+	if goruntime.GOOS == "windows" {
+		return TransportTCP
+	}
+	return TransportUnix
+}
+
+// MaxFrame bounds one request line. A longer one is discarded up to its
+// newline and answered with an error; the connection stays usable.
+const MaxFrame = 64 << 20
+
+// maxSocketPath keeps Unix socket paths under the smallest sun_path limit
+// (104 bytes on macOS, 108 on Linux).
+const maxSocketPath = 100
+
+// Server is the host side of project mode's tool RPC. The framing is the
+// same on both transports: the script sends one JSON object per line,
+//
+//	{"token": "<HERMES_RPC_TOKEN>", "tool": "read_file", "args": {...}}\n
+//	{"token": "<HERMES_RPC_TOKEN>", "op": "exit", "exit": {...}}\n
+//
+// and gets exactly one JSON object per line back, in order, on the same
+// connection. The token is compared in constant time on every request; a
+// bad token, malformed JSON or a line over MaxFrame gets an error object
+// ({"error": "..."}) and the server goes on. Until a connection has sent
+// the token once (the generated module opens each connection with
+// {"token": ..., "op": "hello"}), its lines are limited to 4 KiB, and a
+// longer one closes it. Each connection is served by
+// its own goroutine, so a script's threads (one connection each) call
+// tools in parallel; the broker enforces the budget across all of them.
+type Server struct {
+	ln      net.Listener
+	address string // the value of HERMES_RPC_SOCKET
+	token   []byte
+	broker  *shared.Broker
+	ctx     context.Context
+	cancel  context.CancelFunc
+	cleanup func()
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Listen starts a server for broker on transport. A Unix socket is created
+// in dir (which must be private, 0700) as rpc.sock, mode 0600; when that
+// path would be too long for a socket, in a fresh private dir under the
+// system temp dir instead. Tool calls run with ctx; Close cancels it.
+func Listen(ctx context.Context, transport, dir string, broker *shared.Broker) (*Server, error) {
+	tok := make([]byte, 32)
+	if _, err := rand.Read(tok); err != nil {
+		return nil, fmt.Errorf("making the RPC token: %w", err)
+	}
+	s := &Server{
+		token:   []byte(hex.EncodeToString(tok)),
+		broker:  broker,
+		conns:   map[net.Conn]struct{}{},
+		cleanup: func() {},
+	}
+	switch transport {
+	case TransportTCP:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("listening on loopback TCP for tool calls: %w", err)
+		}
+		s.ln = ln
+		s.address = "tcp://" + ln.Addr().String()
+	case TransportUnix:
+		// Absolute: the address is used by a child in another working dir.
+		path, err := filepath.Abs(filepath.Join(dir, "rpc.sock"))
+		if err != nil {
+			return nil, fmt.Errorf("locating the RPC socket: %w", err)
+		}
+		if len(path) > maxSocketPath {
+			short, err := shortSocketDir()
+			if err != nil {
+				return nil, err
+			}
+			path = filepath.Join(short, "rpc.sock")
+			s.cleanup = func() { os.RemoveAll(short) }
+		}
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			s.cleanup()
+			return nil, fmt.Errorf("listening on %s for tool calls: %w", path, err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			s.cleanup()
+			return nil, fmt.Errorf("securing %s: %w", path, err)
+		}
+		s.ln = ln
+		s.address = path
+	default:
+		return nil, fmt.Errorf("unknown RPC transport %q: use %q or %q", transport, TransportUnix, TransportTCP)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// shortSocketDir makes a private dir with a short path for a Unix socket.
+func shortSocketDir() (string, error) {
+	for _, parent := range []string{os.TempDir(), "/tmp"} {
+		d, err := os.MkdirTemp(parent, "hrpc-")
+		if err != nil {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if len(d)+len("/rpc.sock") <= maxSocketPath {
+			return d, nil
+		}
+		os.RemoveAll(d)
+	}
+	return "", errors.New("no temp dir with a path short enough for a Unix socket: set TMPDIR to a short path, or use the tcp transport")
+}
+
+// Address is the value of HERMES_RPC_SOCKET: a socket path, or
+// tcp://127.0.0.1:PORT.
+func (s *Server) Address() string { return s.address }
+
+// Token is the value of HERMES_RPC_TOKEN.
+func (s *Server) Token() string { return string(s.token) }
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
+			}
+			// Out of file descriptors, say: wait and try again rather than
+			// leave the script's next connection hanging until its timeout.
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+// maxUnauthenticatedFrame bounds the lines of a connection that has not
+// yet sent the token: a local peer without it cannot make the host buffer
+// big frames. The generated module authenticates each connection with a
+// hello line when it opens it.
+const maxUnauthenticatedFrame = 4 << 10
+
+// serve answers one connection's requests in order until it closes.
+func (s *Server) serve(c net.Conn) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+		s.wg.Done()
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	authed := false
+	for {
+		limit := MaxFrame
+		if !authed {
+			limit = maxUnauthenticatedFrame
+		}
+		line, err := readFrame(r, limit)
+		var resp []byte
+		switch {
+		case errors.Is(err, errFrameTooLarge) && !authed:
+			c.Write([]byte(`{"error": "Unauthorized: a connection must send this execution's HERMES_RPC_TOKEN before a request over 4 KiB."}` + "\n"))
+			return
+		case errors.Is(err, errFrameTooLarge):
+			resp = []byte(fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`+"\n", MaxFrame>>20))
+		case err != nil:
+			return
+		case !authed:
+			var hello struct {
+				Token string `json:"token"`
+				Op    string `json:"op"`
+			}
+			if json.Unmarshal(line, &hello) == nil && subtle.ConstantTimeCompare([]byte(hello.Token), s.token) == 1 {
+				authed = true
+			}
+			if hello.Op == "hello" {
+				resp = []byte(`{"ok": true}` + "\n")
+				if !authed {
+					resp = []byte(`{"error": "` + shared.ErrUnauthorized + `"}` + "\n")
+				}
+				break
+			}
+			resp = s.broker.ServeToken(s.ctx, line, s.token)
+		default:
+			resp = s.broker.ServeToken(s.ctx, line, s.token)
+		}
+		if _, err := c.Write(resp); err != nil {
+			return
+		}
+	}
+}
+
+var errFrameTooLarge = errors.New("frame too large")
+
+// readFrame reads one newline-terminated line (without the newline). A
+// line longer than max is consumed to its end and reported as
+// errFrameTooLarge; a final line without a newline is an error (the peer
+// went away mid-request).
+func readFrame(r *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	tooLarge := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLarge {
+			if len(buf)+len(chunk) > max+1 {
+				tooLarge, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			if tooLarge {
+				return nil, errFrameTooLarge
+			}
+			return bytes.TrimSuffix(buf, []byte("\n")), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(buf) == 0 && !tooLarge:
+			return nil, io.EOF
+		default:
+			return nil, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+// Close stops accepting, cancels running tool calls, closes every
+// connection and waits for their goroutines. It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.ln.Close()
+	s.wg.Wait()
+	s.cleanup()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}

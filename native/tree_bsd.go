@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package native
+
+import "syscall"
+
+func platformAttr(*syscall.SysProcAttr) {}
