@@ -132,6 +132,7 @@ func TestProjectInterpreter(t *testing.T) {
 		require.Equal(t, 0, code, res.Output)
 		require.NotContains(t, res.Output, venv)
 		require.Contains(t, stderr, "skipped python "+filepath.Join(venv, "bin", "python")+" (VIRTUAL_ENV): does not run")
+		require.Contains(t, res.Warning, "after skipping "+filepath.Join(venv, "bin", "python")+" (VIRTUAL_ENV): does not run")
 	})
 	t.Run("modules of the session dir import", func(t *testing.T) {
 		e := newEnvIn(t, projectUnix)

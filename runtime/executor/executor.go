@@ -199,7 +199,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	// the script's clock starts: the timeout limits the script, not a
 	// first compile.
 	var eng shared.Engine = e.strict
-	embedded := ""
+	embedded, skipped := "", ""
 	if mode == shared.ModeProject {
 		choice := native.Resolve(ctx, e.getenv)
 		for _, s := range choice.Skipped {
@@ -207,6 +207,10 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		}
 		if choice.Path != "" {
 			eng = &native.Engine{Python: choice.Path, Transport: e.transport}
+			if len(choice.Skipped) > 0 {
+				// Say so: a skipped virtualenv explains a missing package.
+				skipped = "Ran " + choice.Describe() + " after skipping " + strings.Join(choice.Skipped, "; ") + "."
+			}
 		} else {
 			eng = e.strict.OverWorkdir()
 			embedded = "No usable python on this host (" + pythonsTried(choice) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
@@ -247,8 +251,8 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	if res.StdoutSpillPath != "" {
 		pruneSpills(spillDir, SpillRetention, time.Now())
 	}
-	if embedded != "" {
-		res.Warning = strings.TrimSpace(res.Warning + " " + embedded)
+	if note := embedded + skipped; note != "" {
+		res.Warning = strings.TrimSpace(res.Warning + " " + note)
 	}
 	return res, err
 }
