@@ -29,12 +29,15 @@ type Options struct {
 	// Env is the environment of commands run by terminal, already scrubbed
 	// by the shared env layer. Nil means an empty environment.
 	Env []string
+	// Web configures web_search and web_extract.
+	Web WebOptions
 }
 
 // Tools runs tool calls for one execution. It is safe for concurrent use.
 type Tools struct {
 	workdir string
 	env     []string
+	web     WebOptions
 }
 
 // New returns the tools for opts.
@@ -47,7 +50,7 @@ func New(opts Options) (*Tools, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostfuncs: working dir %q: %w", wd, err)
 	}
-	return &Tools{workdir: abs, env: opts.Env}, nil
+	return &Tools{workdir: abs, env: opts.Env, web: opts.Web}, nil
 }
 
 // Workdir returns the absolute session working directory.

@@ -2,65 +2,57 @@ package hostfuncs
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"strings"
+	"net/http"
+	"net/netip"
 )
 
+// Web tool providers (web.search.provider).
 const (
-	// webMaxExtractURLs caps the URLs of one web_extract call.
-	webMaxExtractURLs = 5
-	// errNoSearchProvider is web_search's answer while no provider is set.
-	errNoSearchProvider = "No web search provider configured. Set web.search.provider (searxng, brave or tavily) in config.yaml."
-	// errNoExtractBackend is web_extract's per-URL error while no backend is set.
-	errNoExtractBackend = "No web extract backend configured. Set web.search.provider in config.yaml."
+	ProviderSearXNG = "searxng"
+	ProviderBrave   = "brave"
+	ProviderTavily  = "tavily"
 )
 
-type webSearchArgs struct {
-	Query string `json:"query"`
-	Limit int    `json:"limit"`
-}
+// Providers lists the accepted web.search.provider values.
+var Providers = []string{ProviderSearXNG, ProviderBrave, ProviderTavily}
 
-// webSearch implements web_search. No search provider is wired in yet, so
-// after validating its arguments it reports that none is configured.
-func (t *Tools) webSearch(ctx context.Context, raw json.RawMessage) Result {
-	a := webSearchArgs{Limit: 5}
-	if r := decodeArgs("web_search", raw, &a); r != nil {
-		return r
-	}
-	if strings.TrimSpace(a.Query) == "" {
-		return Result{"error": "Invalid arguments for web_search: query is required"}
-	}
-	if a.Limit < 0 {
-		return Result{"error": fmt.Sprintf("Invalid arguments for web_search: limit must be positive, got %d", a.Limit)}
-	}
-	return Result{"success": false, "error": errNoSearchProvider}
-}
+// DefaultExtractCharLimit is web_extract's char_limit when neither the
+// call nor web.extract.char_limit sets one.
+const DefaultExtractCharLimit = 15000
 
-type webExtractArgs struct {
-	URLs      []string `json:"urls"`
-	CharLimit *int     `json:"char_limit"`
-}
+// WebOptions configures web_search and web_extract (the web section of
+// config.yaml).
+type WebOptions struct {
+	// Provider is web_search's back-end: ProviderSearXNG, ProviderBrave,
+	// ProviderTavily, or "" for none (web_search then says how to set one).
+	Provider string
+	// URL is the provider's base URL: required for searxng (for example
+	// http://127.0.0.1:8888), an optional override of the public API
+	// endpoint for brave and tavily.
+	URL string
+	// APIKey is a keyed provider's key. The host reads it from the variable
+	// named APIKeyEnv; scripts never see it.
+	APIKey string
+	// APIKeyEnv names the host variable holding APIKey, for error messages.
+	APIKeyEnv string
+	// CharLimit is web_extract's default char_limit; 0 means
+	// DefaultExtractCharLimit.
+	CharLimit int
+	// AllowPrivateNetworks lets web_extract fetch URLs that resolve to
+	// loopback, private, link-local and other internal addresses.
+	AllowPrivateNetworks bool
+	// CacheDir is where web_extract saves the full text of pages longer
+	// than char_limit ($HERMES_HOME/cache/web). Empty means the system
+	// temp dir.
+	CacheDir string
 
-// webExtract implements web_extract. No extract backend is wired in yet,
-// so each URL of a valid call gets a result whose error says so.
-func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
-	var a webExtractArgs
-	if r := decodeArgs("web_extract", raw, &a); r != nil {
-		return r
-	}
-	if len(a.URLs) == 0 {
-		return Result{"error": "Invalid arguments for web_extract: urls must be a non-empty list of URLs"}
-	}
-	if len(a.URLs) > webMaxExtractURLs {
-		return Result{"error": fmt.Sprintf("Too many URLs: %d given, at most %d per web_extract call.", len(a.URLs), webMaxExtractURLs)}
-	}
-	if a.CharLimit != nil && *a.CharLimit <= 0 {
-		return Result{"error": fmt.Sprintf("Invalid arguments for web_extract: char_limit must be positive, got %d", *a.CharLimit)}
-	}
-	results := make([]map[string]any, 0, len(a.URLs))
-	for _, u := range a.URLs {
-		results = append(results, map[string]any{"url": u, "title": nil, "content": "", "error": errNoExtractBackend})
-	}
-	return Result{"results": results}
+	// Test seams (nil in production).
+
+	// searchClient replaces the HTTP client of web_search.
+	searchClient *http.Client
+	// lookupIP replaces DNS resolution for web_extract.
+	lookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
+	// treatAsPublic marks addresses the SSRF guard lets through although
+	// they are internal (tests use 127.0.0.2 as a "public" host).
+	treatAsPublic func(netip.Addr) bool
 }
