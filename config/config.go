@@ -1,5 +1,5 @@
 // Package config reads, validates and defaults the executor's configuration, the
-// code_execution and terminal sections of $HERMES_HOME/config.yaml.
+// code_execution, terminal and web sections of $HERMES_HOME/config.yaml.
 //
 // The file is decoded into a YAML node tree and walked by hand, so every problem is reported
 // with the file, the line and the full key path (for example "code_execution.timeout"). Unknown
@@ -18,9 +18,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +52,26 @@ const (
 	MaxMemoryLimitMB = 4096
 )
 
+// Web search providers accepted for web.search.provider.
+const (
+	ProviderSearXNG = "searxng"
+	ProviderBrave   = "brave"
+	ProviderTavily  = "tavily"
+)
+
+// Providers lists the web.search.provider values.
+var Providers = []string{ProviderSearXNG, ProviderBrave, ProviderTavily}
+
+// DefaultAPIKeyEnv is the host variable that holds a keyed provider's key when
+// web.search.api_key_env does not name one.
+var DefaultAPIKeyEnv = map[string]string{ProviderBrave: "BRAVE_API_KEY", ProviderTavily: "TAVILY_API_KEY"}
+
+// Bounds of web.extract.char_limit.
+const (
+	MinExtractCharLimit = 100
+	MaxExtractCharLimit = 1_000_000
+)
+
 // FileName is the name of the configuration file inside [HermesHome].
 const FileName = "config.yaml"
 
@@ -64,6 +86,8 @@ type Config struct {
 	// Terminal is the terminal section. Its only setting used here is env_passthrough,
 	// which defaults to empty.
 	Terminal Terminal
+	// Web is the web section: web_search's provider and web_extract's settings.
+	Web Web
 	// Source is the file the configuration was read from, or "" when it holds only the
 	// defaults because no file was found.
 	Source string
@@ -108,6 +132,38 @@ type Terminal struct {
 	// duplicates are removed. Provider credentials managed by the host are never passed,
 	// whatever this list says. YAML key: env_passthrough.
 	EnvPassthrough []string
+}
+
+// Web is the web section of the configuration file.
+type Web struct {
+	// Search configures web_search. YAML key: search.
+	Search WebSearch
+	// Extract configures web_extract. YAML key: extract.
+	Extract WebExtract
+	// AllowPrivateNetworks lets web_extract fetch URLs that resolve to loopback, private,
+	// link-local and other internal addresses. Default false. YAML key: allow_private_networks.
+	AllowPrivateNetworks bool
+}
+
+// WebSearch is the web.search section.
+type WebSearch struct {
+	// Provider is "searxng", "brave", "tavily", or "" (the default: web_search then reports
+	// that no provider is configured). Stored trimmed and lower-case. YAML key: provider.
+	Provider string
+	// URL is the provider's base URL (http or https): required for searxng, an optional
+	// override of the public endpoint for brave and tavily. YAML key: url.
+	URL string
+	// APIKeyEnv names the host environment variable holding a keyed provider's API key.
+	// Default: BRAVE_API_KEY for brave, TAVILY_API_KEY for tavily. The key is read by the
+	// host only and never reaches scripts. YAML key: api_key_env.
+	APIKeyEnv string
+}
+
+// WebExtract is the web.extract section.
+type WebExtract struct {
+	// CharLimit is web_extract's default char_limit: longer pages are cut head and tail, the
+	// full text saved to disk. Default 15000; between 100 and 1000000. YAML key: char_limit.
+	CharLimit int
 }
 
 // Error is a configuration problem: a file that cannot be read, invalid YAML, an unknown key,
@@ -159,6 +215,7 @@ func Default() Config {
 			Timezone:          "",
 		},
 		Terminal: Terminal{EnvPassthrough: nil},
+		Web:      Web{Extract: WebExtract{CharLimit: 15000}},
 	}
 }
 
@@ -236,6 +293,9 @@ func Parse(data []byte, source string) (Config, error) {
 	if err := p.root(root); err != nil {
 		return Config{}, err
 	}
+	if err := p.finishWeb(); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 
@@ -243,6 +303,7 @@ func Parse(data []byte, source string) (Config, error) {
 type parser struct {
 	source string
 	cfg    *Config
+	lines  webLines
 }
 
 // yamlLine finds the line number in a yaml.v3 syntax error message.
@@ -280,7 +341,121 @@ func (p *parser) root(n *yaml.Node) error {
 	return p.mapping(n, "", []field{
 		{"code_execution", p.codeExecution},
 		{"terminal", p.terminal},
+		{"web", p.web},
 	})
+}
+
+func (p *parser) web(key string, n *yaml.Node) error {
+	w := &p.cfg.Web
+	return p.mapping(n, key, []field{
+		{"search", func(key string, n *yaml.Node) error {
+			return p.mapping(n, key, []field{
+				{"provider", p.provider},
+				{"url", p.webURL},
+				{"api_key_env", p.envName(&w.Search.APIKeyEnv)},
+			})
+		}},
+		{"extract", func(key string, n *yaml.Node) error {
+			return p.mapping(n, key, []field{
+				{"char_limit", p.intField(&w.Extract.CharLimit, MinExtractCharLimit, MaxExtractCharLimit, "characters")},
+			})
+		}},
+		{"allow_private_networks", p.boolField(&w.AllowPrivateNetworks)},
+	})
+}
+
+// webLines remembers where web settings were given, for errors about how they combine.
+type webLines struct{ provider int }
+
+func (p *parser) provider(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	if isNull(n) {
+		p.cfg.Web.Search.Provider = ""
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be a string (%s), got %s", key, strings.Join(Providers, ", "), describe(n))
+	}
+	v := strings.ToLower(strings.TrimSpace(n.Value))
+	if v != "" && !slices.Contains(Providers, v) {
+		msg := fmt.Sprintf("%s is %q; valid providers: %s", key, n.Value, strings.Join(Providers, ", "))
+		if s := suggest(v, Providers); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		return p.errorf(n, key, "%s", msg)
+	}
+	p.cfg.Web.Search.Provider = v
+	p.lines.provider = n.Line
+	return nil
+}
+
+func (p *parser) webURL(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	if isNull(n) {
+		p.cfg.Web.Search.URL = ""
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be a URL string such as \"http://127.0.0.1:8888\", got %s", key, describe(n))
+	}
+	v := strings.TrimSpace(n.Value)
+	if v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return p.errorf(n, key, "%s is %q, which is not an http(s) URL; use a base URL such as \"http://127.0.0.1:8888\"", key, n.Value)
+		}
+		if u.User != nil {
+			return p.errorf(n, key, "%s must not carry credentials; keyed providers read their key from the variable named by web.search.api_key_env", key)
+		}
+	}
+	p.cfg.Web.Search.URL = v
+	return nil
+}
+
+// envNameRe is what an environment variable name may look like.
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (p *parser) envName(dst *string) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = ""
+			return nil
+		}
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !envNameRe.MatchString(n.Value) {
+			return p.errorf(n, key, "%s must name an environment variable (letters, digits and _), such as \"BRAVE_API_KEY\", got %s; put the key itself in that variable, never in config.yaml", key, describe(n))
+		}
+		*dst = n.Value
+		return nil
+	}
+}
+
+func (p *parser) boolField(dst *bool) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			return p.errorf(n, key, "%s must be true or false, got %s", key, describe(n))
+		}
+		var v bool
+		if err := n.Decode(&v); err != nil {
+			return p.errorf(n, key, "%s must be true or false, got %s", key, describe(n))
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// finishWeb checks how the web settings combine and fills the key variable's default.
+func (p *parser) finishWeb() error {
+	s := &p.cfg.Web.Search
+	if s.Provider == ProviderSearXNG && s.URL == "" {
+		return &Error{Path: p.source, Line: p.lines.provider, Key: "web.search.url",
+			Msg: "web.search.url is required for the searxng provider: set it to your SearXNG server's base URL, such as \"http://127.0.0.1:8888\""}
+	}
+	if s.APIKeyEnv == "" {
+		s.APIKeyEnv = DefaultAPIKeyEnv[s.Provider]
+	}
+	return nil
 }
 
 func (p *parser) codeExecution(key string, n *yaml.Node) error {

@@ -93,6 +93,41 @@ terminal:
 	}
 }
 
+func TestParseWeb(t *testing.T) {
+	cfg, err := Parse([]byte(`
+web:
+  search:
+    provider: " SearXNG "
+    url: http://127.0.0.1:8888
+  extract:
+    char_limit: 20000
+  allow_private_networks: true
+`), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Web{Search: WebSearch{Provider: "searxng", URL: "http://127.0.0.1:8888"}, Extract: WebExtract{CharLimit: 20000}, AllowPrivateNetworks: true}
+	if !reflect.DeepEqual(cfg.Web, want) {
+		t.Fatalf("got %+v, want %+v", cfg.Web, want)
+	}
+	for provider, env := range map[string]string{"brave": "BRAVE_API_KEY", "tavily": "TAVILY_API_KEY"} {
+		cfg, err := Parse([]byte("web:\n  search:\n    provider: "+provider+"\n"), "config.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Web.Search.APIKeyEnv != env {
+			t.Errorf("%s: api_key_env defaults to %q, want %q", provider, cfg.Web.Search.APIKeyEnv, env)
+		}
+	}
+	cfg, err = Parse([]byte("web:\n  search:\n    provider: brave\n    api_key_env: MY_BRAVE\n"), "config.yaml")
+	if err != nil || cfg.Web.Search.APIKeyEnv != "MY_BRAVE" {
+		t.Fatalf("%v %+v", err, cfg.Web)
+	}
+	if d := Default().Web; d.Extract.CharLimit != 15000 || d.Search.Provider != "" || d.AllowPrivateNetworks {
+		t.Fatalf("web defaults: %+v", d)
+	}
+}
+
 func TestParseUnknownModeFallsBack(t *testing.T) {
 	got, err := Parse([]byte("code_execution:\n  mode: docker\n"), "config.yaml")
 	if err != nil {
@@ -126,6 +161,54 @@ func TestParseErrors(t *testing.T) {
 			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, timezone); did you mean "timeout"?`,
 		},
 		{
+			name: "unknown provider",
+			in:   "web:\n  search:\n    provider: searx\n",
+			line: 3, key: "web.search.provider",
+			message: `config.yaml: line 3: web.search.provider is "searx"; valid providers: searxng, brave, tavily; did you mean "searxng"?`,
+		},
+		{
+			name: "searxng needs a url",
+			in:   "web:\n  search:\n    provider: searxng\n",
+			line: 3, key: "web.search.url",
+			message: "web.search.url is required for the searxng provider|http://127.0.0.1:8888",
+		},
+		{
+			name: "url not http",
+			in:   "web:\n  search:\n    url: ftp://x\n",
+			line: 3, key: "web.search.url",
+			message: "not an http(s) URL",
+		},
+		{
+			name: "url with credentials",
+			in:   "web:\n  search:\n    url: https://user:pw@search.example\n",
+			line: 3, key: "web.search.url",
+			message: "must not carry credentials",
+		},
+		{
+			name: "api key in place of its variable",
+			in:   "web:\n  search:\n    provider: brave\n    api_key_env: BSA-abc.def\n",
+			line: 4, key: "web.search.api_key_env",
+			message: "must name an environment variable|never in config.yaml",
+		},
+		{
+			name: "allow_private_networks not a bool",
+			in:   "web:\n  allow_private_networks: sometimes\n",
+			line: 2, key: "web.allow_private_networks",
+			message: "must be true or false",
+		},
+		{
+			name: "char_limit out of range",
+			in:   "web:\n  extract:\n    char_limit: 10\n",
+			line: 3, key: "web.extract.char_limit",
+			message: "out of range (must be between 100 and 1000000)",
+		},
+		{
+			name: "unknown web key",
+			in:   "web:\n  serch: {}\n",
+			line: 2, key: "web.serch",
+			message: `did you mean "search"?`,
+		},
+		{
 			name: "unknown key without suggestion",
 			in:   "code_execution:\n  sandbox: true\n",
 			line: 2, key: "code_execution.sandbox",
@@ -135,7 +218,7 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown top-level key",
 			in:   "code_executon:\n  mode: strict\n",
 			line: 1, key: "code_executon",
-			message: `config.yaml: line 1: unknown key "code_executon" (valid keys: code_execution, terminal); did you mean "code_execution"?`,
+			message: `config.yaml: line 1: unknown key "code_executon" (valid keys: code_execution, terminal, web); did you mean "code_execution"?`,
 		},
 		{
 			name: "unknown terminal key",

@@ -2,22 +2,44 @@ package hostfuncs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // webMaxExtractURLs caps the URLs of one web_extract call.
 const webMaxExtractURLs = 5
 
-// errNoExtractBackend is web_extract's per-URL error while no backend is set.
-const errNoExtractBackend = "No web extract backend configured. Set web.search.provider in config.yaml."
+// extractHeadPercent is the share of char_limit kept from the start of a
+// page that is too long; the rest is kept from its end.
+const extractHeadPercent = 70
 
 type webExtractArgs struct {
 	URLs      []string `json:"urls"`
 	CharLimit *int     `json:"char_limit"`
 }
 
-// webExtract implements web_extract.
+// webExtract implements web_extract: it fetches up to five http(s) URLs
+// concurrently and returns each page as markdown (HTML, reduced to its
+// article) or as is (plain text, JSON and other text types), in input
+// order. A URL's failure is its own "error"; only invalid arguments and a
+// URL carrying a credential fail the whole call, before anything is
+// fetched.
+//
+// # Security
+//
+// Unless WebOptions.AllowPrivateNetworks, URLs and redirect targets
+// resolving to internal addresses are refused (see ssrfGuard), and no
+// proxy is used. URLs that look like they carry an API key or token are
+// refused (see urlCredential) so that web_extract cannot send a secret to
+// a page's server.
 func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
 	var a webExtractArgs
 	if r := decodeArgs("web_extract", raw, &a); r != nil {
@@ -32,9 +54,171 @@ func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
 	if a.CharLimit != nil && *a.CharLimit <= 0 {
 		return Result{"error": fmt.Sprintf("Invalid arguments for web_extract: char_limit must be positive, got %d", *a.CharLimit)}
 	}
-	results := make([]map[string]any, 0, len(a.URLs))
-	for _, u := range a.URLs {
-		results = append(results, map[string]any{"url": u, "title": nil, "content": "", "error": errNoExtractBackend})
+	for i, u := range a.URLs {
+		if msg := urlSecretCheck(i+1, u); msg != "" {
+			return Result{"error": msg}
+		}
 	}
+	limit := DefaultExtractCharLimit
+	if t.web.CharLimit > 0 {
+		limit = t.web.CharLimit
+	}
+	if a.CharLimit != nil {
+		limit = *a.CharLimit
+	}
+
+	f := newExtractFetcher(t.web, extractLimitsFrom(ctx))
+	defer f.Close()
+	results := make([]map[string]any, len(a.URLs))
+	var wg sync.WaitGroup
+	for i, u := range a.URLs {
+		wg.Go(func() { results[i] = t.extractOne(ctx, f, u, limit) })
+	}
+	wg.Wait()
 	return Result{"results": results}
+}
+
+// extractOne fetches and extracts one URL into its result entry.
+func (t *Tools) extractOne(ctx context.Context, f *extractFetcher, raw string, limit int) (res map[string]any) {
+	res = map[string]any{"url": raw, "title": nil, "content": "", "error": nil}
+	fail := func(msg string) map[string]any {
+		res["title"], res["content"], res["error"] = nil, "", msg
+		return res
+	}
+	defer func() {
+		// A parser bug on a hostile page must not take the process down.
+		if p := recover(); p != nil {
+			fail(fmt.Sprintf("Internal error while extracting the page: %v", p))
+		}
+	}()
+
+	u, err := url.Parse(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		return fail(fmt.Sprintf("Invalid URL: %v", err))
+	case u.Scheme == "":
+		return fail("Invalid URL: it has no scheme; web_extract fetches http:// and https:// URLs")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fail(fmt.Sprintf("Unsupported URL scheme %q: web_extract fetches only http and https URLs", u.Scheme))
+	case u.Hostname() == "":
+		return fail("Invalid URL: it has no host")
+	}
+
+	page, err := f.fetch(ctx, u)
+	if err != nil {
+		return fail(err.Error())
+	}
+	var content string
+	switch extractKindOf(page.mediaType) {
+	case extractHTML:
+		title, md, err := htmlToMarkdown(ctx, page.text, page.finalURL)
+		if err != nil {
+			return fail(fmt.Sprintf("Could not parse the HTML: %v", err))
+		}
+		if md == "" {
+			return fail("The page had no readable text (it may be built by JavaScript, which web_extract does not run)")
+		}
+		if title != "" {
+			res["title"] = title
+		}
+		content = md
+	default:
+		// Text types are returned unchanged, without a title: they have
+		// none of their own, and the URL is in the result already.
+		if strings.TrimSpace(page.text) == "" {
+			return fail("The page had no readable text: the response body is empty")
+		}
+		content = page.text
+	}
+	res["content"] = t.limitContent(raw, content, limit)
+	return res
+}
+
+// limitContent returns content whole when it is at most limit characters
+// (runes). Otherwise it keeps the first 70% and the last 30% of limit
+// (moved to a line break when one is near), replaces the middle with a
+// one-line notice, saves the full text to the cache dir and ends with a
+// line giving the saved file's path and how to page it with read_file.
+// The notice and that line come on top of limit.
+func (t *Tools) limitContent(rawURL, content string, limit int) string {
+	total := utf8.RuneCountInString(content)
+	if total <= limit {
+		return content
+	}
+	head, tail, omitted := extractCutHeadTail(content, limit)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(head, "\n"))
+	fmt.Fprintf(&b, "\n\n... [%d characters omitted] ...\n\n", omitted)
+	b.WriteString(strings.Trim(tail, "\n"))
+	b.WriteString("\n\n")
+	path, err := extractSaveFull(t.web.CacheDir, rawURL, content)
+	if err != nil {
+		fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. The full text could not be saved: %v]", limit, total, err)
+		return b.String()
+	}
+	omittedLine := strings.Count(head, "\n") + 1
+	fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. Full text saved to %s — page it with read_file(%q, offset=%d, limit=500): the omitted part starts at line %d.]",
+		limit, total, path, path, omittedLine, omittedLine)
+	return b.String()
+}
+
+// extractCutHeadTail splits s (longer than limit runes) into the head and tail to
+// keep, limit runes together, and the number of runes between them. The
+// head ends after a line break in its last fifth if there is one, and the
+// tail starts after one in its first fifth, so the cuts fall between lines
+// where they can.
+func extractCutHeadTail(s string, limit int) (head, tail string, omitted int) {
+	r := []rune(s)
+	headN := limit * extractHeadPercent / 100
+	tailStart := len(r) - (limit - headN)
+	for i := headN - 1; i >= 0 && i >= headN*4/5; i-- {
+		if r[i] == '\n' {
+			headN = i + 1
+			break
+		}
+	}
+	tailN := len(r) - tailStart
+	for j := tailStart; j < len(r) && j-tailStart < tailN/5; j++ {
+		if r[j] == '\n' {
+			tailStart = j + 1
+			break
+		}
+	}
+	return string(r[:headN]), string(r[tailStart:]), tailStart - headN
+}
+
+// extractSaveFull writes content to dir (created 0700; "" means the system
+// temp dir) as web-<first 12 hex digits of sha256(url + "\n" + content)>.md,
+// atomically (a temp file, which os.CreateTemp makes 0600, renamed into
+// place), and returns the file's
+// absolute path.
+func extractSaveFull(dir, rawURL, content string) (string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(rawURL + "\n" + content))
+	path := filepath.Join(dir, "web-"+hex.EncodeToString(sum[:])[:12]+".md")
+	tmp, err := os.CreateTemp(dir, ".web-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
 }

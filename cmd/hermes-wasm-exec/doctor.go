@@ -75,9 +75,25 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				"timezone":            cfg.CodeExecution.Timezone,
 			},
 			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough},
+			"web": map[string]any{
+				"search": map[string]any{
+					"provider":    cfg.Web.Search.Provider,
+					"url":         cfg.Web.Search.URL,
+					"api_key_env": cfg.Web.Search.APIKeyEnv,
+				},
+				"extract":                map[string]any{"char_limit": cfg.Web.Extract.CharLimit},
+				"allow_private_networks": cfg.Web.AllowPrivateNetworks,
+			},
 		})
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			fmt.Fprintf(stdout, "  %s\n", line)
+		}
+		if v := cfg.Web.Search.APIKeyEnv; v != "" {
+			state := "set"
+			if os.Getenv(v) == "" {
+				state = "NOT set: web_search will fail until it is"
+			}
+			fmt.Fprintf(stdout, "  web search key: $%s is %s (read by the host only, never passed to scripts)\n", v, state)
 		}
 	}
 

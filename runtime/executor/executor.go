@@ -179,11 +179,15 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		err = fmt.Errorf("working dir: %w", err)
 		return failed(mode, err), err
 	}
+	web := e.cfg.Web
 	envOpts := shared.EnvOptions{
 		Passthrough: e.cfg.Terminal.EnvPassthrough,
 		Windows:     goruntime.GOOS == "windows",
 	}
-	if refused := shared.RefusedPassthrough(envOpts.Passthrough); len(refused) > 0 {
+	if web.Search.APIKeyEnv != "" {
+		envOpts.Managed = []string{web.Search.APIKeyEnv}
+	}
+	if refused := shared.RefusedPassthrough(envOpts.Passthrough, envOpts.Managed...); len(refused) > 0 {
 		e.logf("execute_code: refusing to pass through host-managed credentials %v", refused)
 	}
 	var inject []string
@@ -191,7 +195,19 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		inject = append(inject, "TZ="+tz)
 	}
 	toolEnv, _ := shared.ScrubEnv(e.environ, envOpts)
-	tools, err := hostfuncs.New(hostfuncs.Options{Workdir: wd, Env: shared.MergeEnv(toolEnv, inject)})
+	tools, err := hostfuncs.New(hostfuncs.Options{
+		Workdir: wd,
+		Env:     shared.MergeEnv(toolEnv, inject),
+		Web: hostfuncs.WebOptions{
+			Provider:             web.Search.Provider,
+			URL:                  web.Search.URL,
+			APIKey:               e.getenv(web.Search.APIKeyEnv),
+			APIKeyEnv:            web.Search.APIKeyEnv,
+			CharLimit:            web.Extract.CharLimit,
+			AllowPrivateNetworks: web.AllowPrivateNetworks,
+			CacheDir:             filepath.Join(e.home, "cache", "web"),
+		},
+	})
 	if err != nil {
 		return failed(mode, err), err
 	}

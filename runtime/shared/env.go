@@ -17,6 +17,11 @@ type EnvOptions struct {
 	// names compare case-insensitively, as Windows itself does. Callers pass
 	// goruntime.GOOS == "windows". Default false.
 	Windows bool
+	// Managed names further credentials the host holds, such as the variable holding the
+	// web search provider's key (web.search.api_key_env). They are treated like
+	// [ManagedCredentials]: always dropped, even when named in Passthrough or not
+	// secret-looking. Default empty.
+	Managed []string
 }
 
 // ManagedCredentials lists the provider credentials the host manages. They never reach a
@@ -113,7 +118,11 @@ func ScrubEnv(environ []string, opts EnvOptions) (kept []string, droppedHermes [
 	if opts.Windows {
 		fold = strings.ToUpper
 	}
-	refused := RefusedPassthrough(opts.Passthrough)
+	refused := RefusedPassthrough(opts.Passthrough, opts.Managed...)
+	managed := make(map[string]bool, len(opts.Managed))
+	for _, n := range opts.Managed {
+		managed[strings.ToUpper(n)] = true
+	}
 	pass := make(map[string]bool, len(opts.Passthrough))
 	for _, n := range opts.Passthrough {
 		if n != "" && !slices.Contains(refused, n) {
@@ -131,6 +140,7 @@ func ScrubEnv(environ []string, opts EnvOptions) (kept []string, droppedHermes [
 		key := fold(name)
 		upper := strings.ToUpper(name)
 		switch {
+		case managed[upper]: // Credentials the host holds never pass.
 		case pass[key]: // Rule 1.
 			kept = append(kept, entry)
 		case containsAny(upper, secretMarkers): // Rule 2.
@@ -152,12 +162,14 @@ func ScrubEnv(environ []string, opts EnvOptions) (kept []string, droppedHermes [
 }
 
 // RefusedPassthrough returns, in input order, the names among a passthrough list that are
-// [ManagedCredentials] and are therefore never passed to a script, so that the caller can warn
-// about them. Names are compared case-insensitively. It returns nil when none are refused.
-func RefusedPassthrough(names []string) []string {
+// [ManagedCredentials] (or among the extra managed names) and are therefore never passed to a
+// script, so that the caller can warn about them. Names are compared case-insensitively. It
+// returns nil when none are refused.
+func RefusedPassthrough(names []string, managed ...string) []string {
+	all := append(slices.Clone(ManagedCredentials), managed...)
 	var refused []string
 	for _, n := range names {
-		for _, m := range ManagedCredentials {
+		for _, m := range all {
 			if strings.EqualFold(n, m) {
 				refused = append(refused, n)
 				break

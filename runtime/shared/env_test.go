@@ -3,6 +3,7 @@ package shared
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -192,4 +193,17 @@ func ExampleScrubEnv() {
 	// HERMES_HOME=/home/me/.hermes
 	// HERMES_KANBAN_DB=/tmp/k.db
 	// execute_code: dropped 1 non-allowlisted HERMES_* var(s): HERMES_BASE_URL (add them to terminal.env_passthrough to pass them through)
+}
+
+func TestScrubEnvManaged(t *testing.T) {
+	// The variable holding the web search key is dropped even when its name
+	// looks harmless and even when someone lists it for passthrough.
+	environ := []string{"PATH=/bin", "SEARCHCFG=k-123", "PATHSEARCH=k-456", "OTHER_KEY=x"}
+	kept, _ := ScrubEnv(environ, EnvOptions{Passthrough: []string{"SEARCHCFG", "OTHER_KEY"}, Managed: []string{"searchcfg", "PATHSEARCH"}})
+	if want := []string{"PATH=/bin", "OTHER_KEY=x"}; !slices.Equal(kept, want) {
+		t.Fatalf("kept %q, want %q", kept, want)
+	}
+	if got := RefusedPassthrough([]string{"SEARCHCFG", "OTHER_KEY", "tavily_api_key"}, "searchcfg"); !slices.Equal(got, []string{"SEARCHCFG", "tavily_api_key"}) {
+		t.Fatalf("refused %q", got)
+	}
 }
