@@ -88,6 +88,8 @@ type Config struct {
 	Terminal Terminal
 	// Web is the web section: web_search's provider and web_extract's settings.
 	Web Web
+	// Approvals is the approvals section: how scripts and dangerous commands are approved.
+	Approvals Approvals
 	// Source is the file the configuration was read from, or "" when it holds only the
 	// defaults because no file was found.
 	Source string
@@ -118,6 +120,10 @@ type CodeExecution struct {
 	// MemoryLimitMB caps the guest's linear memory in strict mode, in MiB. Default 512; it
 	// must be between 16 and 4096 (the wasm32 maximum). YAML key: memory_limit_mb.
 	MemoryLimitMB int
+	// WarmPool is how many initialized strict interpreters `serve` keeps ready, so that a new
+	// session's first call does not pay interpreter start-up. Default 2; between 0 and 16.
+	// YAML key: warm_pool.
+	WarmPool int
 	// Timezone is an IANA time zone name (for example "Europe/Paris") exported to scripts as
 	// TZ. Default "", which sets no TZ. It is validated with time.LoadLocation.
 	// YAML key: timezone.
@@ -132,6 +138,25 @@ type Terminal struct {
 	// duplicates are removed. Provider credentials managed by the host are never passed,
 	// whatever this list says. YAML key: env_passthrough.
 	EnvPassthrough []string
+}
+
+// Approval modes accepted for approvals.mode.
+const (
+	// ApprovalsAsk asks the client (serve) or the terminal (run) and blocks when nobody answers.
+	ApprovalsAsk = "ask"
+	// ApprovalsDeny blocks everything that needs approval.
+	ApprovalsDeny = "deny"
+	// ApprovalsOff approves everything without asking.
+	ApprovalsOff = "off"
+)
+
+// Approvals is the approvals section of the configuration file (SPEC §8).
+type Approvals struct {
+	// Mode is "ask" (the default), "deny" or "off". YAML key: mode.
+	Mode string
+	// Timeout is how long, in seconds, to wait for an answer before treating the request as
+	// denied. Default 120; between 1 and 3600. YAML key: timeout.
+	Timeout int
 }
 
 // Web is the web section of the configuration file.
@@ -212,10 +237,12 @@ func Default() Config {
 			KernelIdleTimeout: 1800,
 			MaxSessionKernels: 4,
 			MemoryLimitMB:     512,
+			WarmPool:          2,
 			Timezone:          "",
 		},
 		Terminal: Terminal{EnvPassthrough: nil},
-		Web:      Web{Extract: WebExtract{CharLimit: 15000}},
+		Web:       Web{Extract: WebExtract{CharLimit: 15000}},
+		Approvals: Approvals{Mode: ApprovalsAsk, Timeout: 120},
 	}
 }
 
@@ -342,6 +369,35 @@ func (p *parser) root(n *yaml.Node) error {
 		{"code_execution", p.codeExecution},
 		{"terminal", p.terminal},
 		{"web", p.web},
+		{"approvals", p.approvals},
+	})
+}
+
+func (p *parser) approvals(key string, n *yaml.Node) error {
+	a := &p.cfg.Approvals
+	return p.mapping(n, key, []field{
+		{"mode", func(key string, n *yaml.Node) error {
+			n = resolveAlias(n)
+			modes := []string{ApprovalsAsk, ApprovalsDeny, ApprovalsOff}
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" && !strings.EqualFold(n.Value, "true") {
+				a.Mode = ApprovalsOff // YAML reads a bare off/no/false as a boolean.
+				return nil
+			}
+			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+				return p.errorf(n, key, "%s must be one of %s, got %s", key, strings.Join(modes, ", "), describe(n))
+			}
+			v := strings.ToLower(strings.TrimSpace(n.Value))
+			if !slices.Contains(modes, v) {
+				msg := fmt.Sprintf("%s is %q; valid modes: %s", key, n.Value, strings.Join(modes, ", "))
+				if s := suggest(v, modes); s != "" {
+					msg += fmt.Sprintf("; did you mean %q?", s)
+				}
+				return p.errorf(n, key, "%s", msg)
+			}
+			a.Mode = v
+			return nil
+		}},
+		{"timeout", p.intField(&a.Timeout, 1, 3600, "seconds")},
 	})
 }
 
@@ -467,6 +523,7 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 		{"kernel_idle_timeout", p.intField(&ce.KernelIdleTimeout, 1, -1, "seconds")},
 		{"max_session_kernels", p.intField(&ce.MaxSessionKernels, 1, -1, "")},
 		{"memory_limit_mb", p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
+		{"warm_pool", p.intField(&ce.WarmPool, 0, 16, "")},
 		{"timezone", p.timezone},
 	})
 }

@@ -58,7 +58,7 @@ terminal:
     - HERMES_BASE_URL
 `, want: func(c *Config) {
 			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
-				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, Timezone: "Europe/Paris"}
+				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, WarmPool: 2, Timezone: "Europe/Paris"}
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},
 		{name: "minimum memory and timeout", in: "code_execution: {timeout: 1, memory_limit_mb: 16}",
@@ -158,7 +158,7 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key with suggestion",
 			in:   "code_execution:\n  mode: strict\n  timout: 30\n",
 			line: 3, key: "code_execution.timout",
-			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, timezone); did you mean "timeout"?`,
+			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, warm_pool, timezone); did you mean "timeout"?`,
 		},
 		{
 			name: "unknown provider",
@@ -212,13 +212,13 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key without suggestion",
 			in:   "code_execution:\n  sandbox: true\n",
 			line: 2, key: "code_execution.sandbox",
-			message: `config.yaml: line 2: unknown key "code_execution.sandbox" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, timezone)`,
+			message: `config.yaml: line 2: unknown key "code_execution.sandbox" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, warm_pool, timezone)`,
 		},
 		{
 			name: "unknown top-level key",
 			in:   "code_executon:\n  mode: strict\n",
 			line: 1, key: "code_executon",
-			message: `config.yaml: line 1: unknown key "code_executon" (valid keys: code_execution, terminal, web); did you mean "code_execution"?`,
+			message: `config.yaml: line 1: unknown key "code_executon" (valid keys: code_execution, terminal, web, approvals); did you mean "code_execution"?`,
 		},
 		{
 			name: "unknown terminal key",
@@ -582,4 +582,28 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseApprovalsAndPool(t *testing.T) {
+	cfg, err := Parse([]byte("approvals:\n  mode: DENY\n  timeout: 5\ncode_execution:\n  warm_pool: 0\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Approvals != (Approvals{Mode: "deny", Timeout: 5}) || cfg.CodeExecution.WarmPool != 0 {
+		t.Fatalf("got %+v %+v", cfg.Approvals, cfg.CodeExecution)
+	}
+	cfg, err = Parse([]byte("approvals:\n  mode: off\n"), "config.yaml")
+	if err != nil || cfg.Approvals.Mode != "off" {
+		t.Fatalf("a bare off (a YAML boolean) means off: %v %+v", err, cfg.Approvals)
+	}
+	for in, want := range map[string]string{
+		"approvals:\n  mode: never\n":         `approvals.mode is "never"; valid modes: ask, deny, off`,
+		"approvals:\n  mode: dney\n":          `did you mean "deny"?`,
+		"approvals:\n  timeout: 0\n":          "out of range (must be between 1 and 3600)",
+		"code_execution:\n  warm_pool: 17\n": "out of range (must be between 0 and 16)",
+	} {
+		if _, err := Parse([]byte(in), "config.yaml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", in, err, want)
+		}
+	}
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// RPCTransport is project mode's tool channel: "unix" or "tcp"; empty
 	// means the platform's (a Unix socket, loopback TCP on Windows).
 	RPCTransport string
+	// Approver answers approval requests of calls that set none; nil
+	// means nobody answers, so in approvals.mode "ask" whatever needs
+	// approval is blocked.
+	Approver Approver
 }
 
 // Request is one execution.
@@ -64,6 +68,24 @@ type Request struct {
 	MaxToolCalls *int
 	// Tools is the enabled subset of the seven tools; nil means all.
 	Tools []string
+
+	// Session names a persistent session kernel (SPEC §7): calls with the
+	// same session, mode, interpreter, working dir and tool set run in the
+	// same live interpreter, so globals and imports persist. Empty means a
+	// one-shot run in a fresh interpreter.
+	Session string
+	// Reset discards the session's kernel and starts a fresh one.
+	Reset bool
+	// ParentSession marks Session as a subagent of ParentSession: its
+	// kernel is its own, exempt from max_session_kernels, and disposed
+	// with CloseSession of either.
+	ParentSession string
+	// Kind is KindCLI (the default), KindGateway or KindAutomation; it
+	// decides what needs approval (SPEC §8).
+	Kind string
+	// Approver answers this call's approval requests; nil means
+	// Options.Approver.
+	Approver Approver
 }
 
 // Executor runs scripts. It is safe for concurrent use. Close it to free
@@ -318,4 +340,25 @@ func (e *Executor) Close(ctx context.Context) error {
 	var err error
 	e.closeOnce.Do(func() { err = e.strict.Close(ctx) })
 	return err
+}
+
+// Interrupt stops the running call of session, if any: it ends with status
+// "interrupted" and `[execution interrupted — <reason>]` (reason "" means
+// the default, "user sent a new message"), and the session's kernel is
+// killed. It reports whether a call was running.
+func (e *Executor) Interrupt(session, reason string) bool {
+	return false
+}
+
+// CloseSession disposes the kernels of session and of its subagents, and
+// forgets its session-scoped approvals. A running call of the session is
+// interrupted first.
+func (e *Executor) CloseSession(ctx context.Context, session string) {
+}
+
+// StartWarmPool keeps code_execution.warm_pool initialized strict
+// interpreters ready, so that a new session's first strict call does not
+// pay interpreter start-up. It returns at once; the pool fills in the
+// background and refills as sessions take from it, until Close.
+func (e *Executor) StartWarmPool(ctx context.Context) {
 }

@@ -122,4 +122,26 @@ type Result struct {
 	Warning             string     `json:"warning,omitempty"`
 	StdoutSpillPath     string     `json:"stdout_spill_path,omitempty"`
 	ToolCalls           []ToolCall `json:"tool_calls"`
+	// Blocked is true when the script was not approved and never ran.
+	Blocked bool `json:"blocked,omitempty"`
+	// Kernel describes the session kernel the call ran in; nil for a
+	// one-shot run.
+	Kernel *KernelInfo `json:"kernel,omitempty"`
+}
+
+// KernelInfo is a result's kernel object (SPEC §6, §7).
+type KernelInfo struct {
+	// Reused is true when the call ran in a kernel that already existed.
+	Reused bool `json:"reused"`
+	// ExecutionCount is how many calls the kernel has run, this one
+	// included.
+	ExecutionCount int `json:"execution_count"`
+	// StateReset is true when the call asked for reset and got a fresh
+	// kernel.
+	StateReset bool `json:"state_reset"`
+	// Ended is true when the kernel is gone after this call (sys.exit,
+	// timeout, interrupt, crash): the next call starts a fresh one.
+	Ended bool `json:"ended"`
+	// Note explains what happened to the kernel's state, when it matters.
+	Note string `json:"note,omitempty"`
 }
