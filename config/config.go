@@ -240,7 +240,7 @@ func Default() Config {
 			WarmPool:          2,
 			Timezone:          "",
 		},
-		Terminal: Terminal{EnvPassthrough: nil},
+		Terminal:  Terminal{EnvPassthrough: nil},
 		Web:       Web{Extract: WebExtract{CharLimit: 15000}},
 		Approvals: Approvals{Mode: ApprovalsAsk, Timeout: 120},
 	}

@@ -597,9 +597,9 @@ func TestParseApprovalsAndPool(t *testing.T) {
 		t.Fatalf("a bare off (a YAML boolean) means off: %v %+v", err, cfg.Approvals)
 	}
 	for in, want := range map[string]string{
-		"approvals:\n  mode: never\n":         `approvals.mode is "never"; valid modes: ask, deny, off`,
-		"approvals:\n  mode: dney\n":          `did you mean "deny"?`,
-		"approvals:\n  timeout: 0\n":          "out of range (must be between 1 and 3600)",
+		"approvals:\n  mode: never\n":        `approvals.mode is "never"; valid modes: ask, deny, off`,
+		"approvals:\n  mode: dney\n":         `did you mean "deny"?`,
+		"approvals:\n  timeout: 0\n":         "out of range (must be between 1 and 3600)",
 		"code_execution:\n  warm_pool: 17\n": "out of range (must be between 0 and 16)",
 	} {
 		if _, err := Parse([]byte(in), "config.yaml"); err == nil || !strings.Contains(err.Error(), want) {

@@ -60,66 +60,138 @@ func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	if e.Python == "" {
 		return shared.Outcome{}, errors.New("no python interpreter given to the project-mode engine")
 	}
-	dir, err := os.MkdirTemp(e.TempDir, "hermes-project-")
-	if err != nil {
-		return shared.Outcome{}, fmt.Errorf("creating the private dir: %w", err)
-	}
-	// The child runs in job.Workdir, so the paths it gets (runner, script,
-	// PYTHONPATH, socket) must be absolute even when TempDir or TMPDIR is
-	// relative.
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	defer os.RemoveAll(dir)
 	files := map[string][]byte{shared.ScriptName: []byte(job.Code)}
 	for name, src := range stagedSources() {
 		files[name] = src
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
-			return shared.Outcome{}, fmt.Errorf("writing %s: %w", name, err)
-		}
+	dir, err := stagePrivateDir(e.TempDir, "hermes-project-", files)
+	if err != nil {
+		return shared.Outcome{}, err
 	}
+	defer os.RemoveAll(dir)
 
-	transport := e.Transport
-	if transport == "" {
-		transport = DefaultTransport()
-	}
-	srv, err := Listen(ctx, transport, dir, job.Broker)
+	srv, err := Listen(ctx, e.transport(), dir, job.Broker)
 	if err != nil {
 		return shared.Outcome{}, err
 	}
 	defer srv.Close()
 
-	pythonPath := dir
-	for _, kv := range job.Env {
-		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok && v != "" {
-			pythonPath += string(os.PathListSeparator) + v
-		}
-	}
-	env := shared.MergeEnv(job.Env, []string{
-		"PYTHONPATH=" + pythonPath,
-		"HERMES_RPC_SOCKET=" + srv.Address(),
-		"HERMES_RPC_TOKEN=" + srv.Token(),
-	})
-
 	// -u: unbuffered, so output printed before a timeout is not lost. The
 	// runner is started as a file so that its own dir, not the session
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
-	cmd := exec.Command(e.Python, "-u", filepath.Join(dir, shared.RunnerName), filepath.Join(dir, shared.ScriptName))
-	cmd.Dir = job.Workdir
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.RunnerName), filepath.Join(dir, shared.ScriptName)},
+		job.Workdir, childEnv(job.Env, dir, srv))
+	if err != nil {
+		return shared.Outcome{}, err
+	}
+	defer c.release()
+
+	var copies sync.WaitGroup
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{c.stdout, job.Stdout}, {c.stderr, job.Stderr}} {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			io.Copy(p.w, p.r)
+		}()
+	}
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		c.stop(e.grace())
+	}
+	c.drain(copied)
+	return c.outcome(), nil
+}
+
+func (e *Engine) transport() string {
+	if e.Transport == "" {
+		return DefaultTransport()
+	}
+	return e.Transport
+}
+
+func (e *Engine) grace() time.Duration {
+	if e.Grace <= 0 {
+		return DefaultGrace
+	}
+	return e.Grace
+}
+
+// stagePrivateDir makes a private dir (0700) under tempDir (empty: the
+// system temp dir) and writes files to it (0600). The path is absolute:
+// the child runs in another working dir, so the paths it gets (runner,
+// script, PYTHONPATH, socket) must be absolute even when tempDir or TMPDIR
+// is relative.
+func stagePrivateDir(tempDir, prefix string, files map[string][]byte) (string, error) {
+	dir, err := os.MkdirTemp(tempDir, prefix)
+	if err != nil {
+		return "", fmt.Errorf("creating the private dir: %w", err)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return dir, nil
+}
+
+// childEnv is env with the private dir first on PYTHONPATH (an existing
+// PYTHONPATH follows it) and the RPC address and token of srv.
+func childEnv(env []string, dir string, srv *Server) []string {
+	pythonPath := dir
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok && v != "" {
+			pythonPath += string(os.PathListSeparator) + v
+		}
+	}
+	return shared.MergeEnv(env, []string{
+		"PYTHONPATH=" + pythonPath,
+		"HERMES_RPC_SOCKET=" + srv.Address(),
+		"HERMES_RPC_TOKEN=" + srv.Token(),
+	})
+}
+
+// child is a started interpreter: the process, its process tree and the
+// read ends of its stdout and stderr pipes, which the whole tree inherits.
+// Whoever starts one reads both pipes until EOF, then calls drain and
+// release.
+type child struct {
+	cmd            *exec.Cmd
+	tree           *processTree
+	stdout, stderr *os.File
+	// exited is closed once the child has been waited for and whatever it
+	// left in its tree has been killed; waitErr is then set.
+	exited  chan struct{}
+	waitErr error
+}
+
+// startChild starts python with args in workdir with env, in a process
+// tree of its own, with its stdout and stderr on fresh pipes.
+func startChild(python string, args []string, workdir string, env []string) (*child, error) {
+	cmd := exec.Command(python, args...)
+	cmd.Dir = workdir
 	cmd.Env = env
 	prepare(cmd)
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return shared.Outcome{}, fmt.Errorf("creating the stdout pipe: %w", err)
+		return nil, fmt.Errorf("creating the stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return shared.Outcome{}, fmt.Errorf("creating the stderr pipe: %w", err)
+		return nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
@@ -128,7 +200,7 @@ func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return shared.Outcome{}, fmt.Errorf("starting %s: %w", e.Python, err)
+		return nil, fmt.Errorf("starting %s: %w", python, err)
 	}
 	tree, err := attach(cmd.Process)
 	if err != nil {
@@ -136,64 +208,80 @@ func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 		cmd.Wait()
 		outR.Close()
 		errR.Close()
-		return shared.Outcome{}, err
+		return nil, err
 	}
-	defer tree.release()
-
-	var copies sync.WaitGroup
-	for _, p := range []struct {
-		r *os.File
-		w io.Writer
-	}{{outR, job.Stdout}, {errR, job.Stderr}} {
-		copies.Add(1)
-		go func() {
-			defer copies.Done()
-			io.Copy(p.w, p.r)
-		}()
-	}
-
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-ctx.Done():
-		tree.terminate()
-		grace := e.Grace
-		if grace <= 0 {
-			grace = DefaultGrace
-		}
-		if !gracefulTerminate {
-			grace = 0
-		}
-		t := time.NewTimer(grace)
-		select {
-		case waitErr = <-waited:
-		case <-t.C:
-			tree.kill()
-			waitErr = <-waited
-		}
-		t.Stop()
-	}
-	// The child is gone: whatever it left running in its group goes too.
-	tree.kill()
-
-	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		// A process outside the group still holds the pipes.
-		outR.SetReadDeadline(time.Now())
-		errR.SetReadDeadline(time.Now())
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
-	outR.Close()
-	errR.Close()
-	return outcome(cmd.ProcessState, waitErr), nil
+	c := &child{cmd: cmd, tree: tree, stdout: outR, stderr: errR, exited: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		// The child is gone: whatever it left running in its group goes
+		// too, on every outcome.
+		tree.kill()
+		close(c.exited)
+	}()
+	return c, nil
 }
+
+// stop ends the tree and returns once the child has exited: SIGTERM to
+// the group, then SIGKILL after grace if the child is still there (on
+// Windows, the job is terminated at once).
+func (c *child) stop(grace time.Duration) {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	c.tree.terminate()
+	if !gracefulTerminate {
+		grace = 0
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+	case <-t.C:
+		c.tree.kill()
+		<-c.exited
+	}
+}
+
+// kill ends the tree at once and returns once the child has exited.
+func (c *child) kill() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	c.tree.kill()
+	<-c.exited
+}
+
+// drain waits until the child has exited and the pipe readers are done
+// (read is closed when they are), for at most drainTimeout after the
+// exit, then closes the read ends.
+func (c *child) drain(read <-chan struct{}) {
+	<-c.exited
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-read:
+	case <-t.C:
+		// A process outside the group still holds the pipes.
+		c.stdout.SetReadDeadline(time.Now())
+		c.stderr.SetReadDeadline(time.Now())
+		c.stdout.Close()
+		c.stderr.Close()
+		<-read
+	}
+	c.stdout.Close()
+	c.stderr.Close()
+}
+
+// release frees the tree (on Windows, closing the job kills what is left
+// in it). Call it once the child has exited.
+func (c *child) release() { c.tree.release() }
+
+// outcome is how the child ended; call it once it has exited.
+func (c *child) outcome() shared.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
 
 // outcome maps how the child ended.
 func outcome(ps *os.ProcessState, waitErr error) shared.Outcome {

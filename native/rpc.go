@@ -62,11 +62,14 @@ const maxSocketPath = 100
 // longer one closes it. Each connection is served by
 // its own goroutine, so a script's threads (one connection each) call
 // tools in parallel; the broker enforces the budget across all of them.
+// The server itself only authenticates and frames: every request line
+// after the hello goes to its Handler (a *shared.Broker for a one-shot run,
+// a kernel's shared.Dispatcher through HandlerFunc).
 type Server struct {
 	ln      net.Listener
 	address string // the value of HERMES_RPC_SOCKET
 	token   []byte
-	broker  *shared.Broker
+	handler Handler
 	ctx     context.Context
 	cancel  context.CancelFunc
 	cleanup func()
@@ -77,18 +80,34 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// Listen starts a server for broker on transport. A Unix socket is created
+// Handler answers one request line of an authenticated connection with
+// one response line (JSON, newline-terminated). token is the server's
+// token, which the request must carry. *shared.Broker is a Handler.
+type Handler interface {
+	ServeToken(ctx context.Context, line, token []byte) []byte
+}
+
+// HandlerFunc adapts a function to Handler, such as a kernel dispatcher's
+// Serve: HandlerFunc(d.Serve).
+type HandlerFunc func(ctx context.Context, line, token []byte) []byte
+
+// ServeToken calls f.
+func (f HandlerFunc) ServeToken(ctx context.Context, line, token []byte) []byte {
+	return f(ctx, line, token)
+}
+
+// Listen starts a server for handler on transport. A Unix socket is created
 // in dir (which must be private, 0700) as rpc.sock, mode 0600; when that
 // path would be too long for a socket, in a fresh private dir under the
 // system temp dir instead. Tool calls run with ctx; Close cancels it.
-func Listen(ctx context.Context, transport, dir string, broker *shared.Broker) (*Server, error) {
+func Listen(ctx context.Context, transport, dir string, handler Handler) (*Server, error) {
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {
 		return nil, fmt.Errorf("making the RPC token: %w", err)
 	}
 	s := &Server{
 		token:   []byte(hex.EncodeToString(tok)),
-		broker:  broker,
+		handler: handler,
 		conns:   map[net.Conn]struct{}{},
 		cleanup: func() {},
 	}
@@ -240,9 +259,9 @@ func (s *Server) serve(c net.Conn) {
 				}
 				break
 			}
-			resp = s.broker.ServeToken(s.ctx, line, s.token)
+			resp = s.handler.ServeToken(s.ctx, line, s.token)
 		default:
-			resp = s.broker.ServeToken(s.ctx, line, s.token)
+			resp = s.handler.ServeToken(s.ctx, line, s.token)
 		}
 		if _, err := c.Write(resp); err != nil {
 			return

@@ -20,33 +20,46 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
-// The generated modules every run imports: hermes_tools and the runner.
-// Compiling their source costs the -O0 interpreter tens of milliseconds on
-// every run, so the engine compiles them once (in the guest, since the
-// host needs no Python) into unchecked hash-based .pyc files, keeps those
-// in memory and in the compilation cache dir, and places them in each
-// staging dir's __pycache__ beside the sources. Tracebacks still show
-// source lines. Any failure here only costs speed: runs then compile the
-// sources as usual.
+// The generated modules: hermes_tools and the runner, which every run
+// imports, and the loop of session kernels. Compiling their source costs
+// the -O0 interpreter tens of milliseconds on every run, so the engine
+// compiles them once (in the guest, since the host needs no Python) into
+// unchecked hash-based .pyc files, keeps those in memory and in the
+// compilation cache dir, and places each staging dir's modules' files in
+// its __pycache__ beside the sources. Tracebacks still show source lines.
+// Any failure here only costs speed: runs then compile the sources as
+// usual.
 
 // stagedNames are the generated modules, in a fixed order.
-var stagedNames = []string{shared.StubName, shared.RunnerName}
+var stagedNames = []string{shared.StubName, shared.RunnerName, shared.KernelName}
 
-// stagedSources returns the generated sources every strict run stages,
-// generated once per process.
+// stagedSources returns the generated sources strict runs and kernels
+// stage, generated once per process.
 var stagedSources = sync.OnceValue(func() map[string][]byte {
 	return map[string][]byte{
 		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true})),
 		shared.RunnerName: []byte(shared.Runner),
+		shared.KernelName: []byte(shared.KernelSource),
 	}
 })
 
 // compileBytecodeScript compiles the staged sources into __pycache__.
 var compileBytecodeScript = fmt.Sprintf(`import py_compile
-for name in (%q, %q):
+for name in %s:
     py_compile.compile("/" + name, doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-`, stagedNames[0], stagedNames[1])
+`, pyTuple(stagedNames))
+
+// pyTuple renders names as a Python tuple of strings.
+func pyTuple(names []string) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for _, n := range names {
+		fmt.Fprintf(&b, "%q, ", n)
+	}
+	b.WriteString(")")
+	return b.String()
+}
 
 // bytecodeKey names the bytecode of the staged sources for one
 // interpreter build.
@@ -131,9 +144,9 @@ func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 // is rebuilt instead of breaking every run.
 const manifestName = "SHA256SUMS"
 
-// readPycDir reads the two .pyc files from dir, keyed by their path under
-// the staging dir, or returns nil. With verify, the files must match the
-// manifest written beside them.
+// readPycDir reads the .pyc files of the staged modules from dir, keyed by
+// their path under the staging dir, or returns nil. With verify, the files
+// must match the manifest written beside them.
 func readPycDir(dir string, verify bool) map[string][]byte {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -150,7 +163,7 @@ func readPycDir(dir string, verify bool) map[string][]byte {
 		}
 		files["__pycache__/"+e.Name()] = b
 	}
-	if len(files) != 2 {
+	if len(files) != len(stagedNames) {
 		return nil
 	}
 	if verify {

@@ -8,8 +8,6 @@ import (
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
-
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // Guest paths of the tool channel.
@@ -29,10 +27,14 @@ const maxRequest = 64 << 20
 // guest's own goroutine), and the guest then reads the response line until
 // end of file. The published interpreter imports only
 // wasi_snapshot_preview1, so a file is the one door Python can knock on.
+//
+// serve answers one request line (without its newline) with a response
+// line: a one-shot run's broker (Broker.Serve), or a kernel's dispatcher,
+// which also hands out cells.
 type channelFS struct {
 	experimentalsys.UnimplementedFS
-	ctx    context.Context
-	broker *shared.Broker
+	ctx   context.Context
+	serve func(ctx context.Context, line []byte) []byte
 }
 
 // OpenFile implements experimentalsys.FS.
@@ -112,7 +114,7 @@ func (f *callFile) Write(buf []byte) (int, experimentalsys.Errno) {
 			break
 		}
 		line := f.req[:i]
-		f.resp = append(f.resp, f.fs.broker.Serve(f.fs.ctx, line)...)
+		f.resp = append(f.resp, f.fs.serve(f.fs.ctx, line)...)
 		f.req = f.req[i+1:]
 	}
 	return len(buf), 0

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -143,6 +144,13 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 	return c, c.err
 }
 
+// isClosed reports whether Close has been called.
+func (s *Strict) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("strict engine is closed")
 
@@ -234,74 +242,159 @@ func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.
 	if err != nil {
 		return shared.Outcome{}, err
 	}
-	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-")
+	box, err := s.newSandbox(ctx, c, sandboxSpec{
+		modules: []string{shared.StubName, shared.RunnerName},
+		extra:   map[string][]byte{shared.ScriptName: []byte(job.Code)},
+		root:    root,
+		env:     job.Env,
+		serve:   job.Broker.Serve,
+	})
 	if err != nil {
-		return shared.Outcome{}, fmt.Errorf("creating the staging dir: %w", err)
+		return shared.Outcome{}, err
 	}
-	defer os.RemoveAll(staging)
-	files := map[string][]byte{shared.ScriptName: []byte(job.Code)}
-	for name, src := range stagedSources() {
-		files[name] = src
-	}
-	for rel, b := range s.bytecode(ctx, c) {
-		files[rel] = b
-	}
-	for rel, content := range files {
-		path := filepath.Join(staging, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return shared.Outcome{}, fmt.Errorf("staging %s: %w", rel, err)
-		}
-		if err := os.WriteFile(path, content, 0o600); err != nil {
-			return shared.Outcome{}, fmt.Errorf("staging %s: %w", rel, err)
-		}
-	}
-	jail, err := newJailFS(staging)
-	if err != nil {
-		return shared.Outcome{}, fmt.Errorf("opening the staging dir: %w", err)
-	}
-	defer jail.close()
-
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
-	lib := "/"
-	env := append(slices.Clone(job.Env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
-	if root != "" {
-		rootJail, err := newJailFS(root)
-		if err != nil {
-			return shared.Outcome{}, fmt.Errorf("opening the working dir: %w", err)
-		}
-		defer rootJail.close()
-		fsc = fsc.WithSysFSMount(rootJail, "/").(sysfs.FSConfig).
-			WithSysFSMount(jail, libMount).(sysfs.FSConfig)
-		lib = libMount + "/"
-		env = append(env, "PYTHONPATH="+libMount)
-	} else {
-		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
-	}
-	fsc = fsc.WithSysFSMount(&channelFS{ctx: ctx, broker: job.Broker}, channelMount).(sysfs.FSConfig)
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		// -S: no site module (nothing to add to sys.path in the sandbox, and
-		// it saves a fifth of the interpreter's start-up).
-		WithArgs("python", "-S", "-c", shared.RunnerEntry, lib+shared.ScriptName).
-		WithStdin(strings.NewReader("")).
-		WithStdout(job.Stdout).
-		WithStderr(job.Stderr).
-		WithFSConfig(fsc.(wazero.FSConfig)).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(func(ns int64) { sleepCtx(ctx, time.Duration(ns)) }).
-		WithRandSource(rand.Reader).
-		WithStartFunctions("_start")
-	for _, kv := range shared.MergeEnv(nil, env) {
-		k, v, _ := strings.Cut(kv, "=")
-		mc = mc.WithEnv(k, v)
-	}
-
+	defer box.close()
+	mc := box.moduleConfig(job.Stdout, job.Stderr, func(ns int64) { sleepCtx(ctx, nil, time.Duration(ns)) }).
+		WithArgs(box.args("-c", shared.RunnerEntry, box.lib+shared.ScriptName)...)
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if mod != nil {
 		mod.Close(context.WithoutCancel(ctx))
 	}
 	return outcome(err), nil
+}
+
+// sandboxSpec is what one interpreter instance is given.
+type sandboxSpec struct {
+	// modules are the generated modules to stage (with their bytecode).
+	modules []string
+	// extra are more files to stage, by path relative to the staging dir.
+	extra map[string][]byte
+	// root is the guest's root dir; empty means the staging dir.
+	root string
+	// env is the interpreter's environment before the engine's variables.
+	env []string
+	// serve answers the tool channel's request lines.
+	serve func(ctx context.Context, line []byte) []byte
+}
+
+// sandbox is a staged dir, the jails over it (and over the working dir)
+// and the file system and environment built from them.
+type sandbox struct {
+	staging string
+	jails   []*jailFS
+	fsc     sysfs.FSConfig
+	env     []string
+	lib     string // guest path of the staged files, ending in "/"
+	// safePath: the interpreter must not put its cwd first on sys.path.
+	safePath bool
+}
+
+// args is the interpreter's command line: python, its options, then rest.
+// -S: no site module (nothing to add to sys.path in the sandbox, and it
+// saves a fifth of the interpreter's start-up).
+func (b *sandbox) args(rest ...string) []string {
+	args := []string{"python", "-S"}
+	if b.safePath {
+		args = append(args, "-P")
+	}
+	return append(args, rest...)
+}
+
+// newSandbox stages spec's files in a fresh private dir and mounts it (or
+// spec.root with the staged files at libMount) through the jail, with the
+// tool channel served under ctx.
+func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) (_ *sandbox, err error) {
+	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the staging dir: %w", err)
+	}
+	box := &sandbox{staging: staging, lib: "/"}
+	defer func() {
+		if err != nil {
+			box.close()
+		}
+	}()
+	files := maps.Clone(spec.extra)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	sources := stagedSources()
+	pyc := s.bytecode(ctx, c)
+	for _, name := range spec.modules {
+		files[name] = sources[name]
+		for rel, b := range pyc {
+			if strings.HasPrefix(rel, "__pycache__/"+strings.TrimSuffix(name, ".py")+".") {
+				files[rel] = b
+			}
+		}
+	}
+	for rel, content := range files {
+		path := filepath.Join(staging, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("staging %s: %w", rel, err)
+		}
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return nil, fmt.Errorf("staging %s: %w", rel, err)
+		}
+	}
+	jail, err := newJailFS(staging)
+	if err != nil {
+		return nil, fmt.Errorf("opening the staging dir: %w", err)
+	}
+	box.jails = append(box.jails, jail)
+
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
+	box.env = append(slices.Clone(spec.env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
+	if spec.root != "" {
+		rootJail, err := newJailFS(spec.root)
+		if err != nil {
+			return nil, fmt.Errorf("opening the working dir: %w", err)
+		}
+		box.jails = append(box.jails, rootJail)
+		fsc = fsc.WithSysFSMount(rootJail, "/").(sysfs.FSConfig).
+			WithSysFSMount(jail, libMount).(sysfs.FSConfig)
+		box.lib = libMount + "/"
+		// The generated modules come first, then the session dir (as the
+		// script's dir comes first for a native python), so a session file
+		// named like one of them cannot shadow it; -P (see args) keeps the
+		// cwd from being put before them.
+		box.env = append(box.env, "PYTHONPATH="+libMount+":/")
+		box.safePath = true
+	} else {
+		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
+	}
+	box.fsc = fsc.WithSysFSMount(&channelFS{ctx: ctx, serve: spec.serve}, channelMount).(sysfs.FSConfig)
+	return box, nil
+}
+
+// moduleConfig is the instance's configuration without its arguments: the
+// sandbox's file system and environment, real clocks, sleep (which must
+// return early when the run is stopped) and the output writers.
+func (b *sandbox) moduleConfig(stdout, stderr io.Writer, sleep func(ns int64)) wazero.ModuleConfig {
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStdin(strings.NewReader("")).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithFSConfig(b.fsc.(wazero.FSConfig)).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(sleep).
+		WithRandSource(rand.Reader).
+		WithStartFunctions("_start")
+	for _, kv := range shared.MergeEnv(nil, b.env) {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
+	}
+	return mc
+}
+
+// close releases the jails and removes the staging dir.
+func (b *sandbox) close() {
+	for _, j := range b.jails {
+		j.close()
+	}
+	b.jails = nil
+	os.RemoveAll(b.staging)
 }
 
 // outcome maps the instantiation error to how the interpreter ended.
@@ -326,14 +419,15 @@ func outcome(err error) shared.Outcome {
 }
 
 // sleepCtx is the guest's sleep: real time, cut short when the run's
-// context ends so a sleeping script is stopped on time (the instance is
-// then closed at its next function call).
-func sleepCtx(ctx context.Context, d time.Duration) {
+// context ends, or stop is closed, so a sleeping script is stopped on time
+// (the instance is then closed at its next function call).
+func sleepCtx(ctx context.Context, stop <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-stop:
 	}
 }
 

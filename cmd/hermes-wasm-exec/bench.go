@@ -13,12 +13,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // benchToolScript times n no-op tool calls from inside the guest. The
@@ -52,7 +54,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(tmp)
 	cacheDir := filepath.Join(tmp, "cache")
 
-	type row struct{ name, value, note string }
 	var rows []row
 	fail := func(what string, err error) int {
 		fmt.Fprintf(stderr, "bench: %s: %v\n", what, err)
@@ -151,6 +152,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, row{label + "no-op tool call round trip", fmt.Sprintf("%.1f µs", per[len(per)/2]), goal + note})
 	}
 
+	kernelRows, err := benchKernels(ctx, cfg, tmp, python)
+	if err != nil {
+		return fail("kernels", err)
+	}
+	rows = append(rows, kernelRows...)
+
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "hermes-wasm-exec bench (%s/%s, %d CPUs, median of %d)\n\n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), *n)
 	fmt.Fprintf(&b, "| measurement | value | note |\n|---|---|---|\n")
@@ -160,6 +167,128 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	stdout.Write(b.Bytes())
 	return exitOK
 }
+
+// row is one line of the bench table.
+type row struct{ name, value, note string }
+
+// benchKernels measures session kernels in both modes: a warm kernel call,
+// the first call of a new session (strict: with the warm pool full), the
+// throughput of 8 sessions x 200 calls, and the resident memory of an idle
+// strict kernel.
+func benchKernels(ctx context.Context, cfg config.Config, tmp string, python native.Choice) ([]row, error) {
+	var rows []row
+	cfg.CodeExecution.MaxSessionKernels = 64
+	cfg.CodeExecution.WarmPool = 2
+	for _, mode := range []string{"strict", "project"} {
+		if mode == "project" && python.Path == "" {
+			continue
+		}
+		ex := executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
+		if mode == "strict" {
+			ex.StartWarmPool(ctx)
+		}
+		exec1 := func(session, code string) (shared.Result, error) {
+			res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp, Session: session})
+			if err == nil && res.Status != shared.StatusSuccess {
+				err = fmt.Errorf("%s: %s", res.Status, res.Output)
+			}
+			return res, err
+		}
+		if _, err := exec1("warm", "x = 1"); err != nil {
+			ex.Close(ctx)
+			return nil, err
+		}
+		var lat []time.Duration
+		for range 500 {
+			t := time.Now()
+			if _, err := exec1("warm", "print(1)"); err != nil {
+				ex.Close(ctx)
+				return nil, err
+			}
+			lat = append(lat, time.Since(t))
+		}
+		slices.Sort(lat)
+		goal := "goal <= 1 ms"
+		rows = append(rows, row{mode + " kernel: warm call, print(1)", fmt.Sprintf("p50 %s, p99 %s", us(lat[len(lat)/2]), us(lat[len(lat)*99/100])), "500 calls in one session; " + goal})
+
+		var first []time.Duration
+		for i := range 5 {
+			if mode == "strict" {
+				time.Sleep(3 * time.Second) // let the pool refill
+			}
+			t := time.Now()
+			if _, err := exec1(fmt.Sprintf("new-%d", i), "print(1)"); err != nil {
+				ex.Close(ctx)
+				return nil, err
+			}
+			first = append(first, time.Since(t))
+		}
+		note := "python start + kernel loop"
+		if mode == "strict" {
+			note = "kernel from the warm pool; goal <= 5 ms"
+		}
+		rows = append(rows, row{mode + " kernel: first call of a new session", ms1(median(first)), note})
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			exec1(fmt.Sprintf("tp-%d", i), "n = 0")
+		}
+		t := time.Now()
+		for i := range 8 {
+			wg.Go(func() {
+				for range 200 {
+					if _, err := exec1(fmt.Sprintf("tp-%d", i), "n += 1"); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			ex.Close(ctx)
+			return nil, err
+		}
+		el := time.Since(t)
+		rows = append(rows, row{mode + " kernel: 8 sessions x 200 calls", fmt.Sprintf("%.0f calls/s", 1600/el.Seconds()), fmt.Sprintf("%s in all", ms(el))})
+
+		if mode == "strict" {
+			if before, ok := rssBytes(); ok {
+				const n = 8
+				for i := range n {
+					exec1(fmt.Sprintf("idle-%d", i), "pass")
+				}
+				goruntime.GC()
+				if after, ok := rssBytes(); ok {
+					rows = append(rows, row{"strict kernel: resident memory per idle kernel", fmt.Sprintf("%.1f MB", float64(after-before)/n/1e6), fmt.Sprintf("RSS growth over %d idle kernels; goal <= 30 MB", n)})
+				}
+			}
+		}
+		ex.Close(ctx)
+	}
+	return rows, nil
+}
+
+// rssBytes is this process's resident set size (Linux).
+func rssBytes() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func ms1(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)

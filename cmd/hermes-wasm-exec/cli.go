@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
@@ -33,6 +36,8 @@ const usage = `usage: hermes-wasm-exec <command> [flags]
 
 commands:
   run [flags] SCRIPT.py|-   run a script and print its result JSON
+  serve [flags]             serve execute/interrupt/close_session over JSON-RPC 2.0
+                            (one JSON object per line; session kernels persist)
   doctor [--config FILE]    show the interpreter, caches, config and modes
   bench [-n N]              measure start-up and tool round trips (prints a table)
   version                   print the version
@@ -45,6 +50,22 @@ run flags:
   --max-tool-calls N        tool-call budget (default: code_execution.max_tool_calls)
   --log-level LEVEL         info (default) or debug
   --rpc-transport unix|tcp  project mode's tool channel (default: unix; tcp on Windows)
+  --kind cli|gateway|automation
+                            who drives the session (default: cli): gateway and automation
+                            scripts need approval before they run, cli ones only for
+                            dangerous terminal() commands
+  --yes                     approve everything for this run (approvals.mode off)
+                            Without --yes, approvals are asked on the terminal when stdin is
+                            one and the script is a file; otherwise nobody answers, and in
+                            approvals.mode ask (the default) what needs approval is blocked.
+
+serve flags:
+  --listen unix:PATH        serve clients on a Unix socket (0600) instead of stdin/stdout
+  --listen tcp:127.0.0.1:PORT
+                            serve clients on loopback TCP (PORT 0: any free port); each
+                            connection must first call authenticate with the token
+  --token-file FILE         with tcp and no $HERMES_SERVE_TOKEN: write a generated token here
+  --config FILE, --log-level LEVEL, --rpc-transport unix|tcp   as for run
 `
 
 // Run is the whole program behind main, testable without a process: it
@@ -57,6 +78,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], stdin, stdout, stderr)
+	case "serve":
+		return serveCmd(args[1:], stdin, stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
 	case "bench":
@@ -100,6 +123,8 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxCalls := fs.Int("max-tool-calls", -1, "")
 	logLevel := fs.String("log-level", "info", "")
 	transport := fs.String("rpc-transport", "", "")
+	kind := fs.String("kind", executor.KindCLI, "")
+	yes := fs.Bool("yes", false, "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -118,6 +143,12 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
 		fmt.Fprintf(stderr, "hermes-wasm-exec run: --rpc-transport must be unix or tcp, not %q\n", *transport)
+		return exitUsage
+	}
+	switch *kind {
+	case executor.KindCLI, executor.KindGateway, executor.KindAutomation:
+	default:
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --kind must be cli, gateway or automation, not %q\n", *kind)
 		return exitUsage
 	}
 	if *mode != "" {
@@ -151,10 +182,20 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *logLevel == "debug" {
 		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport})
+	// Approvals: --yes approves everything; a user at a terminal is asked
+	// there (unless the script itself comes from stdin); otherwise nobody
+	// answers, and in approvals.mode "ask" whatever needs approval is
+	// blocked.
+	var approver executor.Approver
+	if *yes {
+		cfg.Approvals.Mode = config.ApprovalsOff
+	} else if pos[0] != "-" && isTerminal(stdin) {
+		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
+	}
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport, Approver: approver})
 	defer ex.Close(context.Background())
 
-	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second))}
+	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}
 	if *maxCalls >= 0 {
 		req.MaxToolCalls = maxCalls
 	}
@@ -214,4 +255,82 @@ func readScript(name string, stdin io.Reader) (string, error) {
 		return "", fmt.Errorf("the script is larger than %d MiB", maxScript>>20)
 	}
 	return strings.TrimPrefix(string(b), "\ufeff"), nil
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// promptApprover asks the user at the terminal: the question on stderr,
+// the answer a line on stdin. Questions are asked one at a time.
+type promptApprover struct {
+	in   io.Reader
+	out  io.Writer
+	kind string
+
+	mu    sync.Mutex
+	once  sync.Once
+	lines chan string // stdin's lines, read by one goroutine
+}
+
+func (p *promptApprover) read() {
+	sc := bufio.NewScanner(p.in)
+	for sc.Scan() {
+		p.lines <- sc.Text()
+	}
+	close(p.lines)
+}
+
+// Approve implements executor.Approver.
+func (p *promptApprover) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.once.Do(func() {
+		p.lines = make(chan string, 16)
+		go p.read()
+	})
+	// Drop whatever was typed before the question.
+drain:
+	for {
+		select {
+		case _, ok := <-p.lines:
+			if !ok {
+				break drain
+			}
+		default:
+			break drain
+		}
+	}
+	const choices = "[y]es once / [s]ession / [a]lways / [N]o: "
+	if req.Type == executor.ApproveScript {
+		lines := strings.Count(strings.TrimRight(req.Code, "\n"), "\n") + 1
+		fmt.Fprintf(p.out, "\nhermes-wasm-exec: scripts of %s sessions need approval before they run.\nApprove running this script (%d lines) in session %q? %s", p.kind, lines, req.Session, choices)
+	} else {
+		fmt.Fprintf(p.out, "\nhermes-wasm-exec: the script wants to run a command that needs approval (%s):\n    %s\nApprove this command? %s", req.Reason, req.Command, choices)
+	}
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			fmt.Fprintln(p.out, "\n(stdin is closed: not approved)")
+			return executor.Decision{}, errors.New("stdin is closed")
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes", "o", "once":
+			return executor.Decision{Approved: true, Scope: executor.ScopeOnce}, nil
+		case "s", "session":
+			return executor.Decision{Approved: true, Scope: executor.ScopeSession}, nil
+		case "a", "always":
+			return executor.Decision{Approved: true, Scope: executor.ScopeAlways}, nil
+		}
+		return executor.Decision{Approved: false}, nil
+	case <-ctx.Done():
+		fmt.Fprintln(p.out, "\n(no answer in time: not approved)")
+		return executor.Decision{}, context.Cause(ctx)
+	}
 }

@@ -91,6 +91,9 @@ type Request struct {
 // Executor runs scripts. It is safe for concurrent use. Close it to free
 // the compiled interpreter.
 type Executor struct {
+	approvals *approvals
+	approver  Approver
+	kernels   *kernels
 	cfg       config.Config
 	home      string
 	environ   []string
@@ -143,6 +146,9 @@ func New(opts Options) *Executor {
 		logf:      logf,
 		strict:    runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
 		transport: opts.RPCTransport,
+		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second),
+		approver:  opts.Approver,
+		kernels:   newKernels(),
 	}
 }
 
@@ -172,12 +178,70 @@ func (e *Executor) Warm(ctx context.Context) error {
 	return e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB)
 }
 
-// Execute runs one script and returns its result. The error is non-nil when
-// the script could not run at all (a missing or broken interpreter, a bad
-// working dir); the result then says so as well, so it
-// can be handed to an agent either way. Cancel ctx with a
-// *shared.InterruptError cause (context.WithCancelCause) to interrupt.
+// Execute runs one script and returns its result. With req.Session set it
+// runs in that session's kernel (created on first use); otherwise in a
+// fresh interpreter. The error is non-nil when the script could not run at
+// all (a missing or broken interpreter, a bad working dir); the result
+// then says so as well, so it can be handed to an agent either way. Cancel
+// ctx with a *shared.InterruptError cause (context.WithCancelCause) to
+// interrupt.
 func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, error) {
+	c, res, err := e.prepare(ctx, req)
+	if c == nil {
+		return res, err
+	}
+	if blocked := e.approvals.script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
+		return blockedResult(c.mode, blocked), nil
+	}
+	if req.Session != "" {
+		return e.sessionCall(ctx, c, req)
+	}
+	// Choose the engine, and load (or compile) a wasm interpreter, before
+	// the script's clock starts: the timeout limits the script, not a
+	// first compile.
+	var eng shared.Engine = e.strict
+	if c.mode == shared.ModeProject {
+		if c.python.Path != "" {
+			eng = &native.Engine{Python: c.python.Path, Transport: e.transport}
+		} else {
+			eng = e.strict.OverWorkdir()
+		}
+	}
+	if c.usesWasm() {
+		if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+			return failed(c.mode, err), err
+		}
+	}
+	res, err = shared.Execute(ctx, eng, e.request(c, req.Code))
+	return e.finish(c, res, err)
+}
+
+// call is one execution, prepared: everything both paths need.
+type call struct {
+	mode     string
+	workdir  string
+	python   native.Choice // project mode's interpreter
+	envOpts  shared.EnvOptions
+	inject   []string
+	tools    *hostfuncs.Tools
+	timeout  time.Duration
+	maxCalls int
+	spillDir string
+	kind     string
+	approver Approver
+	session  string
+	enabled  []string
+	note     string // a warning for the result (skipped or missing python)
+}
+
+// usesWasm reports whether the call runs in the embedded interpreter.
+func (c *call) usesWasm() bool {
+	return c.mode == shared.ModeStrict || c.python.Path == ""
+}
+
+// prepare validates req and resolves everything a call needs. When it
+// returns a nil call, the result and error are the answer.
+func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Result, error) {
 	modeIn := req.Mode
 	if modeIn == "" {
 		modeIn = e.cfg.CodeExecution.Mode
@@ -199,27 +263,33 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	}
 	if err != nil {
 		err = fmt.Errorf("working dir: %w", err)
-		return failed(mode, err), err
+		return nil, failed(mode, err), err
+	}
+	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: req.Tools}
+	if c.kind == "" {
+		c.kind = KindCLI
+	}
+	if c.approver == nil {
+		c.approver = e.approver
 	}
 	web := e.cfg.Web
-	envOpts := shared.EnvOptions{
+	c.envOpts = shared.EnvOptions{
 		Passthrough: e.cfg.Terminal.EnvPassthrough,
 		Windows:     goruntime.GOOS == "windows",
 	}
 	if web.Search.APIKeyEnv != "" {
-		envOpts.Managed = []string{web.Search.APIKeyEnv}
+		c.envOpts.Managed = []string{web.Search.APIKeyEnv}
 	}
-	if refused := shared.RefusedPassthrough(envOpts.Passthrough, envOpts.Managed...); len(refused) > 0 {
+	if refused := shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...); len(refused) > 0 {
 		e.logf("execute_code: refusing to pass through host-managed credentials %v", refused)
 	}
-	var inject []string
 	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
-		inject = append(inject, "TZ="+tz)
+		c.inject = append(c.inject, "TZ="+tz)
 	}
-	toolEnv, _ := shared.ScrubEnv(e.environ, envOpts)
-	tools, err := hostfuncs.New(hostfuncs.Options{
+	toolEnv, _ := shared.ScrubEnv(e.environ, c.envOpts)
+	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
-		Env:     shared.MergeEnv(toolEnv, inject),
+		Env:     shared.MergeEnv(toolEnv, c.inject),
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
 			URL:                  web.Search.URL,
@@ -231,68 +301,91 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		},
 	})
 	if err != nil {
-		return failed(mode, err), err
+		return nil, failed(mode, err), err
 	}
-	// Choose the engine, and load (or compile) a wasm interpreter, before
-	// the script's clock starts: the timeout limits the script, not a
-	// first compile.
-	var eng shared.Engine = e.strict
-	embedded, skipped := "", ""
 	if mode == shared.ModeProject {
-		choice := native.Resolve(ctx, e.getenv)
-		for _, s := range choice.Skipped {
+		c.python = native.Resolve(ctx, e.getenv)
+		for _, s := range c.python.Skipped {
 			e.logf("execute_code: skipped python %s", s)
 		}
-		if choice.Path != "" {
-			eng = &native.Engine{Python: choice.Path, Transport: e.transport}
-			if len(choice.Skipped) > 0 {
-				// Say so: a skipped virtualenv explains a missing package.
-				skipped = "Ran " + choice.Describe() + " after skipping " + strings.Join(choice.Skipped, "; ") + "."
-			}
-		} else {
-			eng = e.strict.OverWorkdir()
-			embedded = "No usable python on this host (" + pythonsTried(choice) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
-			e.logf("execute_code: %s", choice.Describe())
+		if c.python.Path == "" {
+			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
+			e.logf("execute_code: %s", c.python.Describe())
+		} else if len(c.python.Skipped) > 0 {
+			// Say so: a skipped virtualenv explains a missing package.
+			c.note = "Ran " + c.python.Describe() + " after skipping " + strings.Join(c.python.Skipped, "; ") + "."
 		}
 	}
-	if mode == shared.ModeStrict || embedded != "" {
-		if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			return failed(mode, err), err
-		}
+	c.timeout = req.Timeout
+	if c.timeout <= 0 {
+		c.timeout = time.Duration(e.cfg.CodeExecution.Timeout) * time.Second
 	}
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = time.Duration(e.cfg.CodeExecution.Timeout) * time.Second
-	}
-	maxCalls := e.cfg.CodeExecution.MaxToolCalls
+	c.maxCalls = e.cfg.CodeExecution.MaxToolCalls
 	if req.MaxToolCalls != nil {
-		maxCalls = *req.MaxToolCalls
+		c.maxCalls = *req.MaxToolCalls
 	}
-	spillDir := filepath.Join(e.home, "cache", "exec")
-	res, err := shared.Execute(ctx, eng, shared.Request{
-		Code:          req.Code,
-		Mode:          mode,
-		Workdir:       wd,
-		Timeout:       timeout,
-		MaxToolCalls:  maxCalls,
+	c.spillDir = filepath.Join(e.home, "cache", "exec")
+	return c, shared.Result{}, nil
+}
+
+// request is the shared layer's request for c.
+func (e *Executor) request(c *call, code string) shared.Request {
+	return shared.Request{
+		Code:          code,
+		Mode:          c.mode,
+		Workdir:       c.workdir,
+		Timeout:       c.timeout,
+		MaxToolCalls:  c.maxCalls,
 		Environ:       e.environ,
-		Env:           envOpts,
-		Inject:        inject,
-		SpillDir:      spillDir,
+		Env:           c.envOpts,
+		Inject:        c.inject,
+		SpillDir:      c.spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
-		Tools: func(ctx context.Context, name string, args json.RawMessage) map[string]any {
-			return tools.Call(ctx, name, args)
-		},
-		Enabled: req.Tools,
-		Logf:    e.logf,
-	})
-	if res.StdoutSpillPath != "" {
-		pruneSpills(spillDir, SpillRetention, time.Now())
+		Tools:         e.toolFunc(c),
+		Enabled:       c.enabled,
+		Logf:          e.logf,
 	}
-	if note := embedded + skipped; note != "" {
-		res.Warning = strings.TrimSpace(res.Warning + " " + note)
+}
+
+// toolFunc runs c's tool calls; in a cli session a terminal command that
+// the dangerous-command check flags needs approval first (SPEC §8).
+func (e *Executor) toolFunc(c *call) shared.ToolFunc {
+	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
+		if name == "terminal" && c.kind == KindCLI {
+			var a struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal(args, &a) == nil && a.Command != "" {
+				if blocked := e.approvals.command(ctx, c.approver, c.session, c.kind, a.Command); blocked != "" {
+					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
+				}
+			}
+		}
+		return c.tools.Call(ctx, name, args)
+	}
+}
+
+// finish adds what the executor knows to a result.
+func (e *Executor) finish(c *call, res shared.Result, err error) (shared.Result, error) {
+	if res.StdoutSpillPath != "" {
+		pruneSpills(c.spillDir, SpillRetention, time.Now())
+	}
+	if c.note != "" {
+		res.Warning = strings.TrimSpace(res.Warning + " " + c.note)
 	}
 	return res, err
+}
+
+// blockedResult is the result of a script that was not approved.
+func blockedResult(mode, msg string) shared.Result {
+	return shared.Result{
+		Status:    shared.StatusError,
+		Output:    msg,
+		Error:     msg,
+		Mode:      mode,
+		Blocked:   true,
+		ToolCalls: []shared.ToolCall{},
+	}
 }
 
 // pythonsTried sums up what Resolve looked at, for the fallback warning.
@@ -335,30 +428,13 @@ func failed(mode string, err error) shared.Result {
 	}
 }
 
-// Close frees the compiled interpreter. It is idempotent.
+// Close ends every session kernel, the warm pool and the compiled
+// interpreter. It is idempotent.
 func (e *Executor) Close(ctx context.Context) error {
 	var err error
-	e.closeOnce.Do(func() { err = e.strict.Close(ctx) })
+	e.closeOnce.Do(func() {
+		e.kernels.closeAll()
+		err = e.strict.Close(ctx)
+	})
 	return err
-}
-
-// Interrupt stops the running call of session, if any: it ends with status
-// "interrupted" and `[execution interrupted — <reason>]` (reason "" means
-// the default, "user sent a new message"), and the session's kernel is
-// killed. It reports whether a call was running.
-func (e *Executor) Interrupt(session, reason string) bool {
-	return false
-}
-
-// CloseSession disposes the kernels of session and of its subagents, and
-// forgets its session-scoped approvals. A running call of the session is
-// interrupted first.
-func (e *Executor) CloseSession(ctx context.Context, session string) {
-}
-
-// StartWarmPool keeps code_execution.warm_pool initialized strict
-// interpreters ready, so that a new session's first strict call does not
-// pay interpreter start-up. It returns at once; the pool fills in the
-// background and refills as sessions take from it, until Close.
-func (e *Executor) StartWarmPool(ctx context.Context) {
 }

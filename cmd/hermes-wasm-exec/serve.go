@@ -1,0 +1,991 @@
+package main
+
+// `hermes-wasm-exec serve`: a long-lived executor behind JSON-RPC 2.0, one
+// JSON object per line, on stdin/stdout or on a Unix socket or loopback TCP
+// port that several clients share. See serveUsage and the README for the
+// protocol.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// ServeTokenEnv holds the token TCP clients must authenticate with; when
+// it is unset, serve generates one and writes it to --token-file.
+const ServeTokenEnv = "HERMES_SERVE_TOKEN"
+
+// JSON-RPC 2.0 error codes.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcInternalError  = -32603
+	// Server-defined codes.
+	rpcShuttingDown = -32000
+	rpcUnauthorized = -32001
+)
+
+// maxRPCLine bounds one request line (a script is at most maxScript).
+const maxRPCLine = 64 << 20
+
+// shutdownGrace bounds how long shutdown waits for interrupted calls to
+// report before the executor is closed under them.
+const shutdownGrace = 15 * time.Second
+
+var serveMethods = []string{"execute", "interrupt", "close_session", "shutdown", "authenticate"}
+
+func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stderr = &lockedWriter{w: stderr}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	listen := fs.String("listen", "", "")
+	tokenFile := fs.String("token-file", "", "")
+	cfgPath := fs.String("config", "", "")
+	logLevel := fs.String("log-level", "info", "")
+	transport := fs.String("rpc-transport", "", "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...)
+		return exitUsage
+	}
+	if len(pos) > 0 {
+		return fail("unexpected argument %q (serve takes only flags)", pos[0])
+	}
+	if *logLevel != "info" && *logLevel != "debug" {
+		return fail("--log-level must be info or debug, not %q", *logLevel)
+	}
+	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
+		return fail("--rpc-transport must be unix or tcp, not %q", *transport)
+	}
+	network, address := "", ""
+	if *listen != "" {
+		var ok bool
+		network, address, ok = strings.Cut(*listen, ":")
+		switch {
+		case !ok || address == "" || (network != "unix" && network != "tcp"):
+			return fail("--listen must be unix:PATH or tcp:127.0.0.1:PORT, not %q", *listen)
+		case network == "tcp":
+			host, port, err := net.SplitHostPort(address)
+			if err != nil {
+				return fail("--listen %q: %v", *listen, err)
+			}
+			if host == "localhost" {
+				host = "127.0.0.1"
+				address = net.JoinHostPort(host, port)
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fail("--listen %q: only loopback addresses (127.0.0.1, ::1) are allowed: serve runs code and must not be reachable from the network", *listen)
+			}
+		}
+	}
+	token := ""
+	if network == "tcp" {
+		token = os.Getenv(ServeTokenEnv)
+		if token == "" && *tokenFile == "" {
+			return fail("--listen tcp:... needs a token: set %s, or give --token-file FILE to have one generated and written there", ServeTokenEnv)
+		}
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+		return exitUsage
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+
+	logf := func(string, ...any) {}
+	if *logLevel == "debug" {
+		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
+	}
+	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...) }
+
+	var ln net.Listener
+	generated := false
+	if network != "" {
+		if network == "tcp" && token == "" {
+			b := make([]byte, 32)
+			if _, err := rand.Read(b); err != nil {
+				infof("cannot generate a token: %v", err)
+				return exitFailed
+			}
+			token = hex.EncodeToString(b)
+			if err := writeTokenFile(*tokenFile, token); err != nil {
+				infof("%v", err)
+				return exitFailed
+			}
+			generated = true
+			defer os.Remove(*tokenFile)
+		}
+		ln, err = listenOn(network, address)
+		if err != nil {
+			infof("%v", err)
+			return exitFailed
+		}
+		defer ln.Close()
+		if network == "unix" {
+			defer os.Remove(address)
+		}
+	}
+
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport})
+	s := newServer(ex, logf, infof)
+	s.token = token
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ex.StartWarmPool(s.ctx)
+
+	var stdioDone <-chan struct{}
+	switch {
+	case ln == nil:
+		infof("serving JSON-RPC 2.0 on stdin/stdout, one JSON object per line")
+		c := s.newConn(stdin, stdout, nil, false)
+		stdioDone = c.done
+		go c.serve()
+	default:
+		where := network + ":" + ln.Addr().String()
+		switch {
+		case network == "tcp" && generated:
+			infof("listening on %s (call authenticate first: the token is in %s)", where, *tokenFile)
+		case network == "tcp":
+			infof("listening on %s (call authenticate first with the token from %s)", where, ServeTokenEnv)
+		default:
+			infof("listening on %s", where)
+		}
+		go s.accept(ln, network == "tcp")
+	}
+	select {
+	case <-s.shutdownReq:
+		logf("serve: shutdown requested")
+	case <-stdioDone:
+		logf("serve: stdin closed")
+	case sig := <-sigs:
+		infof("%v: shutting down", sig)
+	}
+	if ln != nil {
+		ln.Close()
+	}
+	s.stop()
+	ex.Close(context.Background())
+	return exitOK
+}
+
+// listenOn listens on a Unix socket (0600; a stale socket file left by a
+// dead server is replaced) or a loopback TCP address.
+func listenOn(network, address string) (net.Listener, error) {
+	if network == "unix" {
+		if fi, err := os.Lstat(address); err == nil {
+			if fi.Mode()&os.ModeSocket == 0 {
+				return nil, fmt.Errorf("%s exists and is not a socket", address)
+			}
+			if c, err := net.DialTimeout("unix", address, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("%s is in use by a running server", address)
+			}
+			os.Remove(address)
+		}
+	}
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s:%s: %w", network, address, err)
+	}
+	if network == "unix" {
+		if err := os.Chmod(address, 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("cannot restrict %s to its owner: %w", address, err)
+		}
+	}
+	return ln, nil
+}
+
+// writeTokenFile writes a generated token to path, readable by its owner
+// only.
+func writeTokenFile(path, token string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+			return fmt.Errorf("cannot write the token file: %s exists and is not a file", path)
+		}
+		// Replace it (a symlink itself, never its target): a token file
+		// left by an earlier server, or a file the caller chose.
+		os.Remove(path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot write the token file: %w", err)
+	}
+	_, err = f.WriteString(token + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("cannot write the token file: %w", err)
+	}
+	return nil
+}
+
+// server is the executor behind every connection.
+type server struct {
+	ex    *executor.Executor
+	logf  func(string, ...any)
+	infof func(string, ...any)
+	token string // required by authenticate on TCP connections
+
+	// ctx is the parent of every call's context; stop cancels it with an
+	// interrupt, so running calls end as interrupted.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	shutdownReq  chan struct{} // closed by the shutdown method
+	shutdownOnce sync.Once
+
+	mu      sync.Mutex
+	closing bool
+	calls   sync.WaitGroup
+	conns   map[*conn]struct{}
+	tails   map[string]chan struct{}           // per session: the last call's "done" in the FIFO
+	running map[string]context.CancelCauseFunc // per session: the call holding its turn
+}
+
+func newServer(ex *executor.Executor, logf, infof func(string, ...any)) *server {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &server{
+		ex: ex, logf: logf, infof: infof,
+		ctx: ctx, cancel: cancel,
+		shutdownReq: make(chan struct{}),
+		conns:       map[*conn]struct{}{},
+		tails:       map[string]chan struct{}{},
+		running:     map[string]context.CancelCauseFunc{},
+	}
+}
+
+// requestShutdown asks the main loop to stop the server.
+func (s *server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
+}
+
+// stop interrupts every running call, waits (a bounded time) for them to
+// report, and closes every connection.
+func (s *server) stop() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+	done := make(chan struct{})
+	go func() {
+		s.calls.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		s.infof("calls still running after %v; closing anyway", shutdownGrace)
+	}
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// accept serves the connections of a listener until it is closed.
+func (s *server) accept(ln net.Listener, needAuth bool) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.infof("accept: %v", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			nc.Close()
+			continue
+		}
+		c := s.newConn(nc, nc, nc, needAuth)
+		s.logf("serve: client connected from %s", nc.RemoteAddr())
+		go func() {
+			c.serve()
+			c.close()
+		}()
+	}
+}
+
+// begin registers a request handler; false when the server is stopping.
+func (s *server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// ticket is an execute call's place in its session's queue.
+type ticket struct {
+	session string
+	prev    chan struct{} // closed when the call before it is done; nil if none
+	mine    chan struct{} // closed when this call is done
+}
+
+// enqueue takes a place in session's queue. It is called in the order
+// requests arrive (by the connection's reader), so that calls of one
+// session run one at a time, in that order.
+func (s *server) enqueue(session string) *ticket {
+	tk := &ticket{session: session, mine: make(chan struct{})}
+	s.mu.Lock()
+	tk.prev = s.tails[session]
+	s.tails[session] = tk.mine
+	s.mu.Unlock()
+	return tk
+}
+
+// turn waits until every earlier call of the ticket's session is done and
+// registers cancel as the session's running call. Call the returned
+// function when the call is done.
+func (s *server) turn(tk *ticket, cancel context.CancelCauseFunc) func() {
+	if tk.prev != nil {
+		<-tk.prev
+	}
+	s.mu.Lock()
+	s.running[tk.session] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.running, tk.session)
+		if s.tails[tk.session] == tk.mine {
+			delete(s.tails, tk.session)
+		}
+		s.mu.Unlock()
+		close(tk.mine)
+	}
+}
+
+// conn is one client: stdin/stdout, or one socket connection.
+type conn struct {
+	s        *server
+	r        io.Reader
+	closer   io.Closer // nil for stdio
+	needAuth bool
+	authed   atomic.Bool
+
+	wmu sync.Mutex
+	w   io.Writer
+
+	calls sync.WaitGroup // this connection's running handlers
+	done  chan struct{}  // closed when serve returns
+	eof   chan struct{}  // closed when nothing more can be read
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[string]chan *rpcMessage // server requests awaiting the client's answer
+}
+
+func (s *server) newConn(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *conn {
+	c := &conn{
+		s: s, r: r, w: w, closer: closer, needAuth: needAuth,
+		done: make(chan struct{}), eof: make(chan struct{}),
+		pending: map[string]chan *rpcMessage{},
+	}
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+func (c *conn) close() {
+	if c.closer != nil {
+		c.closer.Close()
+	}
+}
+
+// rpcMessage is any JSON-RPC 2.0 message: request, notification or
+// response.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  any             `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return e.Message }
+
+func invalidParams(format string, a ...any) *rpcError {
+	return &rpcError{Code: rpcInvalidParams, Message: "Invalid params: " + fmt.Sprintf(format, a...)}
+}
+
+var nullID = json.RawMessage("null")
+
+// send writes one message as one line.
+func (c *conn) send(m any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		c.s.infof("cannot encode a response: %v", err)
+		return
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(buf.Bytes()); err != nil {
+		c.s.logf("serve: write: %v", err)
+	}
+}
+
+// reply answers request id (nothing for a notification).
+func (c *conn) reply(id json.RawMessage, result any, rerr *rpcError) {
+	if id == nil {
+		if rerr != nil {
+			c.s.infof("notification failed: %s", rerr.Message)
+		}
+		return
+	}
+	if rerr != nil {
+		c.send(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *rpcError       `json:"error"`
+		}{"2.0", id, rerr})
+		return
+	}
+	c.send(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{"2.0", id, result})
+}
+
+var errLineTooLarge = errors.New("line too large")
+
+// readLine reads one line of at most max bytes; a longer one is skipped up
+// to its newline and reported as errLineTooLarge.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			return nil, errLineTooLarge
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0:
+			return line, nil
+		case err != nil:
+			return nil, err
+		}
+		return line, nil
+	}
+}
+
+// serve reads the connection's messages until it ends, then waits for its
+// running calls to answer.
+func (c *conn) serve() {
+	defer func() {
+		c.calls.Wait()
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+		close(c.done)
+	}()
+	defer close(c.eof)
+	r := bufio.NewReaderSize(c.r, 64<<10)
+	for {
+		line, err := readLine(r, maxRPCLine)
+		if errors.Is(err, errLineTooLarge) {
+			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: the line is larger than %d MiB", maxRPCLine>>20)})
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.logf("serve: read: %v", err)
+			}
+			return
+		}
+		if !c.handle(line) {
+			return
+		}
+	}
+}
+
+// handle dispatches one line; false ends the connection.
+func (c *conn) handle(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return true
+	}
+	if !json.Valid(line) {
+		c.reply(nullID, nil, &rpcError{Code: rpcParseError, Message: "Parse error: the line is not valid JSON (send one JSON-RPC 2.0 object per line)"})
+		return true
+	}
+	if line[0] != '{' {
+		msg := "Invalid request: expected a JSON object"
+		if line[0] == '[' {
+			msg = "Invalid request: batches are not supported; send one request object per line"
+		}
+		c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: msg})
+		return true
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.reply(nullID, nil, &rpcError{Code: rpcParseError, Message: "Parse error: " + err.Error()})
+		return true
+	}
+	id, hasID := m["id"]
+	if hasID {
+		switch id = compact(id); {
+		case string(id) == "null":
+		case id[0] == '"':
+		case id[0] == '-' || id[0] >= '0' && id[0] <= '9':
+		default:
+			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, a number or null"})
+			return true
+		}
+	} else {
+		id = nil
+	}
+	rawMethod, hasMethod := m["method"]
+	if !hasMethod {
+		_, hasResult := m["result"]
+		_, hasError := m["error"]
+		if hasID && (hasResult || hasError) {
+			c.answered(id, m)
+			return true
+		}
+		c.reply(orNull(id), nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: method is missing"})
+		return true
+	}
+	var method string
+	if err := json.Unmarshal(rawMethod, &method); err != nil {
+		c.reply(orNull(id), nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: method must be a string"})
+		return true
+	}
+	var version string
+	if err := json.Unmarshal(m["jsonrpc"], &version); err != nil || version != "2.0" {
+		c.reply(orNull(id), nil, &rpcError{Code: rpcInvalidRequest, Message: `Invalid request: "jsonrpc" must be "2.0"`})
+		return true
+	}
+	params := m["params"]
+	c.s.logf("serve: <- %s id=%s", method, orNull(id))
+
+	if c.needAuth && !c.authed.Load() && method != "authenticate" {
+		c.reply(id, nil, &rpcError{Code: rpcUnauthorized, Message: "Unauthorized: call authenticate with the server's token first"})
+		return true
+	}
+	switch method {
+	case "authenticate":
+		return c.authenticate(id, params)
+	case "shutdown":
+		c.reply(id, struct{}{}, nil)
+		c.s.requestShutdown()
+		return true
+	case "execute", "interrupt", "close_session":
+	default:
+		c.reply(id, nil, &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("Method not found: %q (methods: %s)", method, strings.Join(serveMethods, ", "))})
+		return true
+	}
+	var req executor.Request
+	var tk *ticket
+	if method == "execute" {
+		var rerr *rpcError
+		if req, rerr = executeRequest(params); rerr != nil {
+			c.reply(id, nil, rerr)
+			return true
+		}
+	}
+	if !c.s.begin() {
+		c.reply(id, nil, &rpcError{Code: rpcShuttingDown, Message: "The server is shutting down"})
+		return true
+	}
+	if method == "execute" {
+		tk = c.s.enqueue(req.Session)
+	}
+	c.calls.Add(1)
+	go func() {
+		defer c.s.calls.Done()
+		defer c.calls.Done()
+		var result any
+		var rerr *rpcError
+		switch method {
+		case "execute":
+			result, rerr = c.execute(id, req, tk)
+		case "interrupt":
+			result, rerr = c.interrupt(params)
+		case "close_session":
+			result, rerr = c.closeSession(params)
+		}
+		c.reply(id, result, rerr)
+	}()
+	return true
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+func orNull(id json.RawMessage) json.RawMessage {
+	if id == nil {
+		return nullID
+	}
+	return id
+}
+
+func (c *conn) authenticate(id json.RawMessage, params json.RawMessage) bool {
+	p, rerr := paramsObject(params, "token")
+	if rerr == nil && c.needAuth {
+		var tok string
+		if raw, ok := p["token"]; !ok {
+			rerr = invalidParams("token is required")
+		} else if json.Unmarshal(raw, &tok) != nil {
+			rerr = invalidParams("token must be a string")
+		} else if subtle.ConstantTimeCompare([]byte(tok), []byte(c.s.token)) != 1 {
+			c.reply(id, nil, &rpcError{Code: rpcUnauthorized, Message: "Unauthorized: wrong token; closing the connection"})
+			c.s.infof("a client gave a wrong token; connection closed")
+			return false
+		}
+	}
+	if rerr != nil {
+		c.reply(id, nil, rerr)
+		return true
+	}
+	c.authed.Store(true)
+	c.reply(id, map[string]bool{"authenticated": true}, nil)
+	return true
+}
+
+// paramsObject decodes params as an object whose keys are all in known.
+func paramsObject(params json.RawMessage, known ...string) (map[string]json.RawMessage, *rpcError) {
+	p := map[string]json.RawMessage{}
+	if len(params) == 0 || string(compact(params)) == "null" {
+		return p, nil
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, invalidParams("params must be an object with named parameters (%s)", strings.Join(known, ", "))
+	}
+	for k := range p {
+		if !slices.Contains(known, k) {
+			return nil, invalidParams("unknown parameter %q (known: %s)", k, strings.Join(known, ", "))
+		}
+	}
+	for k, v := range p {
+		if string(compact(v)) == "null" {
+			delete(p, k) // null means "not given"
+		}
+	}
+	return p, nil
+}
+
+func stringParam(p map[string]json.RawMessage, name string, required bool) (string, *rpcError) {
+	raw, ok := p[name]
+	if !ok {
+		if required {
+			return "", invalidParams("%s is required", name)
+		}
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", invalidParams("%s must be a string", name)
+	}
+	return s, nil
+}
+
+func sessionParam(p map[string]json.RawMessage, required bool) (string, *rpcError) {
+	s, rerr := stringParam(p, "session", required)
+	if rerr != nil {
+		return "", rerr
+	}
+	if _, given := p["session"]; given && strings.TrimSpace(s) == "" {
+		return "", invalidParams("session must be a non-empty string")
+	}
+	return s, nil
+}
+
+var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "timeout", "max_tool_calls"}
+
+// executeRequest turns execute's params into an executor request.
+func executeRequest(params json.RawMessage) (executor.Request, *rpcError) {
+	var req executor.Request
+	p, rerr := paramsObject(params, executeParams...)
+	if rerr != nil {
+		return req, rerr
+	}
+	if req.Code, rerr = stringParam(p, "code", true); rerr != nil {
+		return req, rerr
+	}
+	if len(req.Code) > maxScript {
+		return req, invalidParams("code is larger than %d MiB", maxScript>>20)
+	}
+	req.Code = strings.TrimPrefix(req.Code, "\ufeff")
+	if req.Session, rerr = sessionParam(p, false); rerr != nil {
+		return req, rerr
+	}
+	if req.Session == "" {
+		req.Session = "default"
+	}
+	if req.Mode, rerr = stringParam(p, "mode", false); rerr != nil {
+		return req, rerr
+	}
+	if req.Mode != "" {
+		mode, ok := executor.NormalizeMode(req.Mode)
+		if !ok {
+			return req, invalidParams("mode must be \"strict\" or \"project\", not %q", req.Mode)
+		}
+		req.Mode = mode
+	}
+	if req.Workdir, rerr = stringParam(p, "workdir", false); rerr != nil {
+		return req, rerr
+	}
+	if raw, ok := p["reset"]; ok {
+		if json.Unmarshal(raw, &req.Reset) != nil {
+			return req, invalidParams("reset must be true or false")
+		}
+	}
+	if req.ParentSession, rerr = stringParam(p, "parent_session", false); rerr != nil {
+		return req, rerr
+	}
+	if req.Kind, rerr = stringParam(p, "kind", false); rerr != nil {
+		return req, rerr
+	}
+	switch req.Kind {
+	case "", executor.KindCLI, executor.KindGateway, executor.KindAutomation:
+	default:
+		return req, invalidParams("kind must be \"cli\", \"gateway\" or \"automation\", not %q", req.Kind)
+	}
+	if raw, ok := p["tools"]; ok {
+		var tools []string
+		if json.Unmarshal(raw, &tools) != nil {
+			return req, invalidParams("tools must be a list of tool names (%s)", strings.Join(hostfuncs.Names, ", "))
+		}
+		for _, t := range tools {
+			if !slices.Contains(hostfuncs.Names, t) {
+				return req, invalidParams("unknown tool %q in tools (known: %s)", t, strings.Join(hostfuncs.Names, ", "))
+			}
+		}
+		req.Tools = append([]string{}, tools...)
+	}
+	if raw, ok := p["timeout"]; ok {
+		var secs float64
+		if json.Unmarshal(raw, &secs) != nil || secs <= 0 || secs > 86400 || math.IsNaN(secs) {
+			return req, invalidParams("timeout must be a number of seconds greater than 0 and at most 86400, not %s", raw)
+		}
+		req.Timeout = time.Duration(secs * float64(time.Second))
+	}
+	if raw, ok := p["max_tool_calls"]; ok {
+		n, err := strconv.Atoi(string(compact(raw)))
+		if err != nil || n < 0 {
+			return req, invalidParams("max_tool_calls must be a whole number of 0 or more, not %s", raw)
+		}
+		req.MaxToolCalls = &n
+	}
+	return req, nil
+}
+
+// execute runs a script for request id once its session's earlier calls
+// are done; this connection approves what needs approval.
+func (c *conn) execute(id json.RawMessage, req executor.Request, tk *ticket) (any, *rpcError) {
+	req.Approver = executor.ApproverFunc(func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
+		return c.approve(ctx, id, ar)
+	})
+	ctx, cancel := context.WithCancelCause(c.s.ctx)
+	defer cancel(nil)
+	done := c.s.turn(tk, cancel)
+	defer done()
+	start := time.Now()
+	res, err := c.s.ex.Execute(ctx, req)
+	if err != nil {
+		c.s.logf("serve: execute id=%s: %v", orNull(id), err)
+	}
+	c.s.logf("serve: -> execute id=%s session=%s status=%s in %v", orNull(id), req.Session, res.Status, time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+func (c *conn) interrupt(params json.RawMessage) (any, *rpcError) {
+	p, rerr := paramsObject(params, "session", "reason")
+	if rerr != nil {
+		return nil, rerr
+	}
+	session, rerr := sessionParam(p, true)
+	if rerr != nil {
+		return nil, rerr
+	}
+	reason, rerr := stringParam(p, "reason", false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	interrupted := c.s.ex.Interrupt(session, reason)
+	c.s.mu.Lock()
+	cancel := c.s.running[session]
+	c.s.mu.Unlock()
+	if cancel != nil {
+		// Also end the call's context: this stops a call that is still
+		// waiting for an approval or for its interpreter to start.
+		cancel(&shared.InterruptError{Reason: reason})
+		interrupted = true
+	}
+	return map[string]bool{"interrupted": interrupted}, nil
+}
+
+func (c *conn) closeSession(params json.RawMessage) (any, *rpcError) {
+	p, rerr := paramsObject(params, "session")
+	if rerr != nil {
+		return nil, rerr
+	}
+	session, rerr := sessionParam(p, true)
+	if rerr != nil {
+		return nil, rerr
+	}
+	c.s.ex.CloseSession(c.s.ctx, session)
+	return map[string]bool{"closed": true}, nil
+}
+
+// approve asks this connection's client to approve ar for the execute
+// request id, and waits for its answer (until ctx is done, which the
+// executor's approval timeout ensures). An error answer, a malformed
+// result or a closed connection mean no approval.
+func (c *conn) approve(ctx context.Context, id json.RawMessage, ar executor.ApprovalRequest) (executor.Decision, error) {
+	select {
+	case <-c.eof:
+		return executor.Decision{}, errors.New("the client's connection is closed")
+	default:
+	}
+	c.mu.Lock()
+	c.nextID++
+	sid := "srv-" + strconv.FormatInt(c.nextID, 10)
+	ch := make(chan *rpcMessage, 1)
+	c.pending[sid] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, sid)
+		c.mu.Unlock()
+	}()
+	params := map[string]any{"type": ar.Type, "session": ar.Session}
+	if ar.Type == executor.ApproveScript {
+		params["code"] = ar.Code
+	} else {
+		params["command"] = ar.Command
+	}
+	if ar.Reason != "" {
+		params["reason"] = ar.Reason
+	}
+	if id != nil {
+		params["request_id"] = id
+	}
+	idJSON, _ := json.Marshal(sid)
+	c.send(rpcMessage{JSONRPC: "2.0", ID: idJSON, Method: "approve", Params: params})
+	c.s.logf("serve: -> approve %s (%s) for request %s", sid, ar.Type, orNull(id))
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return executor.Decision{}, fmt.Errorf("the client answered with an error: %s", m.Error.Message)
+		}
+		var d struct {
+			Approved *bool  `json:"approved"`
+			Scope    string `json:"scope"`
+		}
+		if json.Unmarshal(m.Result, &d) != nil || d.Approved == nil {
+			return executor.Decision{}, errors.New(`the client's answer is not {"approved": true|false, "scope": ...}`)
+		}
+		switch d.Scope {
+		case "", executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways:
+		default:
+			return executor.Decision{}, fmt.Errorf("the client's answer has an unknown scope %q (once, session or always)", d.Scope)
+		}
+		return executor.Decision{Approved: *d.Approved, Scope: d.Scope}, nil
+	case <-c.eof:
+		return executor.Decision{}, errors.New("the client's connection closed before it answered")
+	case <-ctx.Done():
+		return executor.Decision{}, context.Cause(ctx)
+	}
+}
+
+// answered routes a client's response to the server request it answers.
+func (c *conn) answered(id json.RawMessage, m map[string]json.RawMessage) {
+	var sid string
+	_ = json.Unmarshal(id, &sid)
+	c.mu.Lock()
+	ch := c.pending[sid]
+	delete(c.pending, sid)
+	c.mu.Unlock()
+	if ch == nil {
+		c.s.logf("serve: a response to %s, which nothing is waiting for, was dropped", id)
+		return
+	}
+	msg := &rpcMessage{Result: m["result"]}
+	if raw, ok := m["error"]; ok && string(compact(raw)) != "null" {
+		msg.Error = &rpcError{}
+		if json.Unmarshal(raw, msg.Error) != nil {
+			msg.Error = &rpcError{Code: rpcInternalError, Message: "a malformed error object"}
+		}
+	}
+	ch <- msg
+}
+
+// lockedWriter serializes writes (stderr is shared by logs and the
+// executor's progress notices).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

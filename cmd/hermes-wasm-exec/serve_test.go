@@ -1,0 +1,1219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+type kernelInfo = shared.KernelInfo
+
+// rpcTimeout bounds the wait for any one response in these tests.
+const rpcTimeout = 3 * time.Minute
+
+// testMsg is any message the server sends.
+type testMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// approveParams are the params of the server's approve requests.
+type approveParams struct {
+	Type      string          `json:"type"`
+	Session   string          `json:"session"`
+	Code      string          `json:"code"`
+	Command   string          `json:"command"`
+	Reason    string          `json:"reason"`
+	RequestID json.RawMessage `json:"request_id"`
+}
+
+// serveClient speaks the serve protocol over one stream: it matches
+// responses to requests by id, and answers the server's approve requests
+// with answer (nil: approve requests are only recorded).
+type serveClient struct {
+	wmu sync.Mutex
+	w   io.Writer
+
+	mu      sync.Mutex
+	next    int
+	waiting map[string]chan testMsg
+	bad     []string // lines that were not one JSON object
+	answer  func(approveParams) map[string]any
+
+	other  chan testMsg // responses nobody waits for (id null, ...)
+	asks   chan approveParams
+	asked  atomic.Int32
+	closed chan struct{} // the server's output ended
+}
+
+func newServeClient(r io.Reader, w io.Writer) *serveClient {
+	c := &serveClient{
+		w: w, waiting: map[string]chan testMsg{},
+		other: make(chan testMsg, 100), asks: make(chan approveParams, 100), closed: make(chan struct{}),
+	}
+	go c.read(r)
+	return c
+}
+
+func (c *serveClient) read(r io.Reader) {
+	defer close(c.closed)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 80<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var m testMsg
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &m) != nil || m.JSONRPC != "2.0" {
+			c.mu.Lock()
+			c.bad = append(c.bad, string(line))
+			c.mu.Unlock()
+			continue
+		}
+		if m.Method != "" {
+			var p approveParams
+			_ = json.Unmarshal(m.Params, &p)
+			c.asked.Add(1)
+			c.asks <- p
+			c.mu.Lock()
+			answer := c.answer
+			c.mu.Unlock()
+			if m.Method == "approve" && answer != nil {
+				go func() {
+					if resp := answer(p); resp != nil {
+						resp["jsonrpc"] = "2.0"
+						resp["id"] = m.ID
+						b, _ := json.Marshal(resp)
+						c.send(string(b))
+					}
+				}()
+			}
+			continue
+		}
+		c.mu.Lock()
+		ch := c.waiting[string(m.ID)]
+		delete(c.waiting, string(m.ID))
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		} else {
+			c.other <- m
+		}
+	}
+}
+
+func (c *serveClient) setAnswer(f func(approveParams) map[string]any) {
+	c.mu.Lock()
+	c.answer = f
+	c.mu.Unlock()
+}
+
+// send writes one raw line.
+func (c *serveClient) send(line string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _ = io.WriteString(c.w, line+"\n")
+}
+
+// expect registers a wait for the response with the JSON id.
+func (c *serveClient) expect(id string) <-chan testMsg {
+	ch := make(chan testMsg, 1)
+	c.mu.Lock()
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	return ch
+}
+
+// start sends a request and returns where its response will arrive.
+func (c *serveClient) start(method string, params any) <-chan testMsg {
+	c.mu.Lock()
+	c.next++
+	id := strconv.Itoa(c.next)
+	c.mu.Unlock()
+	ch := c.expect(id)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	c.send(string(b))
+	return ch
+}
+
+// rawCall sends a raw line carrying the JSON id and waits for its response.
+func (c *serveClient) rawCall(t *testing.T, id, line string) testMsg {
+	t.Helper()
+	ch := c.expect(id)
+	c.send(line)
+	return wait(t, ch)
+}
+
+func wait(t *testing.T, ch <-chan testMsg) testMsg {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(rpcTimeout):
+		t.Fatal("no response")
+	}
+	return testMsg{}
+}
+
+func (c *serveClient) call(t *testing.T, method string, params any) testMsg {
+	t.Helper()
+	return wait(t, c.start(method, params))
+}
+
+// exec runs execute and returns its result.
+func (c *serveClient) exec(t *testing.T, params map[string]any) result {
+	t.Helper()
+	return execResult(t, c.call(t, "execute", params))
+}
+
+func execResult(t *testing.T, m testMsg) result {
+	t.Helper()
+	require.Nil(t, m.Error, "execute failed: %+v", m.Error)
+	var res result
+	require.NoError(t, json.Unmarshal(m.Result, &res), string(m.Result))
+	return res
+}
+
+// nextAsk waits for the server's next approve request.
+func (c *serveClient) nextAsk(t *testing.T) approveParams {
+	t.Helper()
+	select {
+	case p := <-c.asks:
+		return p
+	case <-time.After(rpcTimeout):
+		t.Fatal("no approve request")
+	}
+	return approveParams{}
+}
+
+func (c *serveClient) badLines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.bad...)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveEnv is an isolated environment for one serve process: its own
+// HERMES_HOME, TMPDIR (checked to be empty once the server has exited),
+// working dir and config file.
+type serveEnv struct {
+	t                        *testing.T
+	home, tmp, workdir, conf string
+	env                      []string
+}
+
+// defaultServeConfig keeps test servers light: no warm pool.
+const defaultServeConfig = "code_execution:\n  warm_pool: 0\n"
+
+func newServeEnv(t *testing.T, configYAML string) *serveEnv {
+	t.Helper()
+	e := &serveEnv{t: t, home: t.TempDir(), tmp: t.TempDir(), workdir: t.TempDir()}
+	e.conf = filepath.Join(e.home, "test-config.yaml")
+	require.NoError(t, os.WriteFile(e.conf, []byte(configYAML), 0o600))
+	e.env = []string{"HERMES_HOME=" + e.home, "TMPDIR=" + e.tmp, "HERMES_CLI_MAIN=1", "HERMES_SERVE_TOKEN="}
+	return e
+}
+
+// serveProc is a `serve` child process.
+type serveProc struct {
+	*serveClient
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *syncBuffer
+	exited chan struct{}
+	code   int
+}
+
+// start runs `serve --config CONF args...` with stdin/stdout as its
+// transport. At the end of the test stdin is closed, the process must exit
+// 0, and TMPDIR must be empty.
+func (e *serveEnv) start(args ...string) *serveProc {
+	t := e.t
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", e.conf}, args...)...)
+	cmd.Env = append(os.Environ(), e.env...)
+	cmd.Dir = e.workdir
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	p := &serveProc{t: t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	require.NoError(t, cmd.Start())
+	p.serveClient = newServeClient(stdout, stdin)
+	go func() {
+		<-p.serveClient.closed
+		err := cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		if err != nil && p.code == 0 {
+			p.code = -1
+		}
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		code := p.waitExit(60 * time.Second)
+		require.Equal(t, 0, code, "serve must exit 0 when stdin closes; stderr:\n%s", p.stderr.String())
+		require.Empty(t, p.badLines(), "every line on stdout must be one JSON-RPC object")
+		left, _ := os.ReadDir(e.tmp)
+		var names []string
+		for _, d := range left {
+			names = append(names, d.Name())
+		}
+		require.Empty(t, names, "temp dirs left behind")
+	})
+	return p
+}
+
+// waitExit waits for the process to exit (killing it after timeout) and
+// returns its exit code.
+func (p *serveProc) waitExit(timeout time.Duration) int {
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		<-p.exited
+		return -9
+	}
+	return p.code
+}
+
+func TestServeFraming(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	p := e.start()
+
+	nullError := func(line string, code int, msg string) {
+		t.Helper()
+		p.send(line)
+		select {
+		case m := <-p.other:
+			require.Equal(t, "null", string(m.ID), line)
+			require.NotNil(t, m.Error, line)
+			require.Equal(t, code, m.Error.Code, line)
+			require.Contains(t, m.Error.Message, msg, line)
+		case <-time.After(rpcTimeout):
+			t.Fatalf("no answer to %q", line)
+		}
+	}
+	nullError(`this is not json`, -32700, "Parse error")
+	nullError(`{"jsonrpc": "2.0", "id": 1, "method": "execute"`, -32700, "Parse error")
+	nullError(`[{"jsonrpc": "2.0", "id": 1, "method": "execute"}]`, -32600, "batches are not supported")
+	nullError(`"execute"`, -32600, "expected a JSON object")
+	nullError(`{"jsonrpc": "2.0", "id": {"a": 1}, "method": "execute"}`, -32600, "id must be a string, a number or null")
+	nullError(`{"jsonrpc": "2.0", "id": null, "method": "nope"}`, -32601, "Method not found")
+
+	errorFor := func(id, line string, code int, msg string) {
+		t.Helper()
+		m := p.rawCall(t, id, line)
+		require.NotNil(t, m.Error, line)
+		require.Equal(t, code, m.Error.Code, line)
+		require.Contains(t, m.Error.Message, msg, line)
+		require.Nil(t, m.Result)
+	}
+	errorFor(`5`, `{"jsonrpc": "1.0", "id": 5, "method": "execute", "params": {"code": "print(1)"}}`, -32600, `"jsonrpc" must be "2.0"`)
+	errorFor(`6`, `{"jsonrpc": "2.0", "id": 6}`, -32600, "method is missing")
+	errorFor(`7`, `{"jsonrpc": "2.0", "id": 7, "method": 42}`, -32600, "method must be a string")
+	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, interrupt, close_session, shutdown, authenticate)`)
+
+	for i, tc := range []struct{ method, params, msg string }{
+		{"execute", `{}`, "code is required"},
+		{"execute", `null`, "code is required"},
+		{"execute", `{"code": 42}`, "code must be a string"},
+		{"execute", `["print(1)"]`, "params must be an object"},
+		{"execute", `{"code": "1", "cod": "x"}`, `unknown parameter "cod"`},
+		{"execute", `{"code": "1", "kind": "root"}`, `kind must be "cli", "gateway" or "automation", not "root"`},
+		{"execute", `{"code": "1", "tools": ["read_file", "rm"]}`, `unknown tool "rm" in tools`},
+		{"execute", `{"code": "1", "tools": "terminal"}`, "tools must be a list of tool names"},
+		{"execute", `{"code": "1", "timeout": 0}`, "timeout must be a number of seconds greater than 0"},
+		{"execute", `{"code": "1", "timeout": "10"}`, "timeout must be a number"},
+		{"execute", `{"code": "1", "max_tool_calls": 1.5}`, "max_tool_calls must be a whole number of 0 or more, not 1.5"},
+		{"execute", `{"code": "1", "max_tool_calls": -1}`, "max_tool_calls must be a whole number"},
+		{"execute", `{"code": "1", "mode": "sandbox"}`, `mode must be "strict" or "project", not "sandbox"`},
+		{"execute", `{"code": "1", "session": ""}`, "session must be a non-empty string"},
+		{"execute", `{"code": "1", "reset": "yes"}`, "reset must be true or false"},
+		{"execute", `{"code": "1", "workdir": 3}`, "workdir must be a string"},
+		{"interrupt", `{}`, "session is required"},
+		{"interrupt", `{"session": "s", "reason": 1}`, "reason must be a string"},
+		{"close_session", `{"session": 3}`, "session must be a string"},
+		{"close_session", `{"session": "s", "all": true}`, `unknown parameter "all"`},
+	} {
+		id := strconv.Itoa(100 + i)
+		errorFor(id, fmt.Sprintf(`{"jsonrpc": "2.0", "id": %s, "method": %q, "params": %s}`, id, tc.method, tc.params), -32602, "Invalid params: "+tc.msg)
+	}
+
+	// Empty lines are skipped, notifications get no response even when
+	// wrong, and string ids are echoed: the server keeps serving.
+	p.send("")
+	p.send("   ")
+	p.send(`{"jsonrpc": "2.0", "method": "execute", "params": {"kind": "nope"}}`)
+	p.send(`{"jsonrpc": "2.0", "method": "frobnicate"}`)
+	m := p.rawCall(t, `"abc"`, `{"jsonrpc": "2.0", "id": "abc", "method": "execute", "params": {"code": "print(6 * 7)", "mode": "strict"}}`)
+	res := execResult(t, m)
+	require.Equal(t, "success", res.Status, res.Output)
+	require.Equal(t, "42\n", res.Output)
+	m = p.rawCall(t, `-1.5`, `{"jsonrpc": "2.0", "id": -1.5, "method": "close_session", "params": {"session": "nobody"}}`)
+	require.JSONEq(t, `{"closed": true}`, string(m.Result))
+	select {
+	case m := <-p.other:
+		t.Fatalf("unexpected message %+v", m)
+	default:
+	}
+	require.Zero(t, p.asked.Load())
+}
+
+// TestServeInProcess drives serveCmd through pipes in this process: a
+// notification runs without a response, and stdin EOF ends the server
+// once the calls in flight have answered.
+func TestServeInProcess(t *testing.T) {
+	t.Parallel()
+	conf := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte(defaultServeConfig), 0o600))
+	workdir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		code := Run([]string{"serve", "--config", conf, "--log-level", "debug"}, inR, outW, &stderr)
+		outW.Close()
+		exit <- code
+	}()
+	c := newServeClient(outR, inW)
+	marker := filepath.Join(workdir, "notified.txt")
+	c.send(`{"jsonrpc": "2.0", "method": "execute", "params": {"mode": "strict", "workdir": ` + jsonString(workdir) + `, "session": "n", "code": "from hermes_tools import write_file\nwrite_file('notified.txt', 'yes')"}}`)
+	// Calls of one session run in order: once this answers, the
+	// notification has run.
+	res := c.exec(t, map[string]any{"code": "print('after')", "mode": "strict", "session": "n"})
+	require.Equal(t, "after\n", res.Output)
+	b, err := os.ReadFile(marker)
+	require.NoError(t, err)
+	require.Equal(t, "yes", string(b))
+
+	slow := c.start("execute", map[string]any{"code": "import time\ntime.sleep(1)\nprint('slept')", "mode": "strict", "session": "slow"})
+	time.Sleep(100 * time.Millisecond)
+	inW.Close()
+	res = execResult(t, wait(t, slow))
+	require.Equal(t, "slept\n", res.Output, "a call in flight at EOF still answers")
+	select {
+	case code := <-exit:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not end at stdin EOF")
+	}
+	require.Contains(t, stderr.String(), "hermes-wasm-exec serve: serving JSON-RPC 2.0 on stdin/stdout")
+	require.Contains(t, stderr.String(), "debug: serve: <- execute id=")
+	require.Empty(t, c.badLines())
+}
+
+func TestServeExecute(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	require.NoError(t, os.CopyFS(e.workdir, os.DirFS("../../testdata/project")))
+	script, err := os.ReadFile("../../testdata/examples/data_pipeline.py")
+	require.NoError(t, err)
+	p := e.start()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			res := p.exec(t, map[string]any{"code": string(script), "mode": mode, "workdir": e.workdir, "session": "pipeline-" + mode})
+			require.Equal(t, "success", res.Status, res.Output)
+			require.Equal(t, mode, res.Mode)
+			var got struct {
+				Files     int `json:"files"`
+				Functions int `json:"functions"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(res.Output), &got), res.Output)
+			require.Equal(t, 4, got.Files)
+			require.Equal(t, 6, got.Functions)
+			require.Equal(t, 5, res.ToolCallsMade)
+			require.Len(t, res.ToolCalls, 5)
+
+			// The raw result is exactly the result JSON of `run`.
+			m := p.call(t, "execute", map[string]any{"code": "import sys\nprint('out')\nsys.exit(3)", "mode": mode, "session": "exit-" + mode, "timeout": 30, "max_tool_calls": 0, "tools": []string{}})
+			var raw map[string]any
+			require.NoError(t, json.Unmarshal(m.Result, &raw))
+			for _, k := range []string{"status", "output", "tool_calls_made", "duration_seconds", "exit_code", "mode", "stdout_truncated", "stdout_bytes_captured", "stdout_bytes_total", "stdout_bytes_omitted", "tool_calls"} {
+				require.Contains(t, raw, k)
+			}
+			require.Equal(t, "error", raw["status"])
+			require.Equal(t, "Script exited with code 3", raw["error"])
+			require.EqualValues(t, 3, raw["exit_code"])
+
+			// tools limits the enabled tools.
+			res = p.exec(t, map[string]any{"code": "from hermes_tools import read_file\nprint(read_file('README.md').get('error'))", "mode": mode, "workdir": e.workdir, "session": "tools-" + mode, "tools": []string{"terminal"}})
+			require.Contains(t, res.Output, "Tool read_file is not enabled")
+			// A bad working dir is a result that says so.
+			res = p.exec(t, map[string]any{"code": "print(1)", "mode": mode, "workdir": filepath.Join(e.workdir, "missing"), "session": "wd-" + mode})
+			require.Equal(t, "error", res.Status)
+			require.Contains(t, res.Error, "working dir")
+		})
+	}
+}
+
+// TestServeConcurrency: calls of different sessions run at the same time;
+// calls of one session run one at a time, in the order they arrived. Not
+// parallel with other tests: it measures time.
+func TestServeConcurrency(t *testing.T) {
+	e := newServeEnv(t, defaultServeConfig)
+	p := e.start()
+	for _, mode := range []string{"strict", "project"} {
+		for _, s := range []string{"a", "b"} {
+			res := p.exec(t, map[string]any{"code": "print(1)", "mode": mode, "session": mode + s})
+			require.Equal(t, "success", res.Status, res.Output)
+		}
+		start := time.Now()
+		a := p.start("execute", map[string]any{"code": "import time\ntime.sleep(1)\nprint('a')", "mode": mode, "session": mode + "a"})
+		b := p.start("execute", map[string]any{"code": "import time\ntime.sleep(1)\nprint('b')", "mode": mode, "session": mode + "b"})
+		require.Equal(t, "a\n", execResult(t, wait(t, a)).Output)
+		require.Equal(t, "b\n", execResult(t, wait(t, b)).Output)
+		elapsed := time.Since(start)
+		t.Logf("%s: two 1 s sleeps in two sessions took %v", mode, elapsed)
+		require.Less(t, elapsed, 1900*time.Millisecond, "%s: two sessions sleeping 1 s each must run concurrently", mode)
+	}
+
+	// One session, one connection: the second call starts after the first
+	// ends, though it arrived while the first was running and is quicker.
+	first := p.start("execute", map[string]any{"code": "import time\ntime.sleep(0.7)\nopen('order.txt', 'a').write('1')", "mode": "project", "workdir": e.workdir, "session": "o"})
+	second := p.start("execute", map[string]any{"code": "open('order.txt', 'a').write('2')", "mode": "project", "workdir": e.workdir, "session": "o"})
+	third := p.start("execute", map[string]any{"code": "open('order.txt', 'a').write('3')", "mode": "project", "workdir": e.workdir, "session": "o"})
+	for _, ch := range []<-chan testMsg{third, second, first} {
+		require.Equal(t, "success", execResult(t, wait(t, ch)).Status)
+	}
+	b2, err := os.ReadFile(filepath.Join(e.workdir, "order.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "123", string(b2))
+}
+
+// TestServeShutdown: shutdown answers {}, interrupts the running calls,
+// and the process exits 0 leaving no temp dir (checked at cleanup).
+func TestServeShutdown(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	p := e.start()
+	for _, mode := range []string{"strict", "project"} {
+		res := p.exec(t, map[string]any{"code": "x = 1\nprint(x)", "mode": mode, "session": "kept-" + mode})
+		require.Equal(t, "success", res.Status, res.Output)
+	}
+	long := p.start("execute", map[string]any{"code": "import time\ntime.sleep(60)", "mode": "project", "session": "long"})
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	m := p.call(t, "shutdown", nil)
+	require.Nil(t, m.Error)
+	require.JSONEq(t, `{}`, string(m.Result))
+	res := execResult(t, wait(t, long))
+	require.Equal(t, "interrupted", res.Status)
+	require.True(t, strings.HasSuffix(res.Output, "[execution interrupted — the server is shutting down]"), res.Output)
+	require.Equal(t, 0, p.waitExit(30*time.Second), p.stderr.String())
+	require.Less(t, time.Since(start), 15*time.Second)
+}
+
+func TestServeStdinEOF(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	p := e.start()
+	res := p.exec(t, map[string]any{"code": "y = 2\nprint(y)", "mode": "project", "session": "s"})
+	require.Equal(t, "success", res.Status, res.Output)
+	p.stdin.Close()
+	require.Equal(t, 0, p.waitExit(30*time.Second), p.stderr.String())
+}
+
+func TestServeUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--listen", "0.0.0.0:9000"}, "--listen must be unix:PATH or tcp:127.0.0.1:PORT"},
+		{[]string{"serve", "--listen", "tcp:0.0.0.0:0", "--token-file", "t"}, "only loopback addresses"},
+		{[]string{"serve", "--listen", "tcp:example.com:80", "--token-file", "t"}, "only loopback addresses"},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1"}, "missing port"},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1:0"}, "needs a token: set HERMES_SERVE_TOKEN, or give --token-file FILE"},
+		{[]string{"serve", "--log-level", "trace"}, "--log-level must be info or debug"},
+		{[]string{"serve", "--rpc-transport", "pipe"}, "--rpc-transport must be unix or tcp"},
+		{[]string{"serve", "extra"}, "unexpected argument"},
+		{[]string{"serve", "--bogus"}, "flag provided but not defined"},
+	} {
+		code, stdout, stderr := child(t, []string{"HERMES_SERVE_TOKEN=", "HERMES_HOME=" + t.TempDir()}, "", tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, tc.want, tc.args)
+	}
+	// A bad config is a usage error too.
+	conf := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte("approvals:\n  mode: maybe\n"), 0o600))
+	code, _, stderr := child(t, nil, "", "serve", "--config", conf)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "approvals.mode")
+	// The usage text names serve.
+	var out bytes.Buffer
+	require.Equal(t, 0, Run([]string{"help"}, nil, &out, io.Discard))
+	require.Contains(t, out.String(), "serve [flags]")
+	require.Contains(t, out.String(), "--listen tcp:127.0.0.1:PORT")
+}
+
+// waitListening waits for serve's "listening on ..." line and returns the
+// address after the network prefix.
+func waitListening(t *testing.T, stderr *syncBuffer, network string) string {
+	t.Helper()
+	re := regexp.MustCompile(`listening on ` + network + `:(\S+)`)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("serve did not say where it listens:\n%s", stderr.String())
+	return ""
+}
+
+// listenProc is a `serve --listen ...` child process.
+type listenProc struct {
+	stderr *syncBuffer
+	exited chan struct{}
+	code   int
+}
+
+// exitCode waits for the process to exit and returns its exit code.
+func (l *listenProc) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-l.exited:
+		return l.code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not exit; stderr:\n%s", l.stderr.String())
+	}
+	return -1
+}
+
+// startListening runs `serve --listen ...`; the test must end it (the
+// cleanup kills a server still running and fails).
+func (e *serveEnv) startListening(args ...string) *listenProc {
+	t := e.t
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--config", e.conf}, args...)...)
+	cmd.Env = append(os.Environ(), e.env...)
+	l := &listenProc{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = l.stderr
+	require.NoError(t, cmd.Start())
+	go func() {
+		cmd.Wait()
+		l.code = cmd.ProcessState.ExitCode()
+		close(l.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-l.exited:
+		default:
+			cmd.Process.Kill()
+			<-l.exited
+			t.Errorf("serve still running; stderr:\n%s", l.stderr.String())
+		}
+	})
+	return l
+}
+
+func dialClient(t *testing.T, network, addr string) (*serveClient, net.Conn) {
+	t.Helper()
+	nc, err := net.Dial(network, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	return newServeClient(nc, nc), nc
+}
+
+func TestServeTCP(t *testing.T) {
+	t.Parallel()
+	t.Run("generated token", func(t *testing.T) {
+		t.Parallel()
+		e := newServeEnv(t, defaultServeConfig)
+		tokenFile := filepath.Join(e.home, "token")
+		l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", tokenFile)
+		addr := waitListening(t, l.stderr, "tcp")
+		require.Contains(t, l.stderr.String(), "call authenticate first: the token is in "+tokenFile)
+		tok, err := os.ReadFile(tokenFile)
+		require.NoError(t, err)
+		token := strings.TrimSpace(string(tok))
+		require.Regexp(t, `^[0-9a-f]{64}$`, token)
+		if goruntime.GOOS != "windows" {
+			fi, err := os.Stat(tokenFile)
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		}
+
+		// Nothing works before authenticate; a wrong token closes the
+		// connection.
+		bad, _ := dialClient(t, "tcp", addr)
+		m := bad.call(t, "execute", map[string]any{"code": "print(1)"})
+		require.NotNil(t, m.Error)
+		require.Equal(t, -32001, m.Error.Code)
+		require.Contains(t, m.Error.Message, "call authenticate")
+		m = bad.call(t, "authenticate", map[string]any{"token": strings.Repeat("0", 64)})
+		require.NotNil(t, m.Error)
+		require.Equal(t, -32001, m.Error.Code)
+		select {
+		case <-bad.closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection stays open after a wrong token")
+		}
+
+		good, _ := dialClient(t, "tcp", addr)
+		m = good.call(t, "authenticate", map[string]any{"token": token})
+		require.Nil(t, m.Error)
+		require.JSONEq(t, `{"authenticated": true}`, string(m.Result))
+		res := good.exec(t, map[string]any{"code": "print('over tcp')", "mode": "strict"})
+		require.Equal(t, "over tcp\n", res.Output)
+		require.Nil(t, good.call(t, "shutdown", nil).Error)
+		require.Equal(t, 0, l.exitCode(t), l.stderr.String())
+		_, err = os.Stat(tokenFile)
+		require.True(t, os.IsNotExist(err), "the generated token file is removed on exit")
+		left, _ := os.ReadDir(e.tmp)
+		require.Empty(t, left)
+	})
+	t.Run("token from the environment", func(t *testing.T) {
+		t.Parallel()
+		e := newServeEnv(t, defaultServeConfig)
+		e.env = append(e.env, "HERMES_SERVE_TOKEN=s3cret-token")
+		l := e.startListening("--listen", "tcp:localhost:0")
+		addr := waitListening(t, l.stderr, "tcp")
+		require.True(t, strings.HasPrefix(addr, "127.0.0.1:"), addr)
+		c, _ := dialClient(t, "tcp", addr)
+		m := c.call(t, "authenticate", map[string]any{"token": "s3cret-token"})
+		require.Nil(t, m.Error)
+		m = c.call(t, "authenticate", map[string]any{})
+		require.NotNil(t, m.Error)
+		require.Equal(t, -32602, m.Error.Code)
+		require.Nil(t, c.call(t, "shutdown", nil).Error)
+		require.Equal(t, 0, l.exitCode(t))
+	})
+}
+
+// approvalsEnv is a serve process whose client answers approvals with
+// answer; the working dir has a build/ dir for rm -rf to remove.
+func approvalsEnv(t *testing.T, configYAML string, answer func(approveParams) map[string]any) (*serveEnv, *serveProc) {
+	t.Helper()
+	e := newServeEnv(t, defaultServeConfig+configYAML)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.workdir, "build", "obj"), 0o755))
+	p := e.start()
+	p.setAnswer(answer)
+	return e, p
+}
+
+func approved(scope string) func(approveParams) map[string]any {
+	return func(approveParams) map[string]any {
+		return map[string]any{"result": map[string]any{"approved": true, "scope": scope}}
+	}
+}
+
+func denied(approveParams) map[string]any {
+	return map[string]any{"result": map[string]any{"approved": false}}
+}
+
+// sideEffect writes ran.txt in the working dir through write_file.
+const sideEffect = "from hermes_tools import write_file\nwrite_file('ran.txt', 'ran')\nprint('ran')\n"
+
+func ranFile(e *serveEnv) bool {
+	_, err := os.Stat(filepath.Join(e.workdir, "ran.txt"))
+	return err == nil
+}
+
+func TestServeApprovals(t *testing.T) {
+	t.Parallel()
+	gateway := func(e *serveEnv, session string) map[string]any {
+		return map[string]any{"code": sideEffect, "mode": "strict", "workdir": e.workdir, "session": session, "kind": "gateway"}
+	}
+	const rmScript = "from hermes_tools import terminal\nr = terminal('rm -rf ./build')\nprint(r.get('error'))\nprint('after')\n"
+	cli := func(e *serveEnv, session string) map[string]any {
+		return map[string]any{"code": rmScript, "mode": "strict", "workdir": e.workdir, "session": session, "kind": "cli"}
+	}
+	buildExists := func(e *serveEnv) bool {
+		_, err := os.Stat(filepath.Join(e.workdir, "build"))
+		return err == nil
+	}
+
+	t.Run("gateway approved", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", approved("once"))
+		m := p.call(t, "execute", gateway(e, "g"))
+		res := execResult(t, m)
+		require.Equal(t, "success", res.Status, res.Output)
+		require.Equal(t, "ran\n", res.Output)
+		require.False(t, res.Blocked)
+		require.True(t, ranFile(e))
+		ask := p.nextAsk(t)
+		require.Equal(t, "script", ask.Type)
+		require.Equal(t, "g", ask.Session)
+		require.Equal(t, sideEffect, ask.Code)
+		require.Empty(t, ask.Command)
+		require.NotEmpty(t, ask.RequestID, "the approve request names the execute request")
+		require.Equal(t, int32(1), p.asked.Load())
+	})
+	t.Run("automation asks too", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", approved("once"))
+		params := gateway(e, "auto")
+		params["kind"] = "automation"
+		require.Equal(t, "success", p.exec(t, params).Status)
+		require.Equal(t, "script", p.nextAsk(t).Type)
+	})
+	t.Run("gateway denied", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", denied)
+		res := p.exec(t, gateway(e, "g"))
+		require.True(t, res.Blocked)
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "Script blocked")
+		require.Contains(t, res.Error, "denied")
+		require.Equal(t, res.Error, res.Output)
+		require.Zero(t, res.ToolCallsMade)
+		require.False(t, ranFile(e), "a denied script never runs")
+	})
+	t.Run("client answers with an error", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", func(approveParams) map[string]any {
+			return map[string]any{"error": map[string]any{"code": -32000, "message": "no UI to ask"}}
+		})
+		res := p.exec(t, gateway(e, "g"))
+		require.True(t, res.Blocked)
+		require.Contains(t, res.Error, "no UI to ask")
+		require.False(t, ranFile(e))
+	})
+	t.Run("malformed answer", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", func(approveParams) map[string]any {
+			return map[string]any{"result": map[string]any{"approved": "yes"}}
+		})
+		res := p.exec(t, gateway(e, "g"))
+		require.True(t, res.Blocked)
+		require.False(t, ranFile(e))
+	})
+	t.Run("nobody answers", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "approvals:\n  timeout: 1\n", nil)
+		start := time.Now()
+		res := p.exec(t, gateway(e, "g"))
+		require.True(t, res.Blocked)
+		require.Contains(t, res.Error, "nobody answered within 1s")
+		require.Less(t, time.Since(start), 20*time.Second)
+		require.False(t, ranFile(e))
+	})
+	t.Run("cli command denied", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", denied)
+		res := p.exec(t, cli(e, "c"))
+		require.Equal(t, "success", res.Status, res.Output)
+		require.False(t, res.Blocked)
+		require.Contains(t, res.Output, "Command blocked: `rm -rf ./build` needs approval (recursive delete) and was denied.")
+		require.True(t, strings.HasSuffix(res.Output, "after\n"), "the script continues")
+		require.True(t, buildExists(e))
+		ask := p.nextAsk(t)
+		require.Equal(t, approveParams{Type: "command", Session: "c", Command: "rm -rf ./build", Reason: "recursive delete", RequestID: ask.RequestID}, ask)
+		require.Equal(t, int32(1), p.asked.Load(), "a cli script itself is not asked about")
+	})
+	t.Run("cli command approved", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", approved("once"))
+		res := p.exec(t, cli(e, "c"))
+		require.Equal(t, "None\nafter\n", res.Output)
+		require.False(t, buildExists(e))
+	})
+	t.Run("harmless commands are not asked about", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", denied)
+		res := p.exec(t, map[string]any{"code": "from hermes_tools import terminal\nprint(terminal('ls build')['output'].split())", "mode": "strict", "workdir": e.workdir, "session": "h"})
+		require.Equal(t, "['obj']\n", res.Output)
+		require.Zero(t, p.asked.Load())
+	})
+	t.Run("session scope is remembered", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", approved("session"))
+		require.Equal(t, "success", p.exec(t, gateway(e, "g")).Status)
+		require.Equal(t, "success", p.exec(t, gateway(e, "g")).Status)
+		require.Equal(t, int32(1), p.asked.Load(), "the second script of the session is not asked about")
+		require.Equal(t, "success", p.exec(t, gateway(e, "other")).Status)
+		require.Equal(t, int32(2), p.asked.Load(), "another session is asked")
+		// Commands: the same dangerous pattern is approved for the session.
+		rm := "from hermes_tools import terminal\nprint(terminal('rm -rf ./build')['exit_code'])\nprint(terminal('rm -rf ./dist')['exit_code'])\n"
+		res := p.exec(t, map[string]any{"code": rm, "mode": "strict", "workdir": e.workdir, "session": "c"})
+		require.Equal(t, "0\n0\n", res.Output)
+		require.Equal(t, int32(3), p.asked.Load())
+		// close_session forgets it.
+		require.JSONEq(t, `{"closed": true}`, string(p.call(t, "close_session", map[string]any{"session": "g"}).Result))
+		require.Equal(t, "success", p.exec(t, gateway(e, "g")).Status)
+		require.Equal(t, int32(4), p.asked.Load())
+	})
+	t.Run("always scope", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "", approved("always"))
+		require.Equal(t, "success", p.exec(t, gateway(e, "g1")).Status)
+		require.Equal(t, "success", p.exec(t, gateway(e, "g2")).Status)
+		require.Equal(t, int32(1), p.asked.Load())
+	})
+	t.Run("mode deny", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "approvals:\n  mode: deny\n", approved("once"))
+		res := p.exec(t, gateway(e, "g"))
+		require.True(t, res.Blocked)
+		require.Contains(t, res.Error, `approvals.mode is "deny"`)
+		require.False(t, ranFile(e))
+		res = p.exec(t, cli(e, "c"))
+		require.Contains(t, res.Output, "Command blocked: `rm -rf ./build`")
+		require.True(t, buildExists(e))
+		require.Zero(t, p.asked.Load(), "deny never asks")
+	})
+	t.Run("mode off", func(t *testing.T) {
+		t.Parallel()
+		e, p := approvalsEnv(t, "approvals:\n  mode: off\n", denied)
+		res := p.exec(t, gateway(e, "g"))
+		require.Equal(t, "success", res.Status)
+		require.True(t, ranFile(e))
+		res = p.exec(t, cli(e, "c"))
+		require.Equal(t, "None\nafter\n", res.Output)
+		require.False(t, buildExists(e))
+		require.Zero(t, p.asked.Load(), "off never asks")
+	})
+	t.Run("each connection approves its own calls", func(t *testing.T) {
+		t.Parallel()
+		e := newServeEnv(t, defaultServeConfig)
+		l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", filepath.Join(e.home, "tok"))
+		addr := waitListening(t, l.stderr, "tcp")
+		tok, err := os.ReadFile(filepath.Join(e.home, "tok"))
+		require.NoError(t, err)
+		yes, _ := dialClient(t, "tcp", addr)
+		no, _ := dialClient(t, "tcp", addr)
+		for _, c := range []*serveClient{yes, no} {
+			require.Nil(t, c.call(t, "authenticate", map[string]any{"token": strings.TrimSpace(string(tok))}).Error)
+		}
+		yes.setAnswer(approved("once"))
+		no.setAnswer(denied)
+		resNo := no.start("execute", gateway(e, "n"))
+		resYes := yes.start("execute", gateway(e, "y"))
+		require.Equal(t, "success", execResult(t, wait(t, resYes)).Status)
+		require.True(t, execResult(t, wait(t, resNo)).Blocked)
+		require.Equal(t, "y", yes.nextAsk(t).Session)
+		require.Equal(t, "n", no.nextAsk(t).Session)
+		require.Nil(t, yes.call(t, "shutdown", nil).Error)
+		require.Equal(t, 0, l.exitCode(t))
+	})
+}
+
+// TestRunApprovals covers run's --kind and --yes: without a terminal
+// nobody is asked, so what needs approval is blocked.
+func TestRunApprovals(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(e.workdir, "build"), 0o755))
+	code, res, _ := e.run(sideEffect, "--kind", "gateway")
+	require.Equal(t, 1, code)
+	require.True(t, res.Blocked)
+	require.Contains(t, res.Error, "Script blocked: approval is required for gateway sessions and nobody is connected to approve it")
+	_, err := os.Stat(filepath.Join(e.workdir, "ran.txt"))
+	require.True(t, os.IsNotExist(err))
+
+	code, res, _ = e.run(sideEffect, "--kind", "automation", "--yes")
+	require.Equal(t, 0, code, res.Output)
+	require.Equal(t, "ran\n", res.Output)
+
+	rm := "from hermes_tools import terminal\nprint(terminal('rm -rf ./build').get('error'))\n"
+	code, res, _ = e.run(rm)
+	require.Equal(t, 0, code, res.Output)
+	require.Contains(t, res.Output, "Command blocked: `rm -rf ./build` needs approval (recursive delete) and nobody is connected to approve it")
+	require.DirExists(t, filepath.Join(e.workdir, "build"))
+	code, res, _ = e.run(rm, "--kind", "cli", "--yes")
+	require.Equal(t, 0, code, res.Output)
+	require.Equal(t, "None\n", res.Output)
+	require.NoDirExists(t, filepath.Join(e.workdir, "build"))
+
+	// --yes wins over approvals.mode deny in the config.
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("approvals:\n  mode: deny\n"), 0o600))
+	code, res, _ = e.run("print('yes')", "--kind", "gateway", "--yes")
+	require.Equal(t, 0, code, res.Output)
+
+	var errb bytes.Buffer
+	require.Equal(t, 2, Run([]string{"run", "--kind", "tui", "-"}, strings.NewReader("print(1)"), io.Discard, &errb))
+	require.Contains(t, errb.String(), "--kind must be cli, gateway or automation")
+}
+
+// TestPromptApprover: run's terminal prompt.
+func TestPromptApprover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	p := &promptApprover{in: inR, out: &out, kind: "gateway"}
+	answer := func(line string) {
+		go func() {
+			for !strings.HasSuffix(out.String(), "[N]o: ") {
+				time.Sleep(5 * time.Millisecond)
+			}
+			io.WriteString(inW, line+"\n")
+		}()
+	}
+	for line, want := range map[string]executor.Decision{
+		"y": {Approved: true, Scope: "once"}, "s": {Approved: true, Scope: "session"}, "A": {Approved: true, Scope: "always"},
+		"": {}, "nope": {},
+	} {
+		answer(line)
+		d, err := p.Approve(ctx, executor.ApprovalRequest{Type: "script", Session: "s1", Code: "a\nb\n"})
+		require.NoError(t, err, line)
+		require.Equal(t, want, d, line)
+		require.Contains(t, out.String(), `Approve running this script (2 lines) in session "s1"? [y]es once / [s]ession / [a]lways / [N]o: `)
+		out.mu.Lock()
+		out.b.Reset()
+		out.mu.Unlock()
+	}
+	answer("yes")
+	d, err := p.Approve(ctx, executor.ApprovalRequest{Type: "command", Session: "s1", Command: "rm -rf build", Reason: "recursive delete"})
+	require.NoError(t, err)
+	require.True(t, d.Approved)
+	require.Contains(t, out.String(), "needs approval (recursive delete):\n    rm -rf build\nApprove this command?")
+
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = p.Approve(tctx, executor.ApprovalRequest{Type: "script", Code: "x"})
+	require.Error(t, err)
+	require.Contains(t, out.String(), "no answer in time")
+	inW.Close()
+	_, err = p.Approve(ctx, executor.ApprovalRequest{Type: "script", Code: "x"})
+	require.Error(t, err)
+	require.False(t, isTerminal(strings.NewReader("")))
+}
+
+// ---- Session kernels through the protocol (SPEC §7), in both modes ----
+
+// kernelOf returns the result's kernel object, failing when it has none.
+func kernelOf(t *testing.T, res result) *kernelInfo {
+	t.Helper()
+	require.NotNil(t, res.Kernel, "a session call's result has a kernel object: %+v", res)
+	return res.Kernel
+}
+
+func TestServeKernels(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			kernelTests(t, mode)
+		})
+	}
+}
+
+func kernelTests(t *testing.T, mode string) {
+	e := newServeEnv(t, "code_execution:\n  warm_pool: 0\n  max_session_kernels: 64\n")
+	p := e.start()
+	exec := func(t *testing.T, session, code string, extra ...any) result {
+		t.Helper()
+		params := map[string]any{"code": code, "mode": mode, "session": session, "workdir": e.workdir}
+		for i := 0; i+1 < len(extra); i += 2 {
+			params[extra[i].(string)] = extra[i+1]
+		}
+		return p.exec(t, params)
+	}
+
+	t.Run("state persists", func(t *testing.T) {
+		t.Parallel()
+		r1 := exec(t, "persist", "x = 41")
+		require.Equal(t, "success", r1.Status, r1.Output)
+		k1 := kernelOf(t, r1)
+		require.Equal(t, 1, k1.ExecutionCount)
+		require.False(t, k1.Reused)
+		r2 := exec(t, "persist", "x += 1; print(x)")
+		require.Equal(t, "success", r2.Status, r2.Output)
+		require.Equal(t, "42\n", r2.Output)
+		k2 := kernelOf(t, r2)
+		require.Equal(t, 2, k2.ExecutionCount)
+		require.True(t, k2.Reused)
+	})
+	t.Run("reset", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "reset", "x = 1").Status)
+		res := exec(t, "reset", "print(x)", "reset", true)
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "NameError")
+		require.True(t, kernelOf(t, res).StateReset)
+	})
+	t.Run("an exception keeps state", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "exc", "y = 1").Status)
+		res := exec(t, "exc", "raise ValueError()")
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "ValueError")
+		require.False(t, kernelOf(t, res).Ended)
+		res = exec(t, "exc", "print(y)")
+		require.Equal(t, "success", res.Status, res.Output)
+		require.Equal(t, "1\n", res.Output)
+		require.Equal(t, 3, kernelOf(t, res).ExecutionCount)
+	})
+	t.Run("a timeout kills the kernel", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "timeout", "z = 5").Status)
+		res := exec(t, "timeout", "while True: pass", "timeout", 2)
+		require.Equal(t, "timeout", res.Status)
+		k := kernelOf(t, res)
+		require.True(t, k.Ended)
+		require.Contains(t, strings.ToLower(k.Note), "lost", "the note says the state was lost")
+		res = exec(t, "timeout", "print(z)")
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "NameError")
+		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "intr", "v = 1").Status)
+		for _, reason := range []string{"", "the user pressed stop"} {
+			long := p.start("execute", map[string]any{"code": "import time\ntime.sleep(60)", "mode": mode, "session": "intr", "workdir": e.workdir})
+			time.Sleep(1500 * time.Millisecond)
+			params := map[string]any{"session": "intr"}
+			want := "[execution interrupted — user sent a new message]"
+			if reason != "" {
+				params["reason"] = reason
+				want = "[execution interrupted — " + reason + "]"
+			}
+			m := p.call(t, "interrupt", params)
+			require.Nil(t, m.Error)
+			require.JSONEq(t, `{"interrupted": true}`, string(m.Result))
+			var res result
+			select {
+			case m := <-long:
+				res = execResult(t, m)
+			case <-time.After(time.Second):
+				t.Fatal("the interrupted call did not answer within 1 s")
+			}
+			require.Equal(t, "interrupted", res.Status)
+			require.True(t, strings.HasSuffix(res.Output, want), res.Output)
+			require.True(t, kernelOf(t, res).Ended)
+		}
+		m := p.call(t, "interrupt", map[string]any{"session": "intr"})
+		require.JSONEq(t, `{"interrupted": false}`, string(m.Result), "nothing runs")
+	})
+	t.Run("parallel calls on one session", func(t *testing.T) {
+		t.Parallel()
+		var chans []<-chan testMsg
+		for range 6 {
+			chans = append(chans, p.start("execute", map[string]any{"code": "counter = globals().get('counter', 0) + 1\nprint(counter)", "mode": mode, "session": "par", "workdir": e.workdir}))
+		}
+		var counts, outputs []int
+		for _, ch := range chans {
+			res := execResult(t, wait(t, ch))
+			require.Equal(t, "success", res.Status, res.Output)
+			counts = append(counts, kernelOf(t, res).ExecutionCount)
+			n, err := strconv.Atoi(strings.TrimSpace(res.Output))
+			require.NoError(t, err, res.Output)
+			outputs = append(outputs, n)
+		}
+		sort.Ints(counts)
+		sort.Ints(outputs)
+		require.Equal(t, []int{1, 2, 3, 4, 5, 6}, counts)
+		require.Equal(t, []int{1, 2, 3, 4, 5, 6}, outputs)
+		require.Equal(t, "6\n", exec(t, "par", "print(counter)").Output)
+	})
+	t.Run("parent and child sessions", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "p", "v = 1").Status)
+		res := exec(t, "c", "print(v)", "parent_session", "p")
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "NameError", "a subagent does not see its parent's state")
+		require.Equal(t, "success", exec(t, "c", "w = 2", "parent_session", "p").Status)
+		res = exec(t, "p", "print(w)")
+		require.Contains(t, res.Error, "NameError", "the parent does not see the subagent's state")
+		require.Equal(t, "1\n", exec(t, "p", "print(v)").Output)
+		require.JSONEq(t, `{"closed": true}`, string(p.call(t, "close_session", map[string]any{"session": "p"}).Result))
+		res = exec(t, "c", "print(1)", "parent_session", "p")
+		require.Equal(t, 1, kernelOf(t, res).ExecutionCount, "closing the parent disposed of the child's kernel")
+	})
+	t.Run("sys.exit ends the kernel", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "exit", "q = 1").Status)
+		res := exec(t, "exit", "import sys\nsys.exit(3)")
+		require.Equal(t, "error", res.Status)
+		require.Equal(t, "Script exited with code 3", res.Error)
+		require.True(t, kernelOf(t, res).Ended)
+		res = exec(t, "exit", "print(q)")
+		require.Contains(t, res.Error, "NameError")
+		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+	})
+	t.Run("the tool budget is per call", func(t *testing.T) {
+		t.Parallel()
+		code := "from hermes_tools import web_search\nfor _ in range(2):\n    print(web_search('q').get('error'))\n"
+		for i := range 2 {
+			res := exec(t, "budget", code, "max_tool_calls", 2)
+			require.Equal(t, "success", res.Status, res.Output)
+			require.NotContains(t, res.Output, "Tool call limit reached", "call %d", i+1)
+			require.Equal(t, 2, strings.Count(res.Output, "No web search provider configured"), res.Output)
+			require.Equal(t, 2, res.ToolCallsMade)
+			require.Equal(t, i+1, kernelOf(t, res).ExecutionCount)
+		}
+	})
+	t.Run("least recently used kernel is evicted", func(t *testing.T) {
+		t.Parallel()
+		e := newServeEnv(t, "code_execution:\n  warm_pool: 0\n  max_session_kernels: 2\n")
+		p := e.start()
+		run := func(session, code string) result {
+			return p.exec(t, map[string]any{"code": code, "mode": mode, "session": session})
+		}
+		for _, s := range []string{"a", "b", "c"} {
+			require.Equal(t, "success", run(s, "v = "+strconv.Quote(s)).Status)
+		}
+		require.Equal(t, "b\n", run("b", "print(v)").Output)
+		require.Equal(t, "c\n", run("c", "print(v)").Output)
+		res := run("a", "print(v)")
+		require.Contains(t, res.Error, "NameError", "a was evicted")
+		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+	})
+	t.Run("idle kernels are reaped", func(t *testing.T) {
+		t.Parallel()
+		e := newServeEnv(t, "code_execution:\n  warm_pool: 0\n  kernel_idle_timeout: 1\n")
+		p := e.start()
+		run := func(code string) result {
+			return p.exec(t, map[string]any{"code": code, "mode": mode, "session": "idle"})
+		}
+		require.Equal(t, "success", run("w = 1").Status)
+		time.Sleep(2500 * time.Millisecond)
+		res := run("print(w)")
+		require.Contains(t, res.Error, "NameError")
+		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+	})
+}

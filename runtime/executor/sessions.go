@@ -1,0 +1,482 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/native"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// Session kernels (SPEC §7). A kernel is a live interpreter whose globals
+// and imports persist between calls; it is reused when session, mode,
+// interpreter, working dir and tool set all match. Calls of one session run
+// one at a time, in arrival order; calls of different sessions run
+// concurrently.
+
+// kernelKey is what a kernel is reused for.
+type kernelKey struct {
+	session, mode, interpreter, workdir, tools string
+}
+
+// kernelEntry is one live kernel.
+type kernelEntry struct {
+	key      kernelKey
+	parent   string // the parent session of a subagent's kernel; "" for top level
+	k        shared.Kernel
+	count    int
+	lastUsed time.Time
+	running  bool
+}
+
+// kernels is an executor's set of session kernels.
+type kernels struct {
+	mu       sync.Mutex
+	entries  map[kernelKey]*kernelEntry
+	queues   map[string]*fifo                   // per session: calls in arrival order
+	running  map[string]context.CancelCauseFunc // per session: the running call's interrupt
+	closed   bool
+	reaping  bool
+	stopReap chan struct{}
+	pool     *runtime.KernelPool
+}
+
+func newKernels() *kernels {
+	return &kernels{
+		entries:  map[kernelKey]*kernelEntry{},
+		queues:   map[string]*fifo{},
+		running:  map[string]context.CancelCauseFunc{},
+		stopReap: make(chan struct{}),
+	}
+}
+
+// Notes of a result's kernel object.
+const (
+	noteKilled = "The session's kernel was killed, so its state (variables, imports, loaded data) is lost; the next call starts a fresh kernel."
+	noteExited = "The script ended the session's kernel (sys.exit); the next call starts a fresh kernel."
+	noteDied   = "The session's kernel died, so its state is lost; the next call starts a fresh kernel."
+)
+
+// sessionCall runs req in its session's kernel.
+func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (shared.Result, error) {
+	ks := e.kernels
+	q, err := ks.queue(req.Session)
+	if err != nil {
+		return failed(c.mode, err), err
+	}
+	if err := q.lock(ctx); err != nil {
+		return e.interruptedBeforeStart(ctx, c)
+	}
+	defer q.unlock()
+
+	interp := "wasm"
+	if c.mode == shared.ModeProject && c.python.Path != "" {
+		interp = c.python.Path
+	}
+	tools := slices.Clone(c.enabled)
+	slices.Sort(tools)
+	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(tools, ",")}
+
+	stateReset := false
+	if req.Reset {
+		stateReset = true
+		for _, old := range ks.take(func(en *kernelEntry) bool { return en.key.session == req.Session }) {
+			old.k.Close()
+		}
+	}
+	en, reused := ks.get(key)
+	if en == nil {
+		k, err := e.startKernel(ctx, c)
+		if err != nil {
+			err = errors.Join(errors.New("starting the session kernel"), err)
+			return failed(c.mode, err), err
+		}
+		en = &kernelEntry{key: key, parent: req.ParentSession, k: k}
+		if !ks.add(en) {
+			k.Close()
+			return failed(c.mode, ErrClosed), ErrClosed
+		}
+		e.evict(en)
+		e.startReaper()
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ks.setRunning(req.Session, en, cancel)
+	res, err := shared.Execute(runCtx, en.k, e.request(c, req.Code))
+	ks.setIdle(req.Session, en)
+
+	info := &shared.KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset}
+	if !en.k.Alive() {
+		ks.remove(en)
+		en.k.Close()
+		info.Ended = true
+		switch {
+		case res.Status == shared.StatusTimeout || res.Status == shared.StatusInterrupted:
+			info.Note = noteKilled
+			res.Error += " " + noteKilled
+		case res.Status == shared.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
+			info.Note = noteExited
+		default:
+			info.Note = noteDied
+		}
+	}
+	res.Kernel = info
+	return e.finish(c, res, err)
+}
+
+// interruptedBeforeStart answers a call whose context ended while it
+// waited for its session's earlier calls.
+func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (shared.Result, error) {
+	reason := shared.DefaultInterruptReason
+	var ie *shared.InterruptError
+	if errors.As(context.Cause(ctx), &ie) && ie.Reason != "" {
+		reason = ie.Reason
+	}
+	msg := "Execution interrupted before it started: " + reason
+	return shared.Result{
+		Status:    shared.StatusInterrupted,
+		Output:    "[execution interrupted — " + reason + "]",
+		Error:     msg,
+		Mode:      c.mode,
+		ToolCalls: []shared.ToolCall{},
+	}, nil
+}
+
+// ErrClosed is returned for calls made after Close.
+var ErrClosed = errors.New("the executor is closed")
+
+// startKernel starts a kernel for c, before the call's clock starts (a
+// first compile or an interpreter start is not the script's time).
+func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, error) {
+	spec := e.kernelSpec(c)
+	if !c.usesWasm() {
+		eng := &native.Engine{Python: c.python.Path, Transport: e.transport}
+		return eng.StartKernel(ctx, spec)
+	}
+	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+		return nil, err
+	}
+	if c.mode == shared.ModeProject {
+		return e.strict.StartKernel(ctx, spec, true)
+	}
+	e.kernels.mu.Lock()
+	pool := e.kernels.pool
+	e.kernels.mu.Unlock()
+	if pool != nil {
+		k, _, err := pool.Get(ctx)
+		return k, err
+	}
+	return e.strict.StartKernel(ctx, spec, false)
+}
+
+// kernelSpec is the frozen environment of a kernel started for c: the
+// scrubbed env plus the injected variables, as of now (SPEC §4: a kernel's
+// environment is frozen when it starts).
+func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
+	env, dropped := shared.ScrubEnv(e.environ, c.envOpts)
+	if line := shared.DroppedHermesLine(dropped); line != "" {
+		e.logf("%s", line)
+	}
+	env = shared.MergeEnv(env, append(slices.Clone(shared.BaseInject), c.inject...))
+	return shared.KernelSpec{Env: env, Workdir: c.workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB}
+}
+
+// StartWarmPool keeps code_execution.warm_pool initialized strict
+// interpreters ready, so that a new session's first strict call does not
+// pay interpreter start-up. It returns at once; the pool fills in the
+// background and refills as sessions take from it, until Close. A pool
+// size of 0 does nothing.
+func (e *Executor) StartWarmPool(ctx context.Context) {
+	n := e.cfg.CodeExecution.WarmPool
+	if n <= 0 {
+		return
+	}
+	c := &call{mode: shared.ModeStrict, envOpts: shared.EnvOptions{
+		Passthrough: e.cfg.Terminal.EnvPassthrough,
+		Windows:     goruntime.GOOS == "windows",
+	}}
+	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
+		c.envOpts.Managed = []string{v}
+	}
+	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
+		c.inject = append(c.inject, "TZ="+tz)
+	}
+	go func() {
+		// Compile (or load) first, so the pool's kernels start fast.
+		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+			e.logf("warm pool: %v", err)
+			return
+		}
+		ks := e.kernels
+		ks.mu.Lock()
+		defer ks.mu.Unlock()
+		if ks.closed || ks.pool != nil {
+			return
+		}
+		ks.pool = e.strict.NewKernelPool(n, e.kernelSpec(c))
+	}()
+}
+
+// Interrupt stops the running call of session, if any: it ends with status
+// "interrupted" and `[execution interrupted — <reason>]` (reason "" means
+// the default, "user sent a new message"), and the session's kernel is
+// killed. It reports whether a call was running.
+func (e *Executor) Interrupt(session, reason string) bool {
+	ks := e.kernels
+	ks.mu.Lock()
+	cancel := ks.running[session]
+	ks.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(&shared.InterruptError{Reason: reason})
+	return true
+}
+
+// CloseSession disposes the kernels of session and of its subagents, and
+// forgets its session-scoped approvals. Running calls of those sessions
+// are interrupted first.
+func (e *Executor) CloseSession(ctx context.Context, session string) {
+	ks := e.kernels
+	ks.mu.Lock()
+	var sessions []string
+	for _, en := range ks.entries {
+		if en.key.session == session || en.parent == session {
+			sessions = append(sessions, en.key.session)
+		}
+	}
+	ks.mu.Unlock()
+	sessions = append(sessions, session)
+	for _, s := range sessions {
+		e.Interrupt(s, "the session was closed")
+	}
+	for _, en := range ks.take(func(en *kernelEntry) bool { return en.key.session == session || en.parent == session }) {
+		en.k.Close()
+	}
+	e.approvals.forgetSession(session)
+}
+
+// evict closes the least recently used idle top-level kernels while more
+// than code_execution.max_session_kernels are alive (never one with a
+// running call, never keep, never a subagent's).
+func (e *Executor) evict(keep *kernelEntry) {
+	ks := e.kernels
+	max := e.cfg.CodeExecution.MaxSessionKernels
+	for {
+		ks.mu.Lock()
+		var top []*kernelEntry
+		for _, en := range ks.entries {
+			if en.parent == "" {
+				top = append(top, en)
+			}
+		}
+		if len(top) <= max {
+			ks.mu.Unlock()
+			return
+		}
+		var victim *kernelEntry
+		for _, en := range top {
+			if en == keep || en.running {
+				continue
+			}
+			if victim == nil || en.lastUsed.Before(victim.lastUsed) {
+				victim = en
+			}
+		}
+		if victim == nil {
+			ks.mu.Unlock()
+			return
+		}
+		delete(ks.entries, victim.key)
+		ks.mu.Unlock()
+		e.logf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max)
+		victim.k.Close()
+	}
+}
+
+// startReaper starts the idle reaper once.
+func (e *Executor) startReaper() {
+	ks := e.kernels
+	ks.mu.Lock()
+	if ks.reaping || ks.closed {
+		ks.mu.Unlock()
+		return
+	}
+	ks.reaping = true
+	ks.mu.Unlock()
+	idle := time.Duration(e.cfg.CodeExecution.KernelIdleTimeout) * time.Second
+	tick := min(max(idle/4, 50*time.Millisecond), 30*time.Second)
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ks.stopReap:
+				return
+			case now := <-t.C:
+				for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }) {
+					e.logf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle)
+					en.k.Close()
+				}
+			}
+		}
+	}()
+}
+
+func (ks *kernels) queue(session string) (*fifo, error) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.closed {
+		return nil, ErrClosed
+	}
+	q := ks.queues[session]
+	if q == nil {
+		q = &fifo{}
+		ks.queues[session] = q
+	}
+	return q, nil
+}
+
+// get returns the live kernel for key, if any.
+func (ks *kernels) get(key kernelKey) (*kernelEntry, bool) {
+	ks.mu.Lock()
+	en := ks.entries[key]
+	ks.mu.Unlock()
+	if en != nil && !en.k.Alive() {
+		ks.remove(en)
+		en.k.Close()
+		return nil, false
+	}
+	return en, en != nil
+}
+
+func (ks *kernels) add(en *kernelEntry) bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.closed {
+		return false
+	}
+	en.lastUsed = time.Now()
+	ks.entries[en.key] = en
+	return true
+}
+
+func (ks *kernels) remove(en *kernelEntry) {
+	ks.mu.Lock()
+	if ks.entries[en.key] == en {
+		delete(ks.entries, en.key)
+	}
+	ks.mu.Unlock()
+}
+
+// take removes and returns the idle entries that match.
+func (ks *kernels) take(match func(*kernelEntry) bool) []*kernelEntry {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	var out []*kernelEntry
+	for k, en := range ks.entries {
+		if match(en) {
+			delete(ks.entries, k)
+			out = append(out, en)
+		}
+	}
+	return out
+}
+
+func (ks *kernels) setRunning(session string, en *kernelEntry, cancel context.CancelCauseFunc) {
+	ks.mu.Lock()
+	en.running = true
+	en.count++
+	en.lastUsed = time.Now()
+	ks.running[session] = cancel
+	ks.mu.Unlock()
+}
+
+func (ks *kernels) setIdle(session string, en *kernelEntry) {
+	ks.mu.Lock()
+	en.running = false
+	en.lastUsed = time.Now()
+	delete(ks.running, session)
+	ks.mu.Unlock()
+}
+
+// closeAll interrupts running calls and closes every kernel and the pool.
+func (ks *kernels) closeAll() {
+	ks.mu.Lock()
+	if ks.closed {
+		ks.mu.Unlock()
+		return
+	}
+	ks.closed = true
+	close(ks.stopReap)
+	for _, cancel := range ks.running {
+		cancel(&shared.InterruptError{Reason: "the executor is shutting down"})
+	}
+	entries := ks.entries
+	ks.entries = map[kernelKey]*kernelEntry{}
+	pool := ks.pool
+	ks.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, en := range entries {
+		wg.Go(func() { en.k.Close() })
+	}
+	if pool != nil {
+		wg.Go(pool.Close)
+	}
+	wg.Wait()
+}
+
+// fifo is a lock granted in arrival order.
+type fifo struct {
+	mu      sync.Mutex
+	held    bool
+	waiters []chan struct{}
+}
+
+// lock waits for the lock, or returns ctx's error.
+func (f *fifo) lock(ctx context.Context) error {
+	f.mu.Lock()
+	if !f.held {
+		f.held = true
+		f.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	f.waiters = append(f.waiters, ch)
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		f.mu.Lock()
+		select {
+		case <-ch:
+			// Granted meanwhile: pass it on.
+			f.mu.Unlock()
+			f.unlock()
+		default:
+			f.waiters = slices.DeleteFunc(f.waiters, func(w chan struct{}) bool { return w == ch })
+			f.mu.Unlock()
+		}
+		return ctx.Err()
+	}
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.waiters) > 0 {
+		ch := f.waiters[0]
+		f.waiters = f.waiters[1:]
+		close(ch)
+		return
+	}
+	f.held = false
+}
