@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +53,18 @@ type Options struct {
 	// means nobody answers, so in approvals.mode "ask" whatever needs
 	// approval is blocked.
 	Approver Approver
+	// Tools replaces built-in tools with the embedder's own handlers, by
+	// tool name (one of the seven; see hostfuncs.Names). A replaced tool
+	// keeps the same arguments and result shape, and goes through the same
+	// whitelist, budget and log.
+	Tools map[string]ToolHandler
 }
+
+// ToolHandler runs one tool call: args is the JSON object of the
+// script's keyword arguments (every parameter present, null for None), and
+// the result is the tool's result object, which the script receives as a
+// dict. Tool failures are results with an "error" key.
+type ToolHandler func(ctx context.Context, args json.RawMessage) map[string]any
 
 // Request is one execution.
 type Request struct {
@@ -86,11 +99,15 @@ type Request struct {
 	// Approver answers this call's approval requests; nil means
 	// Options.Approver.
 	Approver Approver
+	// ToolHandlers replaces tools for this call only (over Options.Tools),
+	// for instance to delegate them to the agent host that made the call.
+	ToolHandlers map[string]ToolHandler
 }
 
 // Executor runs scripts. It is safe for concurrent use. Close it to free
 // the compiled interpreter.
 type Executor struct {
+	tools     map[string]ToolHandler
 	approvals *approvals
 	approver  Approver
 	kernels   *kernels
@@ -148,6 +165,7 @@ func New(opts Options) *Executor {
 		transport: opts.RPCTransport,
 		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second),
 		approver:  opts.Approver,
+		tools:     maps.Clone(opts.Tools),
 		kernels:   newKernels(),
 	}
 }
@@ -232,6 +250,7 @@ type call struct {
 	session  string
 	enabled  []string
 	note     string // a warning for the result (skipped or missing python)
+	handlers map[string]ToolHandler
 }
 
 // usesWasm reports whether the call runs in the embedded interpreter.
@@ -265,7 +284,23 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 		err = fmt.Errorf("working dir: %w", err)
 		return nil, failed(mode, err), err
 	}
+	for _, m := range []map[string]ToolHandler{e.tools, req.ToolHandlers} {
+		for name := range m {
+			if !slices.Contains(hostfuncs.Names, name) {
+				err := fmt.Errorf("tool handler for %q: scripts can call only the seven tools %v", name, hostfuncs.Names)
+				return nil, failed(mode, err), err
+			}
+		}
+	}
 	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: req.Tools}
+	c.handlers = e.tools
+	if len(req.ToolHandlers) > 0 {
+		c.handlers = maps.Clone(e.tools)
+		if c.handlers == nil {
+			c.handlers = map[string]ToolHandler{}
+		}
+		maps.Copy(c.handlers, req.ToolHandlers)
+	}
 	if c.kind == "" {
 		c.kind = KindCLI
 	}
@@ -360,6 +395,9 @@ func (e *Executor) toolFunc(c *call) shared.ToolFunc {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}
+		}
+		if h := c.handlers[name]; h != nil {
+			return h(ctx, args)
 		}
 		return c.tools.Call(ctx, name, args)
 	}
