@@ -36,8 +36,10 @@ const usage = `usage: hermes-wasm-exec <command> [flags]
 
 commands:
   run [flags] SCRIPT.py|-   run a script and print its result JSON
-  serve [flags]             serve execute/interrupt/close_session over JSON-RPC 2.0
-                            (one JSON object per line; session kernels persist)
+  serve [flags]             serve execute/open_session/interrupt/close_session over
+                            JSON-RPC 2.0 (one JSON object per line; session kernels persist)
+  mcp [flags]               serve the execute_code tool to an MCP client on stdin/stdout
+                            (one session kernel per connection)
   doctor [--config FILE]    show the interpreter, caches, config and modes
   bench [-n N]              measure start-up and tool round trips (prints a table)
   version                   print the version
@@ -66,6 +68,15 @@ serve flags:
                             connection must first call authenticate with the token
   --token-file FILE         with tcp and no $HERMES_SERVE_TOKEN: write a generated token here
   --config FILE, --log-level LEVEL, --rpc-transport unix|tcp   as for run
+
+mcp flags:
+  --mode strict|project     where scripts run (default: code_execution.mode)
+  --workdir DIR             working dir the tools act on (default: .)
+  --config FILE             config file (default: $HERMES_HOME/config.yaml)
+  --log-level LEVEL         info (default) or debug; logs go to stderr (stdout is the protocol)
+                            Dangerous terminal() commands are asked about through the client
+                            (MCP elicitation); a client without it cannot approve them, so
+                            they are blocked unless approvals.mode is off.
 `
 
 // Run is the whole program behind main, testable without a process: it
@@ -80,6 +91,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdin, stdout, stderr)
 	case "serve":
 		return serveCmd(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
 	case "bench":

@@ -59,7 +59,7 @@ const maxRPCLine = 64 << 20
 // report before the executor is closed under them.
 const shutdownGrace = 15 * time.Second
 
-var serveMethods = []string{"execute", "interrupt", "close_session", "shutdown", "authenticate"}
+var serveMethods = []string{"execute", "open_session", "interrupt", "close_session", "shutdown", "authenticate"}
 
 func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stderr = &lockedWriter{w: stderr}
@@ -198,7 +198,10 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ln.Close()
 	}
 	s.stop()
-	ex.Close(context.Background())
+	// Bounded: a delegated tool that ignores its context must not hang the exit.
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 30*time.Second)
+	ex.Close(closeCtx)
+	cancelClose()
 	return exitOK
 }
 
@@ -416,16 +419,18 @@ type conn struct {
 	done  chan struct{}  // closed when serve returns
 	eof   chan struct{}  // closed when nothing more can be read
 
-	mu      sync.Mutex
-	nextID  int64
-	pending map[string]chan *rpcMessage // server requests awaiting the client's answer
+	mu        sync.Mutex
+	nextID    int64
+	pending   map[string]chan *rpcMessage // server requests awaiting the client's answer
+	delegates map[string][]string         // per session: the tools this client runs itself (open_session)
 }
 
 func (s *server) newConn(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *conn {
 	c := &conn{
 		s: s, r: r, w: w, closer: closer, needAuth: needAuth,
 		done: make(chan struct{}), eof: make(chan struct{}),
-		pending: map[string]chan *rpcMessage{},
+		pending:   map[string]chan *rpcMessage{},
+		delegates: map[string][]string{},
 	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
@@ -630,6 +635,12 @@ func (c *conn) handle(line []byte) bool {
 		c.reply(id, struct{}{}, nil)
 		c.s.requestShutdown()
 		return true
+	case "open_session":
+		// Answered here, in arrival order, so that an execute sent after
+		// it sees its delegation.
+		result, rerr := c.openSession(params)
+		c.reply(id, result, rerr)
+		return true
 	case "execute", "interrupt", "close_session":
 	default:
 		c.reply(id, nil, &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("Method not found: %q (methods: %s)", method, strings.Join(serveMethods, ", "))})
@@ -637,11 +648,20 @@ func (c *conn) handle(line []byte) bool {
 	}
 	var req executor.Request
 	var tk *ticket
+	var delegate []string
 	if method == "execute" {
 		var rerr *rpcError
-		if req, rerr = executeRequest(params); rerr != nil {
+		var override []string
+		if req, override, rerr = executeRequest(params); rerr != nil {
 			c.reply(id, nil, rerr)
 			return true
+		}
+		// The delegation in effect when the call arrives: its own
+		// delegate_tools, or its session's from open_session.
+		if delegate = override; delegate == nil {
+			c.mu.Lock()
+			delegate = c.delegates[req.Session]
+			c.mu.Unlock()
 		}
 	}
 	if !c.s.begin() {
@@ -659,7 +679,7 @@ func (c *conn) handle(line []byte) bool {
 		var rerr *rpcError
 		switch method {
 		case "execute":
-			result, rerr = c.execute(id, req, tk)
+			result, rerr = c.execute(id, req, delegate, tk)
 		case "interrupt":
 			result, rerr = c.interrupt(params)
 		case "close_session":
@@ -756,15 +776,48 @@ func sessionParam(p map[string]json.RawMessage, required bool) (string, *rpcErro
 	return s, nil
 }
 
-var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "timeout", "max_tool_calls"}
+var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "timeout", "max_tool_calls", "delegate_tools"}
 
-// executeRequest turns execute's params into an executor request.
-func executeRequest(params json.RawMessage) (executor.Request, *rpcError) {
-	var req executor.Request
+// toolListParam decodes a list of tool names (each one of the seven,
+// duplicates dropped); nil when the parameter is absent.
+func toolListParam(p map[string]json.RawMessage, name string) ([]string, *rpcError) {
+	raw, ok := p[name]
+	if !ok {
+		return nil, nil
+	}
+	var tools []string
+	if json.Unmarshal(raw, &tools) != nil {
+		return nil, invalidParams("%s must be a list of tool names (%s)", name, strings.Join(hostfuncs.Names, ", "))
+	}
+	out := []string{}
+	for _, t := range tools {
+		if !slices.Contains(hostfuncs.Names, t) {
+			return nil, invalidParams("unknown tool %q in %s (known: %s)", t, name, strings.Join(hostfuncs.Names, ", "))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// executeRequest turns execute's params into an executor request, and
+// returns the call's own delegate_tools (nil when not given).
+func executeRequest(params json.RawMessage) (req executor.Request, delegate []string, rerr *rpcError) {
 	p, rerr := paramsObject(params, executeParams...)
 	if rerr != nil {
-		return req, rerr
+		return req, nil, rerr
 	}
+	if req, rerr = executeParamsRequest(p); rerr != nil {
+		return req, nil, rerr
+	}
+	delegate, rerr = toolListParam(p, "delegate_tools")
+	return req, delegate, rerr
+}
+
+func executeParamsRequest(p map[string]json.RawMessage) (executor.Request, *rpcError) {
+	var req executor.Request
+	var rerr *rpcError
 	if req.Code, rerr = stringParam(p, "code", true); rerr != nil {
 		return req, rerr
 	}
@@ -807,17 +860,8 @@ func executeRequest(params json.RawMessage) (executor.Request, *rpcError) {
 	default:
 		return req, invalidParams("kind must be \"cli\", \"gateway\" or \"automation\", not %q", req.Kind)
 	}
-	if raw, ok := p["tools"]; ok {
-		var tools []string
-		if json.Unmarshal(raw, &tools) != nil {
-			return req, invalidParams("tools must be a list of tool names (%s)", strings.Join(hostfuncs.Names, ", "))
-		}
-		for _, t := range tools {
-			if !slices.Contains(hostfuncs.Names, t) {
-				return req, invalidParams("unknown tool %q in tools (known: %s)", t, strings.Join(hostfuncs.Names, ", "))
-			}
-		}
-		req.Tools = append([]string{}, tools...)
+	if req.Tools, rerr = toolListParam(p, "tools"); rerr != nil {
+		return req, rerr
 	}
 	if raw, ok := p["timeout"]; ok {
 		var secs float64
@@ -837,11 +881,20 @@ func executeRequest(params json.RawMessage) (executor.Request, *rpcError) {
 }
 
 // execute runs a script for request id once its session's earlier calls
-// are done; this connection approves what needs approval.
-func (c *conn) execute(id json.RawMessage, req executor.Request, tk *ticket) (any, *rpcError) {
+// are done; this connection approves what needs approval, and runs the
+// delegated tools.
+func (c *conn) execute(id json.RawMessage, req executor.Request, delegate []string, tk *ticket) (any, *rpcError) {
 	req.Approver = executor.ApproverFunc(func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
 		return c.approve(ctx, id, ar)
 	})
+	if len(delegate) > 0 {
+		req.ToolHandlers = make(map[string]executor.ToolHandler, len(delegate))
+		for _, tool := range delegate {
+			req.ToolHandlers[tool] = func(ctx context.Context, args json.RawMessage) map[string]any {
+				return c.toolCall(ctx, id, req.Session, tool, args)
+			}
+		}
+	}
 	ctx, cancel := context.WithCancelCause(c.s.ctx)
 	defer cancel(nil)
 	done := c.s.turn(tk, cancel)
@@ -891,7 +944,52 @@ func (c *conn) closeSession(params json.RawMessage) (any, *rpcError) {
 		return nil, rerr
 	}
 	c.s.ex.CloseSession(c.s.ctx, session)
+	// The session is gone for every client: so are their delegations.
+	c.s.mu.Lock()
+	conns := make([]*conn, 0, len(c.s.conns))
+	for cc := range c.s.conns {
+		conns = append(conns, cc)
+	}
+	c.s.mu.Unlock()
+	for _, cc := range conns {
+		cc.mu.Lock()
+		delete(cc.delegates, session)
+		cc.mu.Unlock()
+	}
 	return map[string]bool{"closed": true}, nil
+}
+
+// openSession records the tools this connection runs itself for a
+// session: its later execute calls send their calls of those tools back
+// as tool_call requests. An empty list ends the delegation.
+func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
+	p, rerr := paramsObject(params, "session", "delegate_tools")
+	if rerr != nil {
+		return nil, rerr
+	}
+	session, rerr := sessionParam(p, false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if session == "" {
+		session = "default"
+	}
+	tools, rerr := toolListParam(p, "delegate_tools")
+	if rerr != nil {
+		return nil, rerr
+	}
+	if tools == nil {
+		tools = []string{}
+	}
+	c.mu.Lock()
+	if len(tools) == 0 {
+		delete(c.delegates, session)
+	} else {
+		c.delegates[session] = tools
+	}
+	c.mu.Unlock()
+	c.s.logf("serve: session %s delegates %v to its client", session, tools)
+	return map[string]any{"session": session, "delegate_tools": tools}, nil
 }
 
 // approve asks this connection's client to approve ar for the execute
@@ -899,9 +997,70 @@ func (c *conn) closeSession(params json.RawMessage) (any, *rpcError) {
 // executor's approval timeout ensures). An error answer, a malformed
 // result or a closed connection mean no approval.
 func (c *conn) approve(ctx context.Context, id json.RawMessage, ar executor.ApprovalRequest) (executor.Decision, error) {
+	params := map[string]any{"type": ar.Type, "session": ar.Session}
+	if ar.Type == executor.ApproveScript {
+		params["code"] = ar.Code
+	} else {
+		params["command"] = ar.Command
+	}
+	if ar.Reason != "" {
+		params["reason"] = ar.Reason
+	}
+	m, err := c.request(ctx, "approve", id, params, ar.Type)
+	if err != nil {
+		return executor.Decision{}, err
+	}
+	var d struct {
+		Approved *bool  `json:"approved"`
+		Scope    string `json:"scope"`
+	}
+	if json.Unmarshal(m.Result, &d) != nil || d.Approved == nil {
+		return executor.Decision{}, errors.New(`the client's answer is not {"approved": true|false, "scope": ...}`)
+	}
+	switch d.Scope {
+	case "", executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways:
+	default:
+		return executor.Decision{}, fmt.Errorf("the client's answer has an unknown scope %q (once, session or always)", d.Scope)
+	}
+	return executor.Decision{Approved: *d.Approved, Scope: d.Scope}, nil
+}
+
+// toolCall runs a call of a delegated tool: it asks this connection's
+// client with a tool_call request for the execute request id, and waits
+// for its answer until ctx (the script's run) is done. The client's result
+// object is the tool's result; an error answer, another result or a
+// closed connection are an error result the script sees.
+func (c *conn) toolCall(ctx context.Context, id json.RawMessage, session, tool string, args json.RawMessage) map[string]any {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	params := map[string]any{"tool": tool, "args": args, "session": session}
+	fail := func(err error) map[string]any {
+		return map[string]any{"error": fmt.Sprintf("Delegated tool %s failed: %v", tool, err)}
+	}
+	m, err := c.request(ctx, "tool_call", id, params, tool)
+	if err != nil {
+		return fail(err)
+	}
+	// Numbers stay as the client wrote them (no float64 rounding).
+	dec := json.NewDecoder(bytes.NewReader(m.Result))
+	dec.UseNumber()
+	var res map[string]any
+	if err := dec.Decode(&res); err != nil || res == nil {
+		return fail(errors.New("the client's result is not a JSON object"))
+	}
+	return res
+}
+
+// request sends the client a server-to-client request (approve,
+// tool_call) for the execute request id (its params get "request_id"
+// unless the execute was a notification), and waits for its answer until
+// ctx is done. An error answer and a closed connection are errors. what
+// names the request in the debug log.
+func (c *conn) request(ctx context.Context, method string, id json.RawMessage, params map[string]any, what string) (*rpcMessage, error) {
 	select {
 	case <-c.eof:
-		return executor.Decision{}, errors.New("the client's connection is closed")
+		return nil, errors.New("the client's connection is closed")
 	default:
 	}
 	c.mu.Lock()
@@ -915,43 +1074,22 @@ func (c *conn) approve(ctx context.Context, id json.RawMessage, ar executor.Appr
 		delete(c.pending, sid)
 		c.mu.Unlock()
 	}()
-	params := map[string]any{"type": ar.Type, "session": ar.Session}
-	if ar.Type == executor.ApproveScript {
-		params["code"] = ar.Code
-	} else {
-		params["command"] = ar.Command
-	}
-	if ar.Reason != "" {
-		params["reason"] = ar.Reason
-	}
 	if id != nil {
 		params["request_id"] = id
 	}
 	idJSON, _ := json.Marshal(sid)
-	c.send(rpcMessage{JSONRPC: "2.0", ID: idJSON, Method: "approve", Params: params})
-	c.s.logf("serve: -> approve %s (%s) for request %s", sid, ar.Type, orNull(id))
+	c.send(rpcMessage{JSONRPC: "2.0", ID: idJSON, Method: method, Params: params})
+	c.s.logf("serve: -> %s %s (%s) for request %s", method, sid, what, orNull(id))
 	select {
 	case m := <-ch:
 		if m.Error != nil {
-			return executor.Decision{}, fmt.Errorf("the client answered with an error: %s", m.Error.Message)
+			return nil, fmt.Errorf("the client answered with an error: %s", m.Error.Message)
 		}
-		var d struct {
-			Approved *bool  `json:"approved"`
-			Scope    string `json:"scope"`
-		}
-		if json.Unmarshal(m.Result, &d) != nil || d.Approved == nil {
-			return executor.Decision{}, errors.New(`the client's answer is not {"approved": true|false, "scope": ...}`)
-		}
-		switch d.Scope {
-		case "", executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways:
-		default:
-			return executor.Decision{}, fmt.Errorf("the client's answer has an unknown scope %q (once, session or always)", d.Scope)
-		}
-		return executor.Decision{Approved: *d.Approved, Scope: d.Scope}, nil
+		return m, nil
 	case <-c.eof:
-		return executor.Decision{}, errors.New("the client's connection closed before it answered")
+		return nil, errors.New("the client's connection closed before it answered")
 	case <-ctx.Done():
-		return executor.Decision{}, context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	}
 }
 

@@ -55,9 +55,18 @@ type approveParams struct {
 	RequestID json.RawMessage `json:"request_id"`
 }
 
+// toolCallParams are the params of the server's tool_call requests.
+type toolCallParams struct {
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Session   string          `json:"session"`
+	RequestID json.RawMessage `json:"request_id"`
+}
+
 // serveClient speaks the serve protocol over one stream: it matches
 // responses to requests by id, and answers the server's approve requests
-// with answer (nil: approve requests are only recorded).
+// with answer and its tool_call requests with tool (nil: they are only
+// recorded).
 type serveClient struct {
 	wmu sync.Mutex
 	w   io.Writer
@@ -67,20 +76,36 @@ type serveClient struct {
 	waiting map[string]chan testMsg
 	bad     []string // lines that were not one JSON object
 	answer  func(approveParams) map[string]any
+	tool    func(toolCallParams) map[string]any
 
-	other  chan testMsg // responses nobody waits for (id null, ...)
-	asks   chan approveParams
-	asked  atomic.Int32
-	closed chan struct{} // the server's output ended
+	other      chan testMsg // responses nobody waits for (id null, ...)
+	asks       chan approveParams
+	asked      atomic.Int32
+	toolCalls  chan toolCallParams
+	toolCalled atomic.Int32
+	closed     chan struct{} // the server's output ended
 }
 
 func newServeClient(r io.Reader, w io.Writer) *serveClient {
 	c := &serveClient{
 		w: w, waiting: map[string]chan testMsg{},
-		other: make(chan testMsg, 100), asks: make(chan approveParams, 100), closed: make(chan struct{}),
+		other: make(chan testMsg, 100), asks: make(chan approveParams, 100),
+		toolCalls: make(chan toolCallParams, 100), closed: make(chan struct{}),
 	}
 	go c.read(r)
 	return c
+}
+
+// respond answers the server's request id with resp (a map holding
+// "result" or "error"), unless resp is nil.
+func (c *serveClient) respond(id json.RawMessage, resp map[string]any) {
+	if resp == nil {
+		return
+	}
+	resp["jsonrpc"] = "2.0"
+	resp["id"] = id
+	b, _ := json.Marshal(resp)
+	c.send(string(b))
 }
 
 func (c *serveClient) read(r io.Reader) {
@@ -96,6 +121,19 @@ func (c *serveClient) read(r io.Reader) {
 			c.mu.Unlock()
 			continue
 		}
+		if m.Method == "tool_call" {
+			var p toolCallParams
+			_ = json.Unmarshal(m.Params, &p)
+			c.toolCalled.Add(1)
+			c.toolCalls <- p
+			c.mu.Lock()
+			tool := c.tool
+			c.mu.Unlock()
+			if tool != nil {
+				go func() { c.respond(m.ID, tool(p)) }()
+			}
+			continue
+		}
 		if m.Method != "" {
 			var p approveParams
 			_ = json.Unmarshal(m.Params, &p)
@@ -105,14 +143,7 @@ func (c *serveClient) read(r io.Reader) {
 			answer := c.answer
 			c.mu.Unlock()
 			if m.Method == "approve" && answer != nil {
-				go func() {
-					if resp := answer(p); resp != nil {
-						resp["jsonrpc"] = "2.0"
-						resp["id"] = m.ID
-						b, _ := json.Marshal(resp)
-						c.send(string(b))
-					}
-				}()
+				go func() { c.respond(m.ID, answer(p)) }()
 			}
 			continue
 		}
@@ -132,6 +163,24 @@ func (c *serveClient) setAnswer(f func(approveParams) map[string]any) {
 	c.mu.Lock()
 	c.answer = f
 	c.mu.Unlock()
+}
+
+func (c *serveClient) setTool(f func(toolCallParams) map[string]any) {
+	c.mu.Lock()
+	c.tool = f
+	c.mu.Unlock()
+}
+
+// nextToolCall waits for the server's next tool_call request.
+func (c *serveClient) nextToolCall(t *testing.T) toolCallParams {
+	t.Helper()
+	select {
+	case p := <-c.toolCalls:
+		return p
+	case <-time.After(rpcTimeout):
+		t.Fatal("no tool_call request")
+	}
+	return toolCallParams{}
 }
 
 // send writes one raw line.
@@ -358,7 +407,7 @@ func TestServeFraming(t *testing.T) {
 	errorFor(`5`, `{"jsonrpc": "1.0", "id": 5, "method": "execute", "params": {"code": "print(1)"}}`, -32600, `"jsonrpc" must be "2.0"`)
 	errorFor(`6`, `{"jsonrpc": "2.0", "id": 6}`, -32600, "method is missing")
 	errorFor(`7`, `{"jsonrpc": "2.0", "id": 7, "method": 42}`, -32600, "method must be a string")
-	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, interrupt, close_session, shutdown, authenticate)`)
+	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, open_session, interrupt, close_session, shutdown, authenticate)`)
 
 	for i, tc := range []struct{ method, params, msg string }{
 		{"execute", `{}`, "code is required"},
@@ -381,6 +430,12 @@ func TestServeFraming(t *testing.T) {
 		{"interrupt", `{"session": "s", "reason": 1}`, "reason must be a string"},
 		{"close_session", `{"session": 3}`, "session must be a string"},
 		{"close_session", `{"session": "s", "all": true}`, `unknown parameter "all"`},
+		{"execute", `{"code": "1", "delegate_tools": ["web_search", "browse"]}`, `unknown tool "browse" in delegate_tools`},
+		{"execute", `{"code": "1", "delegate_tools": "web_search"}`, "delegate_tools must be a list of tool names"},
+		{"open_session", `{"session": "s", "delegate_tools": ["rm"]}`, `unknown tool "rm" in delegate_tools`},
+		{"open_session", `{"session": "s", "delegate_tools": {"web_search": true}}`, "delegate_tools must be a list of tool names"},
+		{"open_session", `{"session": "", "delegate_tools": []}`, "session must be a non-empty string"},
+		{"open_session", `{"session": "s", "tools": []}`, `unknown parameter "tools"`},
 	} {
 		id := strconv.Itoa(100 + i)
 		errorFor(id, fmt.Sprintf(`{"jsonrpc": "2.0", "id": %s, "method": %q, "params": %s}`, id, tc.method, tc.params), -32602, "Invalid params: "+tc.msg)
@@ -1216,4 +1271,221 @@ func kernelTests(t *testing.T, mode string) {
 		require.Contains(t, res.Error, "NameError")
 		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
 	})
+}
+
+// ---- Tool delegation: open_session, delegate_tools and tool_call ----
+
+// hostSearch is a client's own web_search: it answers tool_call requests
+// by query ("fail": an error reply; "list": a result that is not an
+// object; "hang": no answer at all).
+func hostSearch(tc toolCallParams) map[string]any {
+	var a struct {
+		Query string `json:"query"`
+	}
+	_ = json.Unmarshal(tc.Args, &a)
+	switch a.Query {
+	case "fail":
+		return map[string]any{"error": map[string]any{"code": -32000, "message": "search backend down"}}
+	case "list":
+		return map[string]any{"result": []int{1, 2}}
+	case "hang":
+		return nil
+	}
+	return map[string]any{"result": map[string]any{"success": true, "data": map[string]any{"web": []any{
+		map[string]any{"title": "From the host: " + a.Query, "url": "https://example.com/", "description": "", "position": 1, "id": json.Number("9007199254740993")},
+	}}}}
+}
+
+// drainToolCalls empties the record of tool_call requests and returns how
+// many there were.
+func (c *serveClient) drainToolCalls() int {
+	n := 0
+	for {
+		select {
+		case <-c.toolCalls:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+func TestServeDelegation(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newServeEnv(t, defaultServeConfig)
+			p := e.start()
+			p.setTool(hostSearch)
+			exec := func(session, code string, extra ...any) result {
+				t.Helper()
+				params := map[string]any{"code": code, "mode": mode, "session": session, "workdir": e.workdir}
+				for i := 0; i+1 < len(extra); i += 2 {
+					params[extra[i].(string)] = extra[i+1]
+				}
+				return p.exec(t, params)
+			}
+			const search = "from hermes_tools import web_search\n"
+
+			// Not delegated: the built-in web_search answers.
+			res := exec("s", search+"print(web_search('wasm').get('error'))")
+			require.Contains(t, res.Output, "No web search provider configured")
+			require.Zero(t, p.toolCalled.Load())
+
+			m := p.call(t, "open_session", map[string]any{"session": "s", "delegate_tools": []string{"web_search", "web_search"}})
+			require.Nil(t, m.Error)
+			require.JSONEq(t, `{"session": "s", "delegate_tools": ["web_search"]}`, string(m.Result))
+
+			// The client gets the call, with the script's arguments, and its
+			// answer reaches the script (numbers exactly as it wrote them).
+			res = exec("s", search+"r = web_search('wasm', limit=3)\nprint(r['data']['web'][0]['title'])\nprint(r['data']['web'][0]['id'])\n")
+			require.Equal(t, "success", res.Status, res.Output)
+			require.Equal(t, "From the host: wasm\n9007199254740993\n", res.Output)
+			tc := p.nextToolCall(t)
+			require.Equal(t, "web_search", tc.Tool)
+			require.JSONEq(t, `{"query": "wasm", "limit": 3}`, string(tc.Args))
+			require.Equal(t, "s", tc.Session)
+			require.NotEmpty(t, tc.RequestID, "the tool_call names the execute request")
+			require.Len(t, res.ToolCalls, 1)
+			require.Equal(t, "web_search", res.ToolCalls[0].Tool)
+			require.True(t, res.ToolCalls[0].OK)
+			require.Equal(t, 2, kernelOf(t, res).ExecutionCount, "the delegation kept the session's kernel")
+
+			// An error reply and a result that is not an object are error
+			// dicts for the script, which goes on.
+			res = exec("s", search+"print(web_search('fail')['error'])\nprint(web_search('list')['error'])\nprint('after')\n")
+			require.Equal(t, "success", res.Status, res.Output)
+			require.Equal(t, "Delegated tool web_search failed: the client answered with an error: search backend down\n"+
+				"Delegated tool web_search failed: the client's result is not a JSON object\nafter\n", res.Output)
+			require.Len(t, res.ToolCalls, 2)
+			require.False(t, res.ToolCalls[0].OK)
+			require.Equal(t, 3, kernelOf(t, res).ExecutionCount)
+
+			// The budget applies: the third call is refused before the
+			// client is asked.
+			p.drainToolCalls()
+			before := p.toolCalled.Load()
+			res = exec("s", search+"for q in ['a', 'b', 'c']:\n    r = web_search(q)\n    print(r.get('error') or r['data']['web'][0]['title'])\n", "max_tool_calls", 2)
+			require.Equal(t, "success", res.Status, res.Output)
+			require.Equal(t, "From the host: a\nFrom the host: b\nTool call limit reached (2). No more tool calls allowed in this execution.\n", res.Output)
+			require.Equal(t, int32(2), p.toolCalled.Load()-before, "the client got only 2 tool_call requests")
+			require.Equal(t, 2, res.ToolCallsMade)
+			require.Len(t, res.ToolCalls, 2)
+			for _, c := range res.ToolCalls {
+				require.Equal(t, "web_search", c.Tool)
+				require.True(t, c.OK)
+			}
+
+			// The whitelist applies: a delegated tool that is not enabled is
+			// never asked for.
+			p.drainToolCalls()
+			before = p.toolCalled.Load()
+			res = exec("s", search+"print(web_search('x').get('error'))", "tools", []string{"read_file"})
+			require.Contains(t, res.Output, "Tool web_search is not enabled")
+			require.Equal(t, before, p.toolCalled.Load())
+
+			// execute's own delegate_tools overrides the session's.
+			res = exec("s", search+"print(web_search('x').get('error'))", "delegate_tools", []string{})
+			require.Contains(t, res.Output, "No web search provider configured")
+			res = exec("other", search+"print(web_search('direct')['data']['web'][0]['title'])", "delegate_tools", []string{"web_search"})
+			require.Equal(t, "From the host: direct\n", res.Output)
+			require.Equal(t, "other", p.nextToolCall(t).Session)
+			res = exec("other", search+"print(web_search('x').get('error'))")
+			require.Contains(t, res.Output, "No web search provider configured", "a call's own delegate_tools is not remembered")
+
+			// close_session forgets the delegation.
+			require.JSONEq(t, `{"closed": true}`, string(p.call(t, "close_session", map[string]any{"session": "s"}).Result))
+			p.drainToolCalls()
+			before = p.toolCalled.Load()
+			res = exec("s", search+"print(web_search('wasm').get('error'))")
+			require.Contains(t, res.Output, "No web search provider configured")
+			require.Equal(t, before, p.toolCalled.Load())
+
+			// So does an empty list.
+			p.call(t, "open_session", map[string]any{"session": "e", "delegate_tools": []string{"web_search"}})
+			m = p.call(t, "open_session", map[string]any{"session": "e", "delegate_tools": []string{}})
+			require.JSONEq(t, `{"session": "e", "delegate_tools": []}`, string(m.Result))
+			res = exec("e", search+"print(web_search('wasm').get('error'))")
+			require.Contains(t, res.Output, "No web search provider configured")
+			require.Equal(t, before, p.toolCalled.Load())
+		})
+	}
+}
+
+// TestServeDelegationWait: a delegated call the client never answers
+// ends with the run: on timeout and on interrupt.
+func TestServeDelegationWait(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newServeEnv(t, defaultServeConfig)
+			p := e.start()
+			p.setTool(hostSearch)
+			code := "from hermes_tools import web_search\nprint(web_search('hang'))\n"
+			start := time.Now()
+			res := p.exec(t, map[string]any{"code": code, "mode": mode, "session": "t", "timeout": 2, "delegate_tools": []string{"web_search"}})
+			require.Equal(t, "timeout", res.Status, res.Output)
+			require.Less(t, time.Since(start), 20*time.Second)
+			require.Equal(t, "web_search", p.nextToolCall(t).Tool)
+
+			long := p.start("execute", map[string]any{"code": code, "mode": mode, "session": "i", "delegate_tools": []string{"web_search"}})
+			p.nextToolCall(t)
+			m := p.call(t, "interrupt", map[string]any{"session": "i", "reason": "stop waiting"})
+			require.JSONEq(t, `{"interrupted": true}`, string(m.Result))
+			select {
+			case m := <-long:
+				res = execResult(t, m)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the interrupted call did not answer within 5 s")
+			}
+			require.Equal(t, "interrupted", res.Status)
+			require.True(t, strings.HasSuffix(res.Output, "[execution interrupted — stop waiting]"), res.Output)
+		})
+	}
+}
+
+// TestServeDelegationPerConnection: a delegation belongs to the
+// connection that made it; the connection closing fails the calls in
+// flight.
+func TestServeDelegationPerConnection(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", filepath.Join(e.home, "tok"))
+	addr := waitListening(t, l.stderr, "tcp")
+	tok, err := os.ReadFile(filepath.Join(e.home, "tok"))
+	require.NoError(t, err)
+	a, _ := dialClient(t, "tcp", addr)
+	b, bConn := dialClient(t, "tcp", addr)
+	for _, c := range []*serveClient{a, b} {
+		require.Nil(t, c.call(t, "authenticate", map[string]any{"token": strings.TrimSpace(string(tok))}).Error)
+		c.setTool(hostSearch)
+	}
+	require.Nil(t, a.call(t, "open_session", map[string]any{"session": "shared", "delegate_tools": []string{"web_search"}}).Error)
+	code := "from hermes_tools import web_search\nr = web_search('q')\nprint(r.get('error') or r['data']['web'][0]['title'])\n"
+	res := b.exec(t, map[string]any{"code": code, "mode": "strict", "session": "shared"})
+	require.Contains(t, res.Output, "No web search provider configured", "b did not delegate")
+	res = a.exec(t, map[string]any{"code": code, "mode": "strict", "session": "shared"})
+	require.Equal(t, "From the host: q\n", res.Output)
+	require.Zero(t, b.toolCalled.Load())
+	require.Equal(t, int32(1), a.toolCalled.Load())
+
+	// b's connection closes while its delegated call waits: the script
+	// gets an error dict and ends.
+	b.setTool(func(toolCallParams) map[string]any { return nil })
+	marker := filepath.Join(e.workdir, "after.txt")
+	b.start("execute", map[string]any{"code": "from hermes_tools import web_search, write_file\nr = web_search('hang')\nwrite_file(" + jsonString(marker) + ", r['error'])\n", "mode": "strict", "session": "b", "delegate_tools": []string{"web_search"}})
+	b.nextToolCall(t)
+	bConn.Close()
+	const want = "Delegated tool web_search failed: the client's connection closed before it answered"
+	var got []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, _ = os.ReadFile(marker); string(got) == want {
+			break
+		}
+	}
+	require.Equal(t, want, string(got), "the script goes on after the connection closed, with an error dict")
+	require.Nil(t, a.call(t, "shutdown", nil).Error)
+	require.Equal(t, 0, l.exitCode(t), l.stderr.String())
 }

@@ -1,19 +1,19 @@
-// Package executor runs agent-written Python scripts: it picks the mode,
-// wires the tools and the shared limits, and returns the result of SPEC §6.
-// It is the one entry point the CLI (and embedders) use; the engines it
-// dispatches to never import it.
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +30,16 @@ import (
 // the interpreter is compiled once per machine, not once per package.
 const CacheDirEnv = "HERMES_WASM_CACHE_DIR"
 
-// Options configures an [Executor].
+// Options configures an [Executor]. Every field is optional: the zero
+// value runs with config.Default() in $HERMES_HOME, reading no file.
 type Options struct {
-	// Config is the configuration in effect; the zero value means
-	// config.Default().
+	// Config is the configuration in effect; nil means config.Default().
+	// Build it with config.Default() and change fields, or load a file
+	// with config.Load. The executor keeps a copy, in which fields whose
+	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
+	// MaxSessionKernels, MemoryLimitMB, web.extract.char_limit, the
+	// approvals settings, and api_key_env of a keyed provider) get their
+	// defaults; MaxToolCalls and WarmPool keep 0, which means none.
 	Config *config.Config
 	// HermesHome is the state dir (caches, spill files); empty means
 	// config.HermesHome().
@@ -41,7 +47,13 @@ type Options struct {
 	// Environ is the parent environment the script's is scrubbed from; nil
 	// means os.Environ().
 	Environ []string
-	// Logf receives debug log lines; nil discards them.
+	// Logger receives the executor's structured log events (see the
+	// package documentation for the list). nil means Logf, if set, else
+	// nothing is logged.
+	Logger *slog.Logger
+	// Logf receives the same events as text lines when Logger is nil:
+	// "execute_code: <message> key=value ...", or for the events the CLI
+	// has always printed, their historical text. nil discards them.
 	Logf func(format string, args ...any)
 	// Progress receives the one-line notice printed while the interpreter
 	// is compiled for the first time; nil means os.Stderr.
@@ -58,6 +70,12 @@ type Options struct {
 	// keeps the same arguments and result shape, and goes through the same
 	// whitelist, budget and log.
 	Tools map[string]ToolHandler
+	// SkillEnv lists environment variables that skills declare in
+	// required_environment_variables; they pass through the env layer as
+	// if listed in terminal.env_passthrough. Host-managed credentials are
+	// refused with a warning event. See [Executor.RegisterSkillEnv], which
+	// adds more later.
+	SkillEnv []string
 }
 
 // ToolHandler runs one tool call: args is the JSON object of the
@@ -104,8 +122,8 @@ type Request struct {
 	ToolHandlers map[string]ToolHandler
 }
 
-// Executor runs scripts. It is safe for concurrent use. Close it to free
-// the compiled interpreter.
+// Executor runs scripts. It is safe for concurrent use. Close it to end
+// every kernel and child process and free the compiled interpreter.
 type Executor struct {
 	tools     map[string]ToolHandler
 	approvals *approvals
@@ -115,9 +133,17 @@ type Executor struct {
 	home      string
 	environ   []string
 	getenv    func(string) string
-	logf      func(string, ...any)
+	log       eventLog
 	strict    *runtime.Strict
 	transport string
+
+	mu       sync.Mutex
+	skillEnv []string // registered skill variables, in registration order
+	skillGen int      // bumped whenever skillEnv grows
+	closed   bool
+	calls    map[uint64]context.CancelCauseFunc // running Execute calls
+	nextCall uint64
+	running  sync.WaitGroup // one per running Execute call
 
 	closeOnce sync.Once
 }
@@ -126,7 +152,7 @@ type Executor struct {
 func New(opts Options) *Executor {
 	cfg := config.Default()
 	if opts.Config != nil {
-		cfg = *opts.Config
+		cfg = withDefaults(*opts.Config)
 	}
 	home := opts.HermesHome
 	if home == "" {
@@ -135,10 +161,6 @@ func New(opts Options) *Executor {
 	environ := opts.Environ
 	if environ == nil {
 		environ = os.Environ()
-	}
-	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
 	}
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -155,19 +177,43 @@ func New(opts Options) *Executor {
 		}
 		return vars[k]
 	}
-	return &Executor{
+	e := &Executor{
 		cfg:       cfg,
 		home:      home,
 		environ:   environ,
 		getenv:    getenv,
-		logf:      logf,
+		log:       eventLog{logger: opts.Logger, logf: opts.Logf},
 		strict:    runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
 		transport: opts.RPCTransport,
 		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second),
 		approver:  opts.Approver,
 		tools:     maps.Clone(opts.Tools),
 		kernels:   newKernels(),
+		calls:     map[uint64]context.CancelCauseFunc{},
 	}
+	if len(opts.SkillEnv) > 0 {
+		e.RegisterSkillEnv(opts.SkillEnv...)
+	}
+	return e
+}
+
+// withDefaults gives cfg's fields whose zero value is out of range their
+// defaults, so that a struct built in code needs only the fields that
+// differ.
+func withDefaults(cfg config.Config) config.Config {
+	def := config.Default()
+	ce, dce := &cfg.CodeExecution, def.CodeExecution
+	ce.Mode = cmp.Or(ce.Mode, dce.Mode)
+	ce.Timeout = cmp.Or(ce.Timeout, dce.Timeout)
+	ce.KernelIdleTimeout = cmp.Or(ce.KernelIdleTimeout, dce.KernelIdleTimeout)
+	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
+	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
+	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
+	cfg.Web.Search.APIKeyEnv = cmp.Or(cfg.Web.Search.APIKeyEnv, config.DefaultAPIKeyEnv[cfg.Web.Search.Provider])
+	cfg.Approvals.Mode = cmp.Or(cfg.Approvals.Mode, def.Approvals.Mode)
+	cfg.Approvals.Timeout = cmp.Or(cfg.Approvals.Timeout, def.Approvals.Timeout)
+	cfg.Terminal.EnvPassthrough = slices.Clone(cfg.Terminal.EnvPassthrough)
+	return cfg
 }
 
 // CacheDir is where the compilation cache lives for the state dir home.
@@ -199,11 +245,30 @@ func (e *Executor) Warm(ctx context.Context) error {
 // Execute runs one script and returns its result. With req.Session set it
 // runs in that session's kernel (created on first use); otherwise in a
 // fresh interpreter. The error is non-nil when the script could not run at
-// all (a missing or broken interpreter, a bad working dir); the result
-// then says so as well, so it can be handed to an agent either way. Cancel
-// ctx with a *shared.InterruptError cause (context.WithCancelCause) to
-// interrupt.
+// all (a missing or broken interpreter, a bad working dir, a closed
+// executor: [ErrClosed]); the result then says so as well, so it can be
+// handed to an agent either way.
+//
+// Cancelling ctx interrupts the call: it ends with status "interrupted"
+// and its output with `[execution interrupted — <reason>]`. The reason is
+// that of a *shared.InterruptError cause (context.WithCancelCause), or
+// "user sent a new message" for any other cancellation. A session call
+// that is interrupted kills its kernel. A deadline on ctx works the same
+// way; for a timeout reported as status "timeout", set Request.Timeout.
 func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, error) {
+	start := time.Now()
+	ctx, done, ok := e.track(ctx)
+	if !ok {
+		mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+		return failed(mode, ErrClosed), ErrClosed
+	}
+	res, err := e.execute(ctx, req)
+	done()
+	e.logDone(req, res, err, time.Since(start))
+	return res, err
+}
+
+func (e *Executor) execute(ctx context.Context, req Request) (shared.Result, error) {
 	c, res, err := e.prepare(ctx, req)
 	if c == nil {
 		return res, err
@@ -234,12 +299,59 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 	return e.finish(c, res, err)
 }
 
+// track registers a call so that Close can interrupt it and wait for it.
+// It returns the call's context and the function that ends the call; ok
+// is false after Close.
+func (e *Executor) track(ctx context.Context) (_ context.Context, done func(), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ctx, nil, false
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	id := e.nextCall
+	e.nextCall++
+	e.calls[id] = cancel
+	e.running.Add(1)
+	return ctx, func() {
+		e.mu.Lock()
+		delete(e.calls, id)
+		e.mu.Unlock()
+		cancel(nil)
+		e.running.Done()
+	}, true
+}
+
+// logDone logs a finished call and, at debug level, its tool calls.
+func (e *Executor) logDone(req Request, res shared.Result, err error, took time.Duration) {
+	session := req.Session
+	if e.log.enabled(slog.LevelDebug) {
+		for _, tc := range res.ToolCalls {
+			e.log.event(slog.LevelDebug, "tool call", "",
+				"session", session, "tool", tc.Tool, "duration_ms", tc.DurationMS, "ok", tc.OK)
+		}
+	}
+	if !e.log.enabled(slog.LevelInfo) {
+		return
+	}
+	args := []any{"session", session, "mode", res.Mode, "status", res.Status,
+		"duration", took, "tool_calls", res.ToolCallsMade}
+	if res.Blocked {
+		args = append(args, "blocked", true)
+	}
+	if err != nil {
+		args = append(args, "error", err.Error())
+	}
+	e.log.event(slog.LevelInfo, "execute done", "", args...)
+}
+
 // call is one execution, prepared: everything both paths need.
 type call struct {
 	mode     string
 	workdir  string
 	python   native.Choice // project mode's interpreter
 	envOpts  shared.EnvOptions
+	envGen   int // the skill-env generation envOpts was built from
 	inject   []string
 	tools    *hostfuncs.Tools
 	timeout  time.Duration
@@ -267,7 +379,9 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	}
 	mode, ok := NormalizeMode(modeIn)
 	if !ok {
-		e.logf("execute_code: unknown mode %q, falling back to project", modeIn)
+		e.log.event(slog.LevelWarn, "unknown mode, falling back to project",
+			fmt.Sprintf("execute_code: unknown mode %q, falling back to project", modeIn),
+			"mode", modeIn)
 	}
 	wd := req.Workdir
 	if wd == "" {
@@ -308,20 +422,18 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 		c.approver = e.approver
 	}
 	web := e.cfg.Web
-	c.envOpts = shared.EnvOptions{
-		Passthrough: e.cfg.Terminal.EnvPassthrough,
-		Windows:     goruntime.GOOS == "windows",
-	}
-	if web.Search.APIKeyEnv != "" {
-		c.envOpts.Managed = []string{web.Search.APIKeyEnv}
-	}
+	c.envOpts, c.envGen = e.envOptions()
 	if refused := shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...); len(refused) > 0 {
-		e.logf("execute_code: refusing to pass through host-managed credentials %v", refused)
+		e.log.event(slog.LevelWarn, "passthrough refused",
+			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v", refused),
+			"names", refused, "source", "terminal.env_passthrough")
 	}
-	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
-		c.inject = append(c.inject, "TZ="+tz)
+	c.inject = e.inject()
+	toolEnv, dropped := shared.ScrubEnv(e.environ, c.envOpts)
+	if len(dropped) > 0 {
+		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", shared.DroppedHermesLine(dropped),
+			"names", dropped, "count", len(dropped))
 	}
-	toolEnv, _ := shared.ScrubEnv(e.environ, c.envOpts)
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
 		Env:     shared.MergeEnv(toolEnv, c.inject),
@@ -341,11 +453,12 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	if mode == shared.ModeProject {
 		c.python = native.Resolve(ctx, e.getenv)
 		for _, s := range c.python.Skipped {
-			e.logf("execute_code: skipped python %s", s)
+			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
 		}
 		if c.python.Path == "" {
 			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
-			e.logf("execute_code: %s", c.python.Describe())
+			e.log.event(slog.LevelWarn, "embedded interpreter fallback", "execute_code: "+c.python.Describe(),
+				"skipped", len(c.python.Skipped))
 		} else if len(c.python.Skipped) > 0 {
 			// Say so: a skipped virtualenv explains a missing package.
 			c.note = "Ran " + c.python.Describe() + " after skipping " + strings.Join(c.python.Skipped, "; ") + "."
@@ -378,7 +491,8 @@ func (e *Executor) request(c *call, code string) shared.Request {
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		Logf:          e.logf,
+		// The executor logs the dropped HERMES_* variables itself, as a
+		// structured event, once per call.
 	}
 }
 
@@ -466,13 +580,171 @@ func failed(mode string, err error) shared.Result {
 	}
 }
 
-// Close ends every session kernel, the warm pool and the compiled
-// interpreter. It is idempotent.
+// Close ends the executor: it interrupts every running call (reason "the
+// executor is shutting down"), ends every session kernel, warm-pool
+// interpreter and child process, waits until every running call has
+// returned, and frees the compiled interpreter. Calls made afterwards
+// return [ErrClosed]. The wait ends early when ctx is done (a tool handler
+// that ignores its context can hold a call open), and Close then returns
+// ctx's error. Close is idempotent: later calls return nil at once.
 func (e *Executor) Close(ctx context.Context) error {
 	var err error
 	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		cancels := slices.Collect(maps.Values(e.calls))
+		e.mu.Unlock()
+		for _, cancel := range cancels {
+			cancel(&shared.InterruptError{Reason: shutdownReason})
+		}
 		e.kernels.closeAll()
-		err = e.strict.Close(ctx)
+		waited := make(chan struct{})
+		go func() {
+			e.running.Wait()
+			close(waited)
+		}()
+		var werr error
+		select {
+		case <-waited:
+		case <-ctx.Done():
+			werr = fmt.Errorf("closing the executor: calls still running: %w", context.Cause(ctx))
+		}
+		err = errors.Join(werr, e.strict.Close(ctx))
 	})
 	return err
+}
+
+// shutdownReason is the interrupt reason of calls running at Close.
+const shutdownReason = "the executor is shutting down"
+
+// RegisterSkillEnv adds environment variables that a skill declares in
+// required_environment_variables: they pass through the env layer (to
+// scripts and terminal commands, in both modes) exactly like the names in
+// terminal.env_passthrough. Names of provider credentials the host manages
+// ([shared.ManagedCredentials] and web.search.api_key_env) and invalid
+// names (empty, or containing "=" or NUL) are not added: they are returned
+// in refused and logged as a warning event.
+//
+// Registration applies to calls, and to kernels, started afterwards: a
+// session kernel's environment is frozen when it starts, so a running
+// kernel sees a newly registered variable only after a reset. It is safe
+// for concurrent use.
+func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
+	var managed []string
+	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
+		managed = []string{v}
+	}
+	credentials := shared.RefusedPassthrough(names, managed...)
+	var invalid, added []string
+	e.mu.Lock()
+	for _, n := range names {
+		switch {
+		case n == "" || strings.ContainsAny(n, "=\x00"):
+			invalid = append(invalid, n)
+		case slices.Contains(credentials, n):
+		case slices.Contains(e.skillEnv, n) || slices.Contains(added, n):
+		default:
+			added = append(added, n)
+		}
+	}
+	if len(added) > 0 {
+		e.skillEnv = append(slices.Clone(e.skillEnv), added...)
+		e.skillGen++
+		e.refreshPool()
+	}
+	e.mu.Unlock()
+
+	if len(credentials) > 0 {
+		e.log.event(slog.LevelWarn, "skill environment variable refused",
+			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v registered by a skill", credentials),
+			"names", credentials, "reason", "host-managed credential")
+	}
+	if len(invalid) > 0 {
+		e.log.event(slog.LevelWarn, "skill environment variable refused",
+			fmt.Sprintf("execute_code: refusing invalid environment variable names %q registered by a skill", invalid),
+			"names", invalid, "reason", "invalid name")
+	}
+	if len(added) > 0 {
+		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added)
+	}
+	return append(credentials, invalid...)
+}
+
+// envOptions is the env layer's configuration for a call starting now,
+// and the skill-env generation it reflects.
+func (e *Executor) envOptions() (shared.EnvOptions, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.envOptionsLocked(), e.skillGen
+}
+
+func (e *Executor) envOptionsLocked() shared.EnvOptions {
+	o := shared.EnvOptions{
+		Passthrough: slices.Concat(e.cfg.Terminal.EnvPassthrough, e.skillEnv),
+		Windows:     goruntime.GOOS == "windows",
+	}
+	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
+		o.Managed = []string{v}
+	}
+	return o
+}
+
+// inject is the variables added to every interpreter's scrubbed
+// environment by configuration (TZ).
+func (e *Executor) inject() []string {
+	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
+		return []string{"TZ=" + tz}
+	}
+	return nil
+}
+
+// eventLog emits the executor's log events: to Options.Logger, or else as
+// text lines to Options.Logf.
+type eventLog struct {
+	logger *slog.Logger
+	logf   func(string, ...any)
+}
+
+func (l eventLog) enabled(level slog.Level) bool {
+	if l.logger != nil {
+		return l.logger.Enabled(context.Background(), level)
+	}
+	return l.logf != nil
+}
+
+// event emits one event: a stable message with its attributes (args are
+// key-value pairs, as for slog). line, when not empty, is the text that
+// Logf receives instead of "execute_code: <msg> key=value ...": the
+// historical text of events the CLI printed before there were attributes.
+func (l eventLog) event(level slog.Level, msg, line string, args ...any) {
+	if l.logger != nil {
+		l.logger.Log(context.Background(), level, msg, args...)
+		return
+	}
+	if l.logf == nil {
+		return
+	}
+	if line == "" {
+		line = formatEvent(msg, args)
+	}
+	l.logf("%s", line)
+}
+
+// formatEvent renders an event as "execute_code: msg key=value ...",
+// quoting values that are empty or contain spaces, quotes or "=".
+func formatEvent(msg string, args []any) string {
+	r := slog.NewRecord(time.Time{}, slog.LevelInfo, msg, 0)
+	r.Add(args...)
+	var b strings.Builder
+	b.WriteString("execute_code: ")
+	b.WriteString(msg)
+	r.Attrs(func(a slog.Attr) bool {
+		v := a.Value.Resolve().String()
+		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
+			v = strconv.Quote(v)
+		}
+		b.WriteString(" " + a.Key + "=" + v)
+		return true
+	})
+	return b.String()
 }

@@ -3,7 +3,8 @@ package executor
 import (
 	"context"
 	"errors"
-	goruntime "runtime"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -44,7 +45,12 @@ type kernels struct {
 	closed   bool
 	reaping  bool
 	stopReap chan struct{}
-	pool     *runtime.KernelPool
+	// background is the reaper and the closing of replaced pools: Close
+	// waits for them, so nothing touches an interpreter after it.
+	background sync.WaitGroup
+	pool       *runtime.KernelPool
+	poolGen    int // the skill-env generation of the pool's kernels
+	poolSize   int // code_execution.warm_pool once StartWarmPool ran; 0 before
 }
 
 func newKernels() *kernels {
@@ -93,6 +99,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 	en, reused := ks.get(key)
 	if en == nil {
 		k, err := e.startKernel(ctx, c)
+		if err != nil && ctx.Err() != nil {
+			return e.interruptedBeforeStart(ctx, c)
+		}
 		if err != nil {
 			err = errors.Join(errors.New("starting the session kernel"), err)
 			return failed(c.mode, err), err
@@ -168,10 +177,18 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 	}
 	e.kernels.mu.Lock()
 	pool := e.kernels.pool
+	if e.kernels.poolGen != c.envGen {
+		// Started before a skill registered a variable this call passes.
+		pool = nil
+	}
 	e.kernels.mu.Unlock()
 	if pool != nil {
 		k, _, err := pool.Get(ctx)
-		return k, err
+		if !errors.Is(err, runtime.ErrPoolClosed) {
+			return k, err
+		}
+		// Replaced (RegisterSkillEnv) or closed (Close) meanwhile: start
+		// one; after Close, that fails with the strict engine's error.
 	}
 	return e.strict.StartKernel(ctx, spec, false)
 }
@@ -180,48 +197,60 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 // scrubbed env plus the injected variables, as of now (SPEC §4: a kernel's
 // environment is frozen when it starts).
 func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
-	env, dropped := shared.ScrubEnv(e.environ, c.envOpts)
-	if line := shared.DroppedHermesLine(dropped); line != "" {
-		e.logf("%s", line)
-	}
-	env = shared.MergeEnv(env, append(slices.Clone(shared.BaseInject), c.inject...))
-	return shared.KernelSpec{Env: env, Workdir: c.workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB}
+	return e.spec(c.envOpts, c.inject, c.workdir)
+}
+
+func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
+	env, _ := shared.ScrubEnv(e.environ, opts)
+	env = shared.MergeEnv(env, append(slices.Clone(shared.BaseInject), inject...))
+	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB}
 }
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict
 // interpreters ready, so that a new session's first strict call does not
 // pay interpreter start-up. It returns at once; the pool fills in the
 // background and refills as sessions take from it, until Close. A pool
-// size of 0 does nothing.
+// size of 0 does nothing. Registering a skill variable
+// ([Executor.RegisterSkillEnv]) replaces the pool's interpreters, whose
+// environment is frozen.
 func (e *Executor) StartWarmPool(ctx context.Context) {
 	n := e.cfg.CodeExecution.WarmPool
 	if n <= 0 {
 		return
 	}
-	c := &call{mode: shared.ModeStrict, envOpts: shared.EnvOptions{
-		Passthrough: e.cfg.Terminal.EnvPassthrough,
-		Windows:     goruntime.GOOS == "windows",
-	}}
-	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
-		c.envOpts.Managed = []string{v}
-	}
-	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
-		c.inject = append(c.inject, "TZ="+tz)
-	}
 	go func() {
 		// Compile (or load) first, so the pool's kernels start fast.
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.logf("warm pool: %v", err)
+			e.log.event(slog.LevelError, "warm pool failed", fmt.Sprintf("warm pool: %v", err), "error", err.Error())
 			return
 		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		ks := e.kernels
 		ks.mu.Lock()
 		defer ks.mu.Unlock()
 		if ks.closed || ks.pool != nil {
 			return
 		}
-		ks.pool = e.strict.NewKernelPool(n, e.kernelSpec(c))
+		ks.poolSize = n
+		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(), ""))
+		ks.poolGen = e.skillGen
 	}()
+}
+
+// refreshPool replaces the warm pool, if any, with one whose kernels have
+// the environment of the current skill-env generation. e.mu is held.
+func (e *Executor) refreshPool() {
+	ks := e.kernels
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.closed || ks.pool == nil {
+		return
+	}
+	old := ks.pool
+	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(), ""))
+	ks.poolGen = e.skillGen
+	ks.background.Go(old.Close)
 }
 
 // Interrupt stops the running call of session, if any: it ends with status
@@ -296,7 +325,9 @@ func (e *Executor) evict(keep *kernelEntry) {
 		}
 		delete(ks.entries, victim.key)
 		ks.mu.Unlock()
-		e.logf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max)
+		e.log.event(slog.LevelInfo, "kernel evicted",
+			fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
+			"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
 		victim.k.Close()
 	}
 }
@@ -310,10 +341,12 @@ func (e *Executor) startReaper() {
 		return
 	}
 	ks.reaping = true
+	ks.background.Add(1)
 	ks.mu.Unlock()
 	idle := time.Duration(e.cfg.CodeExecution.KernelIdleTimeout) * time.Second
 	tick := min(max(idle/4, 50*time.Millisecond), 30*time.Second)
 	go func() {
+		defer ks.background.Done()
 		t := time.NewTicker(tick)
 		defer t.Stop()
 		for {
@@ -322,7 +355,9 @@ func (e *Executor) startReaper() {
 				return
 			case now := <-t.C:
 				for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }) {
-					e.logf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle)
+					e.log.event(slog.LevelInfo, "idle kernel closed",
+						fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
+						"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
 					en.k.Close()
 				}
 			}
@@ -407,7 +442,8 @@ func (ks *kernels) setIdle(session string, en *kernelEntry) {
 	ks.mu.Unlock()
 }
 
-// closeAll interrupts running calls and closes every kernel and the pool.
+// closeAll interrupts running calls, closes every kernel and the pool, and
+// waits for the reaper and for replaced pools to finish closing.
 func (ks *kernels) closeAll() {
 	ks.mu.Lock()
 	if ks.closed {
@@ -431,6 +467,7 @@ func (ks *kernels) closeAll() {
 		wg.Go(pool.Close)
 	}
 	wg.Wait()
+	ks.background.Wait()
 }
 
 // fifo is a lock granted in arrival order.

@@ -1,0 +1,542 @@
+package main
+
+// `hermes-wasm-exec mcp`: a Model Context Protocol server on stdin/stdout
+// with one tool, execute_code, that runs a script in a session kernel kept
+// for the connection. Logs go to stderr: stdout is the protocol.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// mcpToolName is the one tool the MCP server offers.
+const mcpToolName = "execute_code"
+
+// mcpApprovalKey names the approval question in a multi-round-trip
+// input request (MCP protocol 2026-07-28 and later).
+const mcpApprovalKey = "approve_command"
+
+// mcpMRTRVersion is the first MCP protocol version in which a server asks
+// the client only by returning input requests (multi round-trip requests,
+// SEP-2322), never with a request of its own while a call runs.
+const mcpMRTRVersion = "2026-07-28"
+
+func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stderr = &lockedWriter{w: stderr}
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	cfgPath := fs.String("config", "", "")
+	mode := fs.String("mode", "", "")
+	workdir := fs.String("workdir", "", "")
+	logLevel := fs.String("log-level", "info", "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...)
+		return exitUsage
+	}
+	if len(pos) > 0 {
+		return fail("unexpected argument %q (mcp takes only flags)", pos[0])
+	}
+	if *logLevel != "info" && *logLevel != "debug" {
+		return fail("--log-level must be info or debug, not %q", *logLevel)
+	}
+	if *mode != "" {
+		if _, ok := executor.NormalizeMode(*mode); !ok {
+			return fail("--mode must be strict or project, not %q", *mode)
+		}
+	}
+	wd := *workdir
+	if wd == "" {
+		wd = "."
+	}
+	if wd, err = filepath.Abs(wd); err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(wd); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a directory", wd)
+		}
+	}
+	if err != nil {
+		return fail("--workdir: %v", err)
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+		return exitUsage
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+	modeIn := *mode
+	if modeIn == "" {
+		modeIn = cfg.CodeExecution.Mode
+	}
+	effective, _ := executor.NormalizeMode(modeIn)
+
+	logf := func(string, ...any) {}
+	level := slog.LevelWarn
+	if *logLevel == "debug" {
+		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
+		level = slog.LevelDebug
+	}
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})
+	m := newMCPServer(ex, mcpOptions{
+		cfg: cfg, mode: effective, workdir: wd, logf: logf,
+		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: %v: shutting down\n", sig)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if effective == shared.ModeStrict {
+		ex.StartWarmPool(ctx)
+	}
+	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool %s, %s mode, working dir %s)\n", mcpToolName, effective, wd)
+	err = m.serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
+		logf("mcp: connection: %v", err)
+	}
+	m.stop()
+	// Bounded: a delegated tool that ignores its context must not hang the exit.
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 30*time.Second)
+	ex.Close(closeCtx)
+	cancelClose()
+	return exitOK
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpOptions configures the MCP server.
+type mcpOptions struct {
+	cfg     config.Config
+	mode    string // the mode scripts run in: strict or project
+	workdir string // absolute: the working dir the tools act on
+	logf    func(string, ...any)
+	logger  *slog.Logger // the SDK's; nil discards
+}
+
+// mcpServer is the execute_code tool over MCP: one session kernel per
+// connection.
+type mcpServer struct {
+	ex     *executor.Executor
+	opts   mcpOptions
+	server *mcp.Server
+
+	// ctx is the parent of every run (runs outlive the requests that start
+	// them while an approval is asked by multi round trip); stop cancels
+	// it with an interrupt.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	runs   sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*mcp.ServerSession]*mcpConn
+}
+
+// mcpConn is one MCP connection: its session kernel, and its runs waiting
+// for the answer to an approval question.
+type mcpConn struct {
+	session string // the executor session of this connection's kernel
+
+	mu      sync.Mutex
+	closed  bool
+	pending map[string]*mcpRun // by request state
+}
+
+// mcpRun is one execute_code call running in the executor.
+type mcpRun struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when res is set
+	res    shared.Result
+	asks   chan *mcpAsk // approval questions for the client (multi round trip)
+	asking *mcpAsk      // the question the client was sent (pending runs)
+}
+
+// mcpAsk is an approval question and where its answer goes (nil: none).
+type mcpAsk struct {
+	params *mcp.ElicitParams
+	answer chan *mcp.ElicitResult
+}
+
+func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
+	if opts.logf == nil {
+		opts.logf = func(string, ...any) {}
+	}
+	logger := opts.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	m := &mcpServer{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}}
+	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: Version}, &mcp.ServerOptions{
+		Logger:       logger,
+		Capabilities: &mcp.ServerCapabilities{},
+		Instructions: "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",
+	})
+	mcp.AddTool(m.server, &mcp.Tool{
+		Name:        mcpToolName,
+		Title:       "Run Python with the hermes tools",
+		Description: mcpDescription(opts),
+		Annotations: &mcp.ToolAnnotations{Title: "Run Python with the hermes tools", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, m.executeCode)
+	return m
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mcpDescription is execute_code's description: what a model needs to
+// write a script for it.
+func mcpDescription(o mcpOptions) string {
+	var b strings.Builder
+	b.WriteString("Run a Python script and get back only what it prints. The script imports tools with `from hermes_tools import read_file, search_files, terminal, ...`, calls them in loops with logic in between, and prints just the result: a long chain of tool calls becomes one step. ")
+	switch o.mode {
+	case shared.ModeStrict:
+		b.WriteString("Mode: strict: CPython 3.12 in a WebAssembly sandbox, standard library only, no host files, network or processes except through the tools. ")
+	default:
+		b.WriteString("Mode: project: the host's own python in the working dir, so the project's modules and installed packages import. ")
+	}
+	fmt.Fprintf(&b, "The tools act on the working dir %s.\n\n", o.workdir)
+	b.WriteString("Tools (each returns a dict; a failure is a dict with an \"error\" key, it does not raise; print(read_file.__doc__) shows a tool's result keys):\n")
+	for _, s := range shared.Signatures() {
+		b.WriteString("  " + s + "\n")
+	}
+	b.WriteString("Helpers, also from hermes_tools: json_parse(text), shell_quote(s), retry(fn, max_attempts=3, delay=2).\n\n")
+	c := o.cfg.CodeExecution
+	fmt.Fprintf(&b, "Limits per call: %d s wall clock (the script is killed after), %d tool calls (later calls return an error dict), stdout %d bytes (longer output keeps its head and tail; the full text is saved to a file named in the result). Print summaries, not whole files.\n\n",
+		c.Timeout, c.MaxToolCalls, shared.StdoutLimits("").Max)
+	b.WriteString("State persists between calls: variables, imports and loaded data stay in this connection's kernel. Pass reset=true to start fresh. A timeout, an error that kills the interpreter or sys.exit loses the state")
+	if c.KernelIdleTimeout > 0 {
+		fmt.Fprintf(&b, ", and so do %d idle minutes", (c.KernelIdleTimeout+59)/60)
+	}
+	b.WriteString(".\n\n")
+	switch o.cfg.Approvals.Mode {
+	case config.ApprovalsOff:
+		b.WriteString("terminal() runs any command (approvals are off).")
+	case config.ApprovalsDeny:
+		b.WriteString("Dangerous terminal() commands (recursive deletes, sudo, force pushes, curl | sh, ...) are refused (approvals.mode deny): find another way.")
+	default:
+		b.WriteString("Dangerous terminal() commands (recursive deletes, sudo, force pushes, curl | sh, ...) need the user's approval, asked through the MCP client; a client without elicitation cannot ask, so they are refused.")
+	}
+	b.WriteString(" The result's text is the output; its structured content is the whole result (status, error, hint, tool_calls, ...).")
+	return b.String()
+}
+
+// executeCodeInput is execute_code's input.
+type executeCodeInput struct {
+	Code  string `json:"code" jsonschema:"the Python script to run; print what you want back"`
+	Reset bool   `json:"reset,omitempty" jsonschema:"discard the kernel's state (variables, imports) and start fresh before running"`
+}
+
+// serve serves one connection until it ends (or ctx is done), then
+// closes its kernel.
+func (m *mcpServer) serve(ctx context.Context, t mcp.Transport) error {
+	ss, err := m.server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { ss.Close() })
+	defer stop()
+	err = ss.Wait()
+	m.disconnect(ss)
+	return err
+}
+
+// conn returns the state of ss's connection, creating it on first use.
+func (m *mcpServer) conn(ss *mcp.ServerSession) *mcpConn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.conns[ss]
+	if c == nil {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		c = &mcpConn{session: "mcp-" + hex.EncodeToString(b), pending: map[string]*mcpRun{}}
+		m.conns[ss] = c
+		m.opts.logf("mcp: a connection opened: session %s", c.session)
+	}
+	return c
+}
+
+// disconnect ends a connection: its runs waiting for an approval are
+// interrupted and its kernel closed. Its state stays, closed, so that a
+// late request of it cannot start a new kernel.
+func (m *mcpServer) disconnect(ss *mcp.ServerSession) {
+	c := m.conn(ss)
+	c.mu.Lock()
+	c.closed = true
+	pending := c.pending
+	c.pending = map[string]*mcpRun{}
+	c.mu.Unlock()
+	for _, run := range pending {
+		run.cancel(&shared.InterruptError{Reason: "the MCP client disconnected"})
+	}
+	m.ex.Interrupt(c.session, "the MCP client disconnected")
+	m.ex.CloseSession(context.Background(), c.session)
+	m.opts.logf("mcp: a connection closed: session %s", c.session)
+}
+
+// stop interrupts every run and waits (a bounded time) for them to end.
+func (m *mcpServer) stop() {
+	m.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+	done := make(chan struct{})
+	go func() {
+		m.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+	}
+}
+
+// executeCode is the execute_code tool. A call either starts a run, or
+// (a multi-round-trip retry carrying the answer to an approval question)
+// resumes one; then it waits for the run to end or to ask a question.
+func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, in executeCodeInput) (*mcp.CallToolResult, any, error) {
+	c := m.conn(req.Session)
+	var run *mcpRun
+	if state := req.Params.RequestState; state != "" {
+		c.mu.Lock()
+		run = c.pending[state]
+		delete(c.pending, state)
+		c.mu.Unlock()
+		if run == nil {
+			return nil, nil, errors.New("this call's approval question is no longer pending (it timed out, or was answered); call execute_code again")
+		}
+		var answer *mcp.ElicitResult
+		if r, ok := req.Params.InputResponses[mcpApprovalKey].(*mcp.ElicitResult); ok {
+			answer = r
+		}
+		run.asking.answer <- answer
+		run.asking = nil
+	} else {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return nil, nil, errors.New("the connection is closed")
+		}
+		run = m.start(c, req, in)
+	}
+	select {
+	case <-run.done:
+		return mcpToolResult(run.res), run.res, nil
+	case ask := <-run.asks:
+		// Protocol 2026-07-28 and later: the question goes back as an
+		// input request, and the client retries the call with the answer
+		// while the script waits.
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		state := hex.EncodeToString(b)
+		run.asking = ask
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			ask.answer <- nil
+			return nil, nil, errors.New("the connection is closed")
+		}
+		c.pending[state] = run
+		c.mu.Unlock()
+		go func() {
+			// Forget the question once the run ends without an answer
+			// (the approval timed out).
+			<-run.done
+			c.mu.Lock()
+			if c.pending[state] == run {
+				delete(c.pending, state)
+			}
+			c.mu.Unlock()
+		}()
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{mcpApprovalKey: ask.params},
+			RequestState:  state,
+		}, nil, nil
+	case <-ctx.Done():
+		run.cancel(&shared.InterruptError{Reason: "the MCP client cancelled the call"})
+		return nil, nil, context.Cause(ctx)
+	}
+}
+
+// start starts a run of in for connection c, asking approvals through the
+// client that made req.
+func (m *mcpServer) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput) *mcpRun {
+	ctx, cancel := context.WithCancelCause(m.ctx)
+	run := &mcpRun{cancel: cancel, done: make(chan struct{}), asks: make(chan *mcpAsk)}
+	ask := m.approver(req, run)
+	ereq := executor.Request{
+		Code:     strings.TrimPrefix(in.Code, "\ufeff"),
+		Mode:     m.opts.mode,
+		Workdir:  m.opts.workdir,
+		Session:  c.session,
+		Reset:    in.Reset,
+		Kind:     executor.KindCLI,
+		Approver: executor.ApproverFunc(ask),
+	}
+	m.runs.Add(1)
+	go func() {
+		defer m.runs.Done()
+		defer cancel(nil)
+		start := time.Now()
+		res, err := m.ex.Execute(ctx, ereq)
+		if err != nil {
+			m.opts.logf("mcp: execute_code: %v", err)
+		}
+		m.opts.logf("mcp: execute_code session=%s status=%s in %v", c.session, res.Status, time.Since(start).Round(time.Millisecond))
+		run.res = res
+		close(run.done)
+	}()
+	return run
+}
+
+// errNoElicitation is why a dangerous command cannot be approved when the
+// client cannot be asked.
+var errNoElicitation = errors.New("this MCP client does not support elicitation, so nobody can be asked; such commands run only with approvals.mode: off in the hermes-wasm-exec config")
+
+// approver asks the user behind the MCP client to approve a dangerous
+// command, with an elicitation: a request of its own on protocol versions
+// before 2026-07-28, an input request of the call (handed to the waiting
+// executeCode through run.asks) from that version on.
+func (m *mcpServer) approver(req *mcp.CallToolRequest, run *mcpRun) func(context.Context, executor.ApprovalRequest) (executor.Decision, error) {
+	caps := req.ClientCapabilities()
+	elicit := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+	mrtr := req.ProtocolVersion() >= mcpMRTRVersion
+	ss := req.Session
+	return func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
+		if !elicit {
+			return executor.Decision{}, errNoElicitation
+		}
+		params := approvalQuestion(ar)
+		var res *mcp.ElicitResult
+		if !mrtr {
+			var err error
+			if res, err = ss.Elicit(ctx, params); err != nil {
+				return executor.Decision{}, err
+			}
+		} else {
+			ask := &mcpAsk{params: params, answer: make(chan *mcp.ElicitResult, 1)}
+			select {
+			case run.asks <- ask:
+			case <-ctx.Done():
+				return executor.Decision{}, context.Cause(ctx)
+			}
+			select {
+			case res = <-ask.answer:
+			case <-ctx.Done():
+				return executor.Decision{}, context.Cause(ctx)
+			}
+			if res == nil {
+				return executor.Decision{}, errors.New("the client retried the call without an answer")
+			}
+		}
+		return approvalDecision(res), nil
+	}
+}
+
+// approvalQuestion is the elicitation asking to approve ar.
+func approvalQuestion(ar executor.ApprovalRequest) *mcp.ElicitParams {
+	msg := "The script wants to run a command that needs approval"
+	if ar.Reason != "" {
+		msg += " (" + ar.Reason + ")"
+	}
+	msg += ":\n\n    " + ar.Command + "\n\nAccept to run it, decline to refuse it."
+	if ar.Type == executor.ApproveScript {
+		msg = "Approve running this script?\n\n" + ar.Code
+	}
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: msg,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"scope": map[string]any{
+					"type":        "string",
+					"title":       "Approve for",
+					"description": "once: this command only; session: commands like it for the rest of this connection; always: while the server runs",
+					"enum":        []string{executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways},
+					"default":     executor.ScopeOnce,
+				},
+			},
+		},
+	}
+}
+
+// approvalDecision reads the client's answer: accept approves (with the
+// scope chosen, once by default), decline and cancel refuse.
+func approvalDecision(res *mcp.ElicitResult) executor.Decision {
+	if res == nil || res.Action != "accept" {
+		return executor.Decision{}
+	}
+	scope, _ := res.Content["scope"].(string)
+	switch scope {
+	case executor.ScopeSession, executor.ScopeAlways:
+	default:
+		scope = executor.ScopeOnce
+	}
+	return executor.Decision{Approved: true, Scope: scope}
+}
+
+// mcpToolResult is execute_code's result: the output as text (with what a
+// failure adds), the whole result as structured content, and isError for
+// any status but success.
+func mcpToolResult(res shared.Result) *mcp.CallToolResult {
+	text := res.Output
+	var extra []string
+	if res.Status != shared.StatusSuccess {
+		extra = append(extra, "[status: "+res.Status+"]")
+		if res.Error != "" && !strings.Contains(text, res.Error) {
+			extra = append(extra, "error: "+res.Error)
+		}
+		if res.Hint != "" {
+			extra = append(extra, "hint: "+res.Hint)
+		}
+	}
+	if res.Warning != "" {
+		extra = append(extra, "warning: "+res.Warning)
+	}
+	if res.Kernel != nil && res.Kernel.Note != "" && !strings.Contains(res.Error, res.Kernel.Note) {
+		extra = append(extra, "note: "+res.Kernel.Note)
+	}
+	if len(extra) > 0 {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += strings.Join(extra, "\n")
+	}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: res.Status != shared.StatusSuccess,
+	}
+}

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// mcpEnv is an in-process MCP server on a working dir with a small
+// project, and the executor behind it.
+type mcpEnv struct {
+	t       *testing.T
+	workdir string
+	m       *mcpServer
+	ctx     context.Context
+}
+
+// newMCPEnv starts no connection yet: see connect. The environment
+// (HERMES_HOME, TMPDIR) is the test's own, so the test cannot be parallel.
+func newMCPEnv(t *testing.T, mode string, edit func(*config.Config)) *mcpEnv {
+	t.Helper()
+	e := newEnvIn(t, strictMode) // HERMES_HOME, TMPDIR (checked empty), workdir
+	for name, content := range map[string]string{
+		"app/main.py":  "from app.util import helper\n\n\ndef main():\n    return helper()\n",
+		"app/util.py":  "def helper():\n    return 42\n\n\ndef unused():\n    pass\n",
+		"app/data.txt": "def is not code here\n",
+		"notes.txt":    "hello\nsecond line\nthird line\n",
+	} {
+		p := filepath.Join(e.workdir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	cfg := config.Default()
+	cfg.CodeExecution.WarmPool = 0
+	if edit != nil {
+		edit(&cfg)
+	}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: e.home})
+	m := newMCPServer(ex, mcpOptions{cfg: cfg, mode: mode, workdir: e.workdir})
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cleanups run last-in first-out: the connections end, then the
+	// server stops and the executor closes, then the temp dir check.
+	t.Cleanup(func() {
+		cancel()
+		m.stop()
+		require.NoError(t, ex.Close(context.Background()))
+	})
+	return &mcpEnv{t: t, workdir: e.workdir, m: m, ctx: ctx}
+}
+
+// connect opens a connection with a client; served is closed when the
+// server side of it has ended (and its kernel is closed).
+func (e *mcpEnv) connect(opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions) (cs *mcp.ClientSession, served chan struct{}) {
+	t := e.t
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	served = make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = e.m.serve(e.ctx, st)
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, opts)
+	cs, err := client.Connect(e.ctx, ct, sessOpts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cs.Close()
+		select {
+		case <-served:
+		case <-time.After(time.Minute):
+			t.Error("the server did not end the connection")
+		}
+	})
+	return cs, served
+}
+
+// callCode calls execute_code and returns its text, its structured result
+// and isError.
+func callCode(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, result, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: args})
+	require.NoError(t, err)
+	require.Len(t, res.Content, 1)
+	text, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok, "the content is text: %#v", res.Content[0])
+	var r result
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &r), string(b))
+	}
+	return text.Text, r, res.IsError
+}
+
+// mcpScript reads and searches files of the working dir through the
+// tools, and keeps what it found in a global for the next call.
+const mcpScript = `from hermes_tools import read_file, search_files
+found = search_files(r"^def ", path="app", file_glob="*.py")
+defs = sorted((m["path"].replace("\\", "/").split("app/")[-1], m["line"]) for m in found["matches"])
+notes = read_file("notes.txt")
+print(defs)
+print(notes["total_lines"], "hello" in notes["content"])
+`
+
+func TestMCP(t *testing.T) {
+	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+		t.Run(mode, func(t *testing.T) { mcpTests(t, mode) })
+	}
+}
+
+func mcpTests(t *testing.T, mode string) {
+	e := newMCPEnv(t, mode, nil)
+	cs, served := e.connect(nil, nil)
+	ctx := context.Background()
+
+	// Exactly one tool, described well enough to write a script for it.
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	tool := tools.Tools[0]
+	require.Equal(t, "execute_code", tool.Name)
+	for _, s := range shared.Signatures() {
+		require.Contains(t, tool.Description, s)
+	}
+	for _, want := range []string{
+		"read_file(path: str", "search_files(pattern: str", "json_parse(text), shell_quote(s), retry(fn, max_attempts=3, delay=2)",
+		"Mode: " + mode, e.workdir, "300 s wall clock", "50 tool calls", "stdout 50000 bytes", "reset=true",
+		"need the user's approval",
+	} {
+		require.Contains(t, tool.Description, want)
+	}
+	schema, err := json.Marshal(tool.InputSchema)
+	require.NoError(t, err)
+	var in struct {
+		Type       string                     `json:"type"`
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(schema, &in))
+	require.Equal(t, "object", in.Type)
+	require.Equal(t, []string{"code"}, in.Required)
+	require.Len(t, in.Properties, 2)
+	require.Contains(t, string(in.Properties["code"]), `"string"`)
+	require.Contains(t, string(in.Properties["reset"]), `"boolean"`)
+
+	// A script calling read_file and search_files on the working dir.
+	text, res, isErr := callCode(t, cs, map[string]any{"code": mcpScript})
+	require.False(t, isErr, text)
+	require.Equal(t, "[('main.py', 4), ('util.py', 1), ('util.py', 5)]\n3 True\n", text)
+	require.Equal(t, "success", res.Status)
+	require.Equal(t, text, res.Output)
+	require.Equal(t, mode, res.Mode)
+	require.Equal(t, 2, res.ToolCallsMade)
+	require.Len(t, res.ToolCalls, 2)
+	require.Equal(t, "search_files", res.ToolCalls[0].Tool)
+	require.Equal(t, "read_file", res.ToolCalls[1].Tool)
+	require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+
+	// One kernel per connection: the second call sees the first's state.
+	text, res, isErr = callCode(t, cs, map[string]any{"code": "print(len(defs), notes['total_lines'])"})
+	require.False(t, isErr, text)
+	require.Equal(t, "3 3\n", text)
+	require.True(t, kernelOf(t, res).Reused)
+	require.Equal(t, 2, kernelOf(t, res).ExecutionCount)
+
+	// An exception: isError, the traceback in the text, the state kept.
+	text, res, isErr = callCode(t, cs, map[string]any{"code": "raise ValueError('boom')"})
+	require.True(t, isErr)
+	require.Equal(t, "error", res.Status)
+	require.Contains(t, text, "ValueError: boom")
+	require.Contains(t, text, "[status: error]")
+	text, _, isErr = callCode(t, cs, map[string]any{"code": "print(len(defs))"})
+	require.False(t, isErr, text)
+	require.Equal(t, "3\n", text)
+
+	// Another connection has a kernel of its own.
+	other, otherServed := e.connect(nil, nil)
+	text, _, isErr = callCode(t, other, map[string]any{"code": "print('defs' in globals())"})
+	require.False(t, isErr, text)
+	require.Equal(t, "False\n", text)
+
+	// reset starts fresh.
+	text, res, isErr = callCode(t, cs, map[string]any{"code": "print(defs)", "reset": true})
+	require.True(t, isErr)
+	require.Contains(t, text, "NameError")
+	require.Equal(t, "error", res.Status)
+	require.True(t, kernelOf(t, res).StateReset)
+	require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+
+	// Bad input never reaches the executor.
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"reset": true}})
+	require.NoError(t, err)
+	require.True(t, r.IsError)
+	require.Contains(t, r.Content[0].(*mcp.TextContent).Text, "code")
+
+	// A connection's end closes its kernel: the server side of it ends.
+	require.NoError(t, other.Close())
+	select {
+	case <-otherServed:
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not end the closed connection")
+	}
+	select {
+	case <-served:
+		t.Fatal("the first connection ended too")
+	default:
+	}
+}
+
+// TestMCPLimits: the timeout kills the kernel and says so, and the
+// description states the configured limits and approvals.
+func TestMCPLimits(t *testing.T) {
+	e := newMCPEnv(t, shared.ModeStrict, func(c *config.Config) {
+		c.CodeExecution.Timeout = 2
+		c.CodeExecution.MaxToolCalls = 1
+		c.Approvals.Mode = config.ApprovalsOff
+	})
+	cs, _ := e.connect(nil, nil)
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	desc := tools.Tools[0].Description
+	require.Contains(t, desc, "2 s wall clock")
+	require.Contains(t, desc, "1 tool calls")
+	require.Contains(t, desc, "approvals are off")
+
+	text, _, isErr := callCode(t, cs, map[string]any{"code": "x = 1"})
+	require.False(t, isErr, text)
+	text, res, isErr := callCode(t, cs, map[string]any{"code": "while True: pass"})
+	require.True(t, isErr)
+	require.Equal(t, "timeout", res.Status)
+	require.Contains(t, text, "Script timed out after 2s")
+	require.Contains(t, text, "state")
+	require.True(t, kernelOf(t, res).Ended)
+	text, _, _ = callCode(t, cs, map[string]any{"code": "from hermes_tools import read_file\nprint(read_file('notes.txt')['total_lines'])\nprint(read_file('notes.txt').get('error'))\nprint(globals().get('x'))"})
+	require.Equal(t, "3\nTool call limit reached (1). No more tool calls allowed in this execution.\nNone\n", text)
+}
+
+// TestMCPApprovals: a dangerous terminal command is asked about with an
+// elicitation, by multi round trip (protocol 2026-07-28) or with the
+// server's own request (earlier versions); a client without elicitation
+// cannot approve it, and the message says how to allow such commands.
+func TestMCPApprovals(t *testing.T) {
+	e := newMCPEnv(t, shared.ModeStrict, nil)
+	build := filepath.Join(e.workdir, "build")
+	const rm = "from hermes_tools import terminal\nr = terminal('rm -rf ./build')\nprint(r.get('error'))\nprint('after')\n"
+
+	require.NoError(t, os.MkdirAll(build, 0o755))
+	plain, _ := e.connect(nil, nil)
+	text, res, isErr := callCode(t, plain, map[string]any{"code": rm})
+	require.False(t, isErr, text)
+	require.Contains(t, text, "Command blocked: `rm -rf ./build` needs approval (recursive delete)")
+	require.Contains(t, text, "does not support elicitation")
+	require.Contains(t, text, "approvals.mode: off")
+	require.True(t, strings.HasSuffix(text, "after\n"), text)
+	require.False(t, res.Blocked, "the script itself needs no approval")
+	require.DirExists(t, build)
+
+	type asked struct {
+		msg string
+	}
+	for _, tc := range []struct {
+		name     string
+		protocol string // empty: the SDK's latest
+		action   string
+		scope    string
+		removed  bool
+	}{
+		{"multi round trip, accepted", "", "accept", "once", true},
+		{"multi round trip, declined", "", "decline", "", false},
+		{"server request, accepted", "2025-11-25", "accept", "session", true},
+		{"server request, cancelled", "2025-06-18", "cancel", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.MkdirAll(build, 0o755))
+			asks := make(chan asked, 10)
+			opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asks <- asked{req.Params.Message}
+				r := &mcp.ElicitResult{Action: tc.action}
+				if tc.scope != "" {
+					r.Content = map[string]any{"scope": tc.scope}
+				}
+				return r, nil
+			}}
+			var sopts *mcp.ClientSessionOptions
+			if tc.protocol != "" {
+				sopts = &mcp.ClientSessionOptions{ProtocolVersion: tc.protocol}
+			}
+			cs, _ := e.connect(opts, sopts)
+			want := tc.protocol
+			if want == "" {
+				want = mcpMRTRVersion
+			}
+			require.Equal(t, want, cs.InitializeResult().ProtocolVersion)
+			code := rm + "print(terminal('echo still here')['output'].strip())\n"
+			text, res, isErr := callCode(t, cs, map[string]any{"code": code})
+			require.False(t, isErr, text)
+			require.Equal(t, "success", res.Status)
+			require.Len(t, asks, 1, "one question, for the dangerous command only")
+			q := <-asks
+			require.Contains(t, q.msg, "rm -rf ./build")
+			require.Contains(t, q.msg, "recursive delete")
+			if tc.removed {
+				require.Equal(t, "None\nafter\nstill here\n", text)
+				require.NoDirExists(t, build)
+			} else {
+				require.Contains(t, text, "Command blocked: `rm -rf ./build` needs approval (recursive delete) and was denied.")
+				require.DirExists(t, build)
+			}
+			if tc.scope == "session" {
+				// Remembered for this connection's session.
+				require.NoError(t, os.MkdirAll(build, 0o755))
+				text, _, _ = callCode(t, cs, map[string]any{"code": rm})
+				require.Equal(t, "None\nafter\n", text)
+				require.Empty(t, asks)
+			}
+			if tc.protocol == "" && tc.action == "accept" {
+				// Two questions in one call, each its own round trip.
+				require.NoError(t, os.MkdirAll(filepath.Join(e.workdir, "dist"), 0o755))
+				require.NoError(t, os.MkdirAll(build, 0o755))
+				two := "from hermes_tools import terminal\nprint(terminal('rm -rf ./build').get('error'))\nprint(terminal('rm -rf ./dist').get('error'))\n"
+				text, _, _ = callCode(t, cs, map[string]any{"code": two})
+				require.Equal(t, "None\nNone\n", text)
+				require.Len(t, asks, 2)
+				require.NoDirExists(t, build)
+				require.NoDirExists(t, filepath.Join(e.workdir, "dist"))
+			}
+		})
+	}
+}
+
+// TestMCPCommand runs `mcp` as a process (the test binary acting as the
+// CLI) over stdin/stdout with the SDK's command transport.
+func TestMCPCommand(t *testing.T) {
+	t.Parallel()
+	home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(workdir, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+	conf := filepath.Join(home, "config.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 0\n"), 0o600))
+	cmd := exec.Command(os.Args[0], "mcp", "--mode", "strict", "--workdir", workdir, "--config", conf, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+home, "TMPDIR="+tmp)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, stderr.String())
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	require.Contains(t, tools.Tools[0].Description, "Mode: strict")
+	text, res, isErr := callCode(t, cs, map[string]any{"code": "from hermes_tools import read_file\nlines = read_file('notes.txt')['total_lines']\nprint(lines)"})
+	require.False(t, isErr, text)
+	require.Equal(t, "2\n", text)
+	require.Equal(t, "strict", res.Mode)
+	text, _, _ = callCode(t, cs, map[string]any{"code": "print(lines * 21)"})
+	require.Equal(t, "42\n", text)
+	require.NoError(t, cs.Close())
+	require.Equal(t, 0, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool execute_code, strict mode, working dir "+workdir+")")
+	require.Contains(t, stderr.String(), "debug: mcp: a connection closed: session mcp-")
+	left, _ := os.ReadDir(tmp)
+	require.Empty(t, left, "temp dirs left behind")
+}
+
+func TestMCPUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "extra"}, "unexpected argument"},
+		{[]string{"mcp", "--mode", "sandbox"}, "--mode must be strict or project"},
+		{[]string{"mcp", "--log-level", "trace"}, "--log-level must be info or debug"},
+		{[]string{"mcp", "--workdir", filepath.Join(t.TempDir(), "missing")}, "--workdir"},
+		{[]string{"mcp", "--bogus"}, "flag provided but not defined"},
+	} {
+		code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, tc.want, tc.args)
+	}
+	// End of input ends the server, with exit code 0 and nothing but the
+	// protocol on stdout.
+	code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", "mcp", "--mode", "strict")
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, stdout)
+	var out strings.Builder
+	require.Equal(t, 0, Run([]string{"help"}, nil, &out, &out))
+	require.Contains(t, out.String(), "mcp [flags]")
+	require.Contains(t, out.String(), "mcp flags:")
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeFromPython runs testdata/clients/serve_demo.py, the Python agent
+// host example of the README: a session kernel, a delegated web_search and
+// a denied approval, through `serve` (the test binary acting as the CLI).
+func TestServeFromPython(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs python3 to run the Python client")
+	}
+	forModes(t, []runMode{strictMode, projectUnix}, func(t *testing.T, m runMode) {
+		e := newEnvIn(t, m)
+		cmd := exec.Command(python, "serve_demo.py", m.mode, os.Args[0], "serve", "--rpc-transport", "unix")
+		cmd.Dir = filepath.Join("..", "..", "testdata", "clients")
+		cmd.Env = append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+e.home, "TMPDIR="+e.tmp)
+		out, err := cmd.Output()
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		require.NoError(t, err, stderr)
+		require.JSONEq(t, `{"state": ["42", 2], "delegated": "From the host: wasm", "blocked": [true, true], "asked": ["script"]}`, string(out))
+	})
+}

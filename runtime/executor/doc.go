@@ -1,0 +1,95 @@
+// Package executor runs agent-written Python scripts: it picks the mode,
+// wires the tools and the shared limits, and returns the result of SPEC §6.
+// It is the one entry point the CLI and embedders use; the engines it
+// dispatches to never import it.
+//
+// # Embedding
+//
+// Import this package, config (for the configuration struct) and
+// runtime/shared (for the result type and [shared.InterruptError]):
+//
+//	import (
+//		"github.com/hermes-agent/hermes-wasm-exec/config"
+//		"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+//		"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+//	)
+//
+// No wazero type appears in these APIs. The interpreter is embedded with
+// go:embed from pyodide-assets/dist, which `make assets` fills (the module
+// itself is never committed), so build the embedding program against a
+// checkout where it has run, for instance through a replace directive as
+// testdata/embed does, or point $HERMES_WASM_INTERPRETER at a verified
+// copy. The program then needs no file at run time.
+//
+// # Lifecycle
+//
+// [New] takes [Options], all optional: nil Config means config.Default(),
+// so no config file is read unless the embedder loads one with the config
+// package. Change defaults by editing the struct config.Default() returns.
+// The first strict run of a process loads the compiled interpreter from
+// the on-disk cache ($HERMES_HOME/cache/wasm, or $HERMES_WASM_CACHE_DIR),
+// compiling it once per machine; [Executor.Warm] does that ahead of time.
+//
+// [Executor.Execute] runs one [Request] and returns a [shared.Result], the
+// JSON object of SPEC §6. Without Request.Session the script runs in a
+// fresh interpreter; with it, in that session's kernel, whose globals and
+// imports persist between calls. [Executor.CloseSession] disposes a
+// session's kernels; [Executor.StartWarmPool] keeps strict interpreters
+// ready for new sessions.
+//
+// [Executor.Close] ends the executor: it interrupts running calls, ends
+// every session kernel, warm-pool interpreter and child process, waits for
+// the running calls to return (until its ctx is done) and frees the
+// compiled interpreter. It is idempotent; calls after it return
+// [ErrClosed].
+//
+// # Concurrency
+//
+// An Executor is safe for concurrent use. Calls of different sessions (and
+// one-shot calls) run concurrently; calls of one session queue in arrival
+// order. [Executor.Interrupt] stops a session's running call from another
+// goroutine; cancelling the ctx given to Execute interrupts that call,
+// with the reason of a *[shared.InterruptError] cause
+// (context.WithCancelCause). Tool handlers and approvers are called from
+// the goroutines running scripts, possibly concurrently (project-mode
+// scripts may call tools from several threads).
+//
+// # Customizing
+//
+//   - Tools: [Options].Tools (or Request.ToolHandlers, per call) replaces
+//     any of the seven tools with a [ToolHandler] that takes the same
+//     arguments and returns the same result shape; Request.Tools restricts
+//     the enabled set.
+//   - Approvals: an [Approver] ([Options].Approver, or Request.Approver)
+//     answers the approval requests of SPEC §8; [ApproverFunc] adapts a
+//     function.
+//   - Environment: [Options].SkillEnv and [Executor.RegisterSkillEnv] let
+//     skills pass the variables they declare (required_environment_variables)
+//     like terminal.env_passthrough; host-managed provider credentials are
+//     refused with a warning.
+//
+// # Log events
+//
+// [Options].Logger receives structured events (log/slog), each with a
+// stable message:
+//
+//   - "execute done" (info): session, mode, status, duration, tool_calls,
+//     and blocked or error when set; one per Execute call.
+//   - "tool call" (debug): session, tool, duration_ms, ok; one per tool
+//     call, after the Execute call that made it.
+//   - "dropped HERMES_* variables" (debug): names, count.
+//   - "passthrough refused" (warn): names of terminal.env_passthrough that
+//     are host-managed credentials.
+//   - "skill environment variable refused" (warn): names, reason.
+//   - "skill environment variables registered" (info): names.
+//   - "unknown mode, falling back to project" (warn): mode.
+//   - "python skipped" (info): candidate (path, source and why).
+//   - "embedded interpreter fallback" (warn): project mode found no usable
+//     python.
+//   - "kernel evicted" (info): session, mode, reason "lru",
+//     max_session_kernels.
+//   - "idle kernel closed" (info): session, mode, kernel_idle_timeout.
+//   - "warm pool failed" (error): error.
+//
+// Without a Logger, [Options].Logf receives the same events as text lines.
+package executor

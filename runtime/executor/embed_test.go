@@ -1,0 +1,66 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// TestEmbedProgram builds and runs testdata/embed, a separate module that
+// embeds the executor the way a third-party program would (through a
+// replace directive to this checkout): it replaces web_search with its own
+// handler and prints the result JSON of a strict script that calls it.
+func TestEmbedProgram(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH, so the embedding program cannot be built: " + err.Error())
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(root, "pyodide-assets", "dist", "python.wasm")); err != nil {
+		t.Fatalf("the interpreter is not in pyodide-assets/dist (%v): run `make assets` first; the embedding program embeds it from this checkout", err)
+	}
+
+	env := []string{}
+	for _, kv := range os.Environ() {
+		// The program's module is built as its own: no workspace, and no
+		// GOFLAGS (-mod=mod would hide a stale go.sum).
+		if !strings.HasPrefix(kv, "GOFLAGS=") && !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "HERMES_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GOWORK=off", "HERMES_HOME="+t.TempDir())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "run", "-mod=readonly", ".")
+	cmd.Dir = filepath.Join(root, "testdata", "embed")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if strings.Contains(stderr.String(), "go.mod") || strings.Contains(stderr.String(), "go.sum") {
+		t.Fatalf("testdata/embed's module files are stale (the main module's requirements changed?): run `cd testdata/embed && go mod tidy`\n%s", stderr.String())
+	}
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+
+	var res shared.Result
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "strict", res.Mode)
+	require.Equal(t, "1 Embedded result one for wasm sandboxes https://example.com/1\n2 Embedded result two for wasm sandboxes https://example.com/2\n", res.Output)
+	require.Equal(t, 1, res.ToolCallsMade)
+	require.Equal(t, []shared.ToolCall{{Tool: "web_search", DurationMS: res.ToolCalls[0].DurationMS, OK: true}}, res.ToolCalls)
+	require.Contains(t, stderr.String(), `msg="execute done"`, "the program's slog logger got the event")
+}

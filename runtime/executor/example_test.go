@@ -1,0 +1,195 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// The examples keep their state in temp dirs they remove. The compilation
+// cache is $HERMES_WASM_CACHE_DIR when set (make test sets it), else under
+// the HermesHome given, so a bare `go test` compiles the interpreter once
+// per example.
+
+// New needs no file: the configuration is a plain struct, and every
+// Options field is optional.
+func ExampleNew() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+
+	cfg := config.Default() // every default filled in; no config.yaml is read
+	cfg.CodeExecution.Mode = config.ModeStrict
+	cfg.CodeExecution.Timeout = 30
+	cfg.CodeExecution.MaxToolCalls = 10
+
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: home})
+	defer ex.Close(context.Background())
+
+	res, err := ex.Execute(context.Background(), executor.Request{Code: "print(6 * 7)", Workdir: home})
+	fmt.Println(err, res.Mode, res.Status)
+	fmt.Print(res.Output)
+	// Output:
+	// <nil> strict success
+	// 42
+}
+
+// A session kernel keeps the interpreter alive between calls: globals,
+// imports and loaded data persist.
+func ExampleExecutor_Execute_session() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+	ex := executor.New(executor.Options{HermesHome: home})
+	defer ex.Close(context.Background())
+	ctx := context.Background()
+
+	for _, code := range []string{"x = 1", "print(x + 1)"} {
+		res, _ := ex.Execute(ctx, executor.Request{Code: code, Mode: "strict", Workdir: home, Session: "s1"})
+		fmt.Printf("%s reused=%v execution_count=%d output=%q\n",
+			res.Status, res.Kernel.Reused, res.Kernel.ExecutionCount, res.Output)
+	}
+	ex.CloseSession(ctx, "s1") // the kernel ends; the next call of s1 starts fresh
+	// Output:
+	// success reused=false execution_count=1 output=""
+	// success reused=true execution_count=2 output="2\n"
+}
+
+// An embedder replaces web_search with its own handler: same arguments,
+// same result shape, and the same whitelist, budget and log as the
+// built-in tool. Request.Tools restricts the enabled set.
+func ExampleToolHandler() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+
+	search := func(ctx context.Context, args json.RawMessage) map[string]any {
+		var a struct {
+			Query string `json:"query"`
+			Limit int    `json:"limit"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil {
+			return map[string]any{"success": false, "error": err.Error()}
+		}
+		return map[string]any{"success": true, "data": map[string]any{"web": []any{
+			map[string]any{"title": "About " + a.Query, "url": "https://example.com/1", "description": "a fixed result", "position": 1},
+		}}}
+	}
+	ex := executor.New(executor.Options{
+		HermesHome: home,
+		Tools:      map[string]executor.ToolHandler{"web_search": search},
+	})
+	defer ex.Close(context.Background())
+
+	res, err := ex.Execute(context.Background(), executor.Request{
+		Mode:    "strict",
+		Workdir: home,
+		Tools:   []string{"web_search"},
+		Code: `from hermes_tools import web_search, read_file
+r = web_search("otters", limit=1)
+print(r["data"]["web"][0]["title"])
+print(read_file("x.txt")["error"])
+`,
+	})
+	fmt.Println(err, res.Status, res.ToolCallsMade) // a tool that is not enabled is not called
+	fmt.Print(res.Output)
+	// Output:
+	// <nil> success 1
+	// About otters
+	// Tool read_file is not enabled in this execution. Enabled tools: [web_search].
+}
+
+// An Approver decides what needs approval (SPEC §8): in a gateway session
+// the whole script, before it runs. This one refuses scripts that run
+// shell commands.
+func ExampleApproverFunc() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+
+	policy := executor.ApproverFunc(func(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
+		if req.Type == executor.ApproveScript && strings.Contains(req.Code, "terminal") {
+			return executor.Decision{Approved: false}, nil
+		}
+		return executor.Decision{Approved: true, Scope: executor.ScopeOnce}, nil
+	})
+	ex := executor.New(executor.Options{HermesHome: home, Approver: policy})
+	defer ex.Close(context.Background())
+	ctx := context.Background()
+
+	for _, code := range []string{
+		"from hermes_tools import terminal\nterminal('rm -rf build')",
+		"print('hello from the gateway')",
+	} {
+		res, _ := ex.Execute(ctx, executor.Request{Code: code, Mode: "strict", Workdir: home, Kind: executor.KindGateway})
+		fmt.Printf("%s blocked=%v output=%q\n", res.Status, res.Blocked, res.Output)
+	}
+	// Output:
+	// error blocked=true output="Script blocked: the gateway session's approval was denied, so the script did not run. Do not resubmit it unchanged; ask the user how to proceed."
+	// success blocked=false output="hello from the gateway\n"
+}
+
+// Cancelling the context interrupts a running call; a *shared.InterruptError
+// cause gives the reason the agent sees.
+func ExampleExecutor_Execute_interrupt() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+	ex := executor.New(executor.Options{HermesHome: home})
+	defer ex.Close(context.Background())
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := time.AfterFunc(300*time.Millisecond, func() {
+		cancel(&shared.InterruptError{Reason: "the user pressed stop"})
+	})
+	defer stop.Stop()
+
+	res, err := ex.Execute(ctx, executor.Request{Code: "import time\ntime.sleep(60)", Mode: "strict", Workdir: home})
+	lines := strings.Split(res.Output, "\n")
+	fmt.Println(err, res.Status)
+	fmt.Println(res.Error)
+	fmt.Println(lines[len(lines)-1])
+	// Output:
+	// <nil> interrupted
+	// Execution interrupted: the user pressed stop
+	// [execution interrupted — the user pressed stop]
+}
+
+// A skill that declares required_environment_variables registers them: they
+// then reach scripts (and terminal commands) like terminal.env_passthrough.
+// Credentials the host manages are refused, with a warning event.
+func ExampleExecutor_RegisterSkillEnv() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+
+	// Log warnings as text, without the time, to show the refusal.
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	ex := executor.New(executor.Options{
+		HermesHome: home,
+		Logger:     logger,
+		Environ:    []string{"PATH=/usr/bin", "NOTION_API_TOKEN=secret-for-the-skill", "OPENAI_API_KEY=sk-host"},
+	})
+	defer ex.Close(context.Background())
+
+	refused := ex.RegisterSkillEnv("NOTION_API_TOKEN", "OPENAI_API_KEY")
+	fmt.Println("refused:", refused)
+
+	res, _ := ex.Execute(context.Background(), executor.Request{Mode: "strict", Workdir: home, Code: `import os
+print(os.environ.get("NOTION_API_TOKEN"), os.environ.get("OPENAI_API_KEY"))`})
+	fmt.Print(res.Output)
+	// Output:
+	// level=WARN msg="skill environment variable refused" names=[OPENAI_API_KEY] reason="host-managed credential"
+	// refused: [OPENAI_API_KEY]
+	// secret-for-the-skill None
+}
