@@ -170,13 +170,9 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return exitUsage
-	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
 	}
 	code, err := readScript(pos[0], stdin)
 	if err != nil {
@@ -346,4 +342,19 @@ drain:
 		fmt.Fprintln(p.out, "\n(no answer in time: not approved)")
 		return executor.Decision{}, context.Cause(ctx)
 	}
+}
+
+// loadConfig loads the configuration (path "" means the default file) and
+// prints its warnings; on an error it prints it and returns ok false (the
+// caller exits 2).
+func loadConfig(path string, stderr io.Writer) (cfg config.Config, ok bool) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+		return cfg, false
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+	return cfg, true
 }

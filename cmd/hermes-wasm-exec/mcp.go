@@ -81,13 +81,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("--workdir: %v", err)
 	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return exitUsage
-	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
 	}
 	modeIn := *mode
 	if modeIn == "" {

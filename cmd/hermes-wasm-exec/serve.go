@@ -29,7 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -116,13 +115,9 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail("--listen tcp:... needs a token: set %s, or give --token-file FILE to have one generated and written there", ServeTokenEnv)
 		}
 	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
 		return exitUsage
-	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
 	}
 
 	logf := func(string, ...any) {}
