@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,39 +22,6 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
-
-// syncBuffer is a job output writer that can be read while the run goes on
-// and tells when a string first appears.
-type syncBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	watch   string
-	matched chan struct{}
-}
-
-func newSyncBuffer(watch string) *syncBuffer {
-	return &syncBuffer{watch: watch, matched: make(chan struct{})}
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	if b.watch != "" && strings.Contains(b.buf.String(), b.watch) {
-		select {
-		case <-b.matched:
-		default:
-			close(b.matched)
-		}
-	}
-	return n, err
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // fakeRun is one engine run of the test binary as python.
 type fakeRun struct {

@@ -21,39 +21,6 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
-// watchWriter is a cell output writer that can be read while the cell
-// runs and tells when a string first appears.
-type watchWriter struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	watch   string
-	matched chan struct{}
-}
-
-func newWatchWriter(watch string) *watchWriter {
-	return &watchWriter{watch: watch, matched: make(chan struct{})}
-}
-
-func (w *watchWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n, err := w.buf.Write(p)
-	if w.watch != "" && strings.Contains(w.buf.String(), w.watch) {
-		select {
-		case <-w.matched:
-		default:
-			close(w.matched)
-		}
-	}
-	return n, err
-}
-
-func (w *watchWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
 // testKernel is a real-python kernel under test.
 type testKernel struct {
 	t       *testing.T
@@ -112,17 +79,17 @@ func (tk *testKernel) exec(ctx context.Context, code string, maxCalls int) share
 type cellRun struct {
 	outcome        shared.Outcome
 	err            error
-	stdout, stderr *watchWriter
+	stdout, stderr *syncBuffer
 	broker         *shared.Broker
 	elapsed        time.Duration
 }
 
 // run runs code as the next cell with Kernel.Run.
-func (tk *testKernel) run(ctx context.Context, code string, stdout *watchWriter) *cellRun {
+func (tk *testKernel) run(ctx context.Context, code string, stdout *syncBuffer) *cellRun {
 	if stdout == nil {
-		stdout = newWatchWriter("")
+		stdout = newSyncBuffer("")
 	}
-	r := &cellRun{stdout: stdout, stderr: newWatchWriter(""), broker: shared.NewBroker(tk.tool, 100, nil)}
+	r := &cellRun{stdout: stdout, stderr: newSyncBuffer(""), broker: shared.NewBroker(tk.tool, 100, nil)}
 	start := time.Now()
 	r.outcome, r.err = tk.k.Run(ctx, &shared.Job{Code: code, Stdout: r.stdout, Stderr: r.stderr, Broker: r.broker})
 	r.elapsed = time.Since(start)
@@ -376,7 +343,7 @@ func TestKernelRealPythonClose(t *testing.T) {
 			t.Run("during-cell", func(t *testing.T) {
 				t.Parallel()
 				tk := startRealKernel(t, py, tr)
-				out := newWatchWriter("sleeping\n")
+				out := newSyncBuffer("sleeping\n")
 				ran := make(chan *cellRun, 1)
 				go func() {
 					ran <- tk.run(context.Background(), "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n", out)
@@ -418,7 +385,7 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 			requireSuccess(t, tk.exec(context.Background(), "x = 1\n", 0))
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			out := newWatchWriter("sleeping\n")
+			out := newSyncBuffer("sleeping\n")
 			cancelled := make(chan time.Time, 1)
 			go func() {
 				select {

@@ -326,7 +326,7 @@ func TestKernelNoLeaks(t *testing.T) {
 				switch end {
 				case "close-idle":
 				case "close-during-cell":
-					out := newWatchWriter("go\n")
+					out := newSyncBuffer("go\n")
 					go func() {
 						<-out.matched
 						k.Close()

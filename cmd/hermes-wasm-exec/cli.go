@@ -187,10 +187,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(int64(cfg.CodeExecution.MemoryLimitMB+256) << 20)
 
-	logf := func(string, ...any) {}
-	if *logLevel == "debug" {
-		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
-	}
+	logf := debugLogf(*logLevel, stderr)
 	// Approvals: --yes approves everything; a user at a terminal is asked
 	// there (unless the script itself comes from stdin); otherwise nobody
 	// answers, and in approvals.mode "ask" whatever needs approval is
@@ -357,4 +354,13 @@ func loadConfig(path string, stderr io.Writer) (cfg config.Config, ok bool) {
 		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
 	}
 	return cfg, true
+}
+
+// debugLogf is the executor's log function for --log-level: lines prefixed
+// "debug: " on stderr at debug, nothing at info.
+func debugLogf(level string, stderr io.Writer) func(string, ...any) {
+	if level != "debug" {
+		return func(string, ...any) {}
+	}
+	return func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
 }

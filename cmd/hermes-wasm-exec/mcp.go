@@ -91,10 +91,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	effective, _ := executor.NormalizeMode(modeIn)
 
-	logf := func(string, ...any) {}
+	logf := debugLogf(*logLevel, stderr)
 	level := slog.LevelWarn
 	if *logLevel == "debug" {
-		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
 		level = slog.LevelDebug
 	}
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})

@@ -120,10 +120,7 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	logf := func(string, ...any) {}
-	if *logLevel == "debug" {
-		logf = func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
-	}
+	logf := debugLogf(*logLevel, stderr)
 	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...) }
 
 	var ln net.Listener

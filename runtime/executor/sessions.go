@@ -201,8 +201,7 @@ func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
 }
 
 func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
-	env, _ := shared.ScrubEnv(e.environ, opts)
-	env = shared.MergeEnv(env, append(slices.Clone(shared.BaseInject), inject...))
+	env, _ := shared.ChildEnv(e.environ, opts, inject)
 	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB}
 }
 

@@ -83,13 +83,29 @@ func (b *Broker) ServeToken(ctx context.Context, line []byte, token []byte) []by
 const ErrUnauthorized = "Unauthorized: the request does not carry this execution's HERMES_RPC_TOKEN."
 
 func (b *Broker) serve(ctx context.Context, line []byte, token []byte) []byte {
+	req, errResp := decodeRequest(line, token)
+	if errResp != nil {
+		return errResp
+	}
+	return b.handle(ctx, req)
+}
+
+// decodeRequest decodes a request line and checks its token (when token is
+// non-nil, in constant time). On failure it returns the error response.
+func decodeRequest(line []byte, token []byte) (*wireRequest, []byte) {
 	var req wireRequest
 	if err := json.Unmarshal(line, &req); err != nil {
-		return encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
+		return nil, encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
 	}
 	if token != nil && subtle.ConstantTimeCompare([]byte(req.Token), token) != 1 {
-		return encodeResponse(map[string]any{"error": ErrUnauthorized})
+		return nil, encodeResponse(map[string]any{"error": ErrUnauthorized})
 	}
+	return &req, nil
+}
+
+// handle answers a decoded, authorized request: the runner's exit report or
+// a tool call.
+func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 	if req.Op == "exit" {
 		if req.Exit != nil {
 			b.mu.Lock()

@@ -60,11 +60,14 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	env, dropped := ScrubEnv(req.Environ, req.Env)
-	if line := DroppedHermesLine(dropped); line != "" {
-		logf("%s", line)
+	var env []string
+	if _, isKernel := eng.(Kernel); !isKernel { // a kernel's env was frozen when it started
+		var dropped []string
+		env, dropped = ChildEnv(req.Environ, req.Env, req.Inject)
+		if line := DroppedHermesLine(dropped); line != "" {
+			logf("%s", line)
+		}
 	}
-	env = MergeEnv(env, append(slices.Clone(BaseInject), req.Inject...))
 
 	stdout := NewCapture(StdoutLimits(req.SpillDir))
 	stderr := NewCapture(StderrLimits)
@@ -162,6 +165,14 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	res.Output = output
 	res.DurationSeconds = roundMillis(time.Since(start))
 	return res, runErr
+}
+
+// ChildEnv is an interpreter's environment in either mode: environ
+// scrubbed with opts (SPEC §4), then BaseInject and inject set. dropped is
+// ScrubEnv's list of dropped HERMES_* names.
+func ChildEnv(environ []string, opts EnvOptions, inject []string) (env, dropped []string) {
+	env, dropped = ScrubEnv(environ, opts)
+	return MergeEnv(env, append(slices.Clone(BaseInject), inject...)), dropped
 }
 
 // MergeEnv returns env with each KEY=VALUE of inject set, replacing an

@@ -2,8 +2,6 @@ package shared
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"sync"
 )
@@ -58,16 +56,7 @@ type KernelSpec struct {
 // including what its subprocesses wrote, has all arrived.
 const KernelSource = `import sys
 
-
-def _exit_code(e):
-    c = e.code
-    if c is None:
-        return 0
-    if isinstance(c, int):
-        return c
-    print(c, file=sys.stderr)
-    return 1
-
+from _hermes_runner import _exception_report, _exit_code, _flush, _fresh_main
 
 _sources = {}
 
@@ -94,18 +83,8 @@ def _run_cell(namespace, n, source):
         return None, _exit_code(e)
     except BaseException as e:
         import linecache
-        import traceback
         _register_sources(linecache)
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != name:
-            tb = tb.tb_next
-        text = "".join(traceback.format_exception(type(e), e, tb))
-        try:
-            sys.stderr.write(text)
-        except Exception:
-            pass
-        return {"kind": "exception", "code": 1, "type": type(e).__name__,
-                "message": str(e), "traceback": text}, None
+        return _exception_report(e, name), None
     return None, None
 
 
@@ -115,14 +94,8 @@ def main():
     _hermes_runner._install_quit()
     import hermes_tools
 
-    if __name__ == "__main__" and sys.path:
-        # Started as a file (project mode): like the runner, the session dir
-        # comes first on sys.path once hermes_tools is imported.
-        sys.path[0] = os.getcwd()
-    main_module = type(sys)("__main__")
-    main_module.__builtins__ = __builtins__
-    sys.modules["__main__"] = main_module
-    namespace = main_module.__dict__
+    _hermes_runner._session_dir_first(__name__ == "__main__")
+    namespace = _fresh_main().__dict__
     # The first compile() builds CPython's AST types (~30 ms in the WASI
     # build): pay it at start, so a pooled kernel's first cell is fast.
     compile("", "<cell 0>", "exec", dont_inherit=True)
@@ -135,11 +108,7 @@ def main():
             break
         n = cell["n"]
         report, exit_code = _run_cell(namespace, n, cell["code"])
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        _flush()
         if os.getpid() != pid:
             # A process the cell forked ran to the cell's end: it must not
             # take over the loop.
@@ -234,23 +203,15 @@ func (d *Dispatcher) unnumber(c *dispatchCell) {
 // {"op": "close"}, which ends its loop. It is idempotent.
 func (d *Dispatcher) Close() { d.closeOnce.Do(func() { close(d.closed) }) }
 
-// kernelRequest is the part of a request line the dispatcher looks at.
-type kernelRequest struct {
-	Token string `json:"token"`
-	Op    string `json:"op"`
-}
-
 // Serve answers one request line from the kernel (the tool channel's
 // handler): "next" finishes the running cell and blocks until the next
 // cell or Close; anything else goes to the running cell's broker. token,
 // when non-nil, must match the request's.
 func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byte {
-	var req kernelRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		return encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
-	}
-	if token != nil && subtle.ConstantTimeCompare([]byte(req.Token), token) != 1 {
-		return encodeResponse(map[string]any{"error": ErrUnauthorized})
+	// Decoded once: tool calls go on to the broker as they are.
+	req, errResp := decodeRequest(line, token)
+	if errResp != nil {
+		return errResp
 	}
 	if req.Op == "next" {
 		d.mu.Lock()
@@ -281,5 +242,5 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 	callCtx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	return c.broker.ServeToken(callCtx, line, token)
+	return c.broker.handle(callCtx, req)
 }

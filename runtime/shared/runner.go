@@ -41,17 +41,66 @@ def _install_quit():
             setattr(builtins, name, _Quitter(name))
 
 
+def _exit_code(e):
+    """The exit status of a SystemExit, as the interpreter would give it."""
+    c = e.code
+    if c is None:
+        return 0
+    if isinstance(c, int):
+        return c
+    print(c, file=sys.stderr)
+    return 1
+
+
+def _exception_report(e, filename):
+    """Writes the traceback of e to stderr, starting at the first frame of
+    filename (a syntax error has none, and shows just the error), and
+    returns the report the host gets."""
+    import traceback
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(e), e, tb))
+    try:
+        sys.stderr.write(text)
+    except Exception:
+        pass
+    return {"kind": "exception", "code": 1, "type": type(e).__name__,
+            "message": str(e), "traceback": text}
+
+
+def _fresh_main():
+    """A fresh __main__ module, as runpy makes: pickle, dataclasses and
+    multiprocessing look the script's classes up there."""
+    main = type(sys)("__main__")
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    return main
+
+
+def _session_dir_first(started_as_file):
+    """Started as a file (project mode), sys.path[0] is the private dir,
+    which found hermes_tools. The script runs in the session dir as
+    ` + "`python script.py`" + ` would there, so that dir comes first; the private dir
+    stays on PYTHONPATH."""
+    if started_as_file and sys.path:
+        import os
+        sys.path[0] = os.getcwd()
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
 def _hermes_main():
     _install_quit()
     import hermes_tools
 
-    if __name__ == "__main__" and sys.path:
-        # Started as a file (project mode): sys.path[0] is this private dir,
-        # which found hermes_tools above. The script runs in the session dir
-        # as ` + "`python script.py`" + ` would there, so that dir comes first; this one
-        # stays on PYTHONPATH.
-        import os
-        sys.path[0] = os.getcwd()
+    _session_dir_first(__name__ == "__main__")
     path = sys.argv[1]
     sys.argv = [path] + sys.argv[2:]
     report = {"kind": "ok", "code": 0}
@@ -59,42 +108,14 @@ def _hermes_main():
         with open(path, "rb") as f:
             source = f.read()
         code = compile(source, path, "exec", dont_inherit=True)
-        # A fresh __main__ module, as runpy makes: pickle, dataclasses and
-        # multiprocessing look the script's classes up there.
-        main = type(sys)("__main__")
+        main = _fresh_main()
         main.__file__ = path
-        main.__builtins__ = __builtins__
-        sys.modules["__main__"] = main
         exec(code, main.__dict__)
     except SystemExit as e:
-        c = e.code
-        if c is None:
-            n = 0
-        elif isinstance(c, int):
-            n = c
-        else:
-            print(c, file=sys.stderr)
-            n = 1
-        report = {"kind": "exit", "code": n}
+        report = {"kind": "exit", "code": _exit_code(e)}
     except BaseException as e:
-        import traceback
-        # Start the traceback at the script's own first frame; a syntax
-        # error has none, and shows just the error.
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != path:
-            tb = tb.tb_next
-        text = "".join(traceback.format_exception(type(e), e, tb))
-        try:
-            sys.stderr.write(text)
-        except Exception:
-            pass
-        report = {"kind": "exception", "code": 1, "type": type(e).__name__,
-                  "message": str(e), "traceback": text}
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+        report = _exception_report(e, path)
+    _flush()
     if report["kind"] == "exception":
         hermes_tools._report_exit(report)
     return report["code"]
