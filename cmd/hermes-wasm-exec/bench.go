@@ -18,6 +18,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
@@ -35,6 +36,19 @@ for _ in range(n):
     web_search("x")
 print((time.perf_counter() - t) / n * 1e6)
 `
+
+// benchWorkloads measure pure interpreter speed. Each script is setup, then
+// timed, wrapped by benchInterp so that only timed is inside perf_counter;
+// the same script runs in strict mode and in native python.
+var benchWorkloads = []struct{ name, setup, timed, note string }{
+	{"pure-Python loop (1M iterations)", "s = 0", "for i in range(1000000): s += i*2 % 7", "module-level for loop"},
+	{"JSON round trip (20k items)",
+		`import json; data = [{"id": i, "name": "item%d" % i, "tags": ["a", "b"], "score": i * 0.5} for i in range(20000)]`,
+		"json.loads(json.dumps(data))", "dumps + loads of 20k small dicts"},
+	{"regex scan (1 MB text)",
+		`import re; pat = re.compile(r"ERROR code=(\d+) user=(u\d+)"); text = "".join("2024-01-%02d %s code=%d user=u%d\n" % (i % 28 + 1, "ERROR" if i % 4 == 0 else "INFO", i % 1000, i % 5000) for i in range(28000))`,
+		"n = len(pat.findall(text))", "findall over 28k lines (1/4 match); pattern compiled outside the timed part"},
+}
 
 // benchCmd measures start-up and the tool round trip and prints a table.
 // Numbers are medians over -n repetitions.
@@ -151,6 +165,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		rows = append(rows, row{label + "no-op tool call round trip", fmt.Sprintf("%.1f µs", per[len(per)/2]), goal + note})
 	}
+
+	rows = append(rows, sizeRow("interpreter module size", pyodideassets.Interpreter),
+		sizeRow("standard library zip size", pyodideassets.Stdlib))
+	interpRows, err := benchInterp(ctx, ex, tmp, *n, python)
+	if err != nil {
+		return fail("interpreter speed", err)
+	}
+	rows = append(rows, interpRows...)
 
 	kernelRows, err := benchKernels(ctx, cfg, tmp, python)
 	if err != nil {
@@ -269,6 +291,49 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, python nat
 		ex.Close(ctx)
 	}
 	return rows, nil
+}
+
+// benchInterp runs each of benchWorkloads n times in strict mode and, when
+// a host python was found, in project mode (native python), and reports the
+// median of the elapsed time the script measured itself, so interpreter
+// start-up is excluded.
+func benchInterp(ctx context.Context, ex *executor.Executor, tmp string, n int, python native.Choice) ([]row, error) {
+	var rows []row
+	for _, w := range benchWorkloads {
+		code := w.setup + "\nimport time\nt = time.perf_counter()\n" + w.timed + "\nprint((time.perf_counter() - t) * 1e3)\n"
+		for _, mode := range []string{"strict", "project"} {
+			label, note := "", "in-guest perf_counter; "+w.note
+			if mode == "project" {
+				if python.Path == "" {
+					continue
+				}
+				label, note = "native python: ", "perf_counter; "+w.note+"; "+filepath.Base(python.Path)+" "+python.Version
+			}
+			var el []time.Duration
+			for range n {
+				res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp})
+				if err != nil || res.Status != shared.StatusSuccess {
+					return nil, fmt.Errorf("%s %s: %v %s", mode, w.name, err, res.Output)
+				}
+				v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", mode, w.name, err)
+				}
+				el = append(el, time.Duration(v*float64(time.Millisecond)))
+			}
+			rows = append(rows, row{label + w.name, ms1(median(el)), note})
+		}
+	}
+	return rows, nil
+}
+
+// sizeRow reports the size of an embedded asset returned by load.
+func sizeRow(name string, load func() ([]byte, error)) row {
+	b, err := load()
+	if err != nil {
+		return row{name, "-", err.Error()}
+	}
+	return row{name, fmt.Sprintf("%.1f MB", float64(len(b))/1e6), fmt.Sprintf("%d bytes", len(b))}
 }
 
 // rssBytes is this process's resident set size (Linux).

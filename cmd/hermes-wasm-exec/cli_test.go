@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
@@ -533,7 +534,7 @@ func TestVersionAndDoctor(t *testing.T) {
 	e := newEnv(t)
 	_ = e
 	require.Equal(t, 0, Run([]string{"doctor"}, nil, &out, &errb), errb.String())
-	for _, want := range []string{"sha256    " + "04a8c76e8b8f247f16f442016c052abbf85c9a553763128f500f4ab3f1c7799a", "status    ok", "compile cache", "config in effect:", "mode: project", "project-mode interpreter:"} {
+	for _, want := range []string{"sha256    " + pyodideassets.SHA256, "status    ok", "compile cache", "config in effect:", "mode: project", "project-mode interpreter:"} {
 		require.Contains(t, out.String(), want)
 	}
 }

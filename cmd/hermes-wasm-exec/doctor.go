@@ -30,18 +30,24 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "hermes-wasm-exec %s\n\n", Version)
 
 	fmt.Fprintln(stdout, "strict-mode interpreter:")
-	fmt.Fprintf(stdout, "  package   %s@%s (CPython 3.12.0 WASI, VMware Labs build)\n", pyodideassets.PackageName, pyodideassets.PackageVersion)
+	fmt.Fprintf(stdout, "  build     %s\n", pyodideassets.Description)
+	fmt.Fprintf(stdout, "  recipe    %s (pyodide-assets/cpython)\n", pyodideassets.RecipeHash()[:16])
 	if p := os.Getenv("HERMES_WASM_INTERPRETER"); p != "" {
 		fmt.Fprintf(stdout, "  source    %s (HERMES_WASM_INTERPRETER)\n", p)
 	} else {
 		fmt.Fprintln(stdout, "  source    embedded in this binary")
 	}
-	fmt.Fprintf(stdout, "  sha256    %s (pinned)\n", pyodideassets.SHA256)
-	if _, err := pyodideassets.Interpreter(); err != nil {
+	fmt.Fprintf(stdout, "  sha256    %s (python.wasm, pinned)\n", pyodideassets.SHA256)
+	fmt.Fprintf(stdout, "  sha256    %s (%s, pinned)\n", pyodideassets.StdlibSHA256, pyodideassets.StdlibName)
+	_, err := pyodideassets.Interpreter()
+	if err == nil {
+		_, err = pyodideassets.Stdlib()
+	}
+	if err != nil {
 		fmt.Fprintf(stdout, "  status    NOT USABLE: %v\n", err)
 		code = exitFailed
 	} else {
-		fmt.Fprintf(stdout, "  status    ok, %d bytes, hash verified\n", pyodideassets.Size)
+		fmt.Fprintf(stdout, "  status    ok, %d + %d bytes, hashes verified\n", pyodideassets.Size, pyodideassets.StdlibSize)
 	}
 
 	home := config.HermesHome()

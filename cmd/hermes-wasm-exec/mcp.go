@@ -220,7 +220,7 @@ func mcpDescription(o mcpOptions) string {
 	b.WriteString("Run a Python script and get back only what it prints. The script imports tools with `from hermes_tools import read_file, search_files, terminal, ...`, calls them in loops with logic in between, and prints just the result: a long chain of tool calls becomes one step. ")
 	switch o.mode {
 	case shared.ModeStrict:
-		b.WriteString("Mode: strict: CPython 3.12 in a WebAssembly sandbox, standard library only, no host files, network or processes except through the tools. ")
+		b.WriteString("Mode: strict: CPython 3.11 in a WebAssembly sandbox, standard library only, no host files, network or processes except through the tools. ")
 	default:
 		b.WriteString("Mode: project: the host's own python in the working dir, so the project's modules and installed packages import. ")
 	}

@@ -101,7 +101,7 @@ func FuzzBrokerServe(f *testing.F) {
 }
 
 func TestStubSignatures(t *testing.T) {
-	src := GenerateStub(StubOptions{ChannelPath: "/.hermes/call"})
+	src := GenerateStub(StubOptions{HostCall: true})
 	for _, sig := range []string{
 		"def web_search(query: str, limit: int = 5) -> dict:",
 		"def web_extract(urls: list, char_limit: int = None) -> dict:",
@@ -113,7 +113,7 @@ func TestStubSignatures(t *testing.T) {
 		"def json_parse(text):",
 		"def shell_quote(s):",
 		"def retry(fn, max_attempts=3, delay=2):",
-		`_CHANNEL = "/.hermes/call"`,
+		"_roundtrip = _hermes_host.call",
 	} {
 		require.Contains(t, src, sig)
 	}

@@ -61,12 +61,13 @@ func pySignature(ps []param) string {
 
 // StubOptions selects the transport of the generated module.
 type StubOptions struct {
-	// ChannelPath is the file the module writes requests to and reads
-	// responses from (strict mode's tool channel). Empty selects the socket
-	// transport: the module connects to HERMES_RPC_SOCKET (a Unix socket
+	// HostCall selects strict mode's transport: every request goes to the
+	// host through the interpreter's built-in _hermes_host module, a wasm
+	// import the host answers synchronously. Without it the module uses
+	// the socket transport: it connects to HERMES_RPC_SOCKET (a Unix socket
 	// path, or tcp://127.0.0.1:PORT) and sends HERMES_RPC_TOKEN with every
 	// request (project mode, see native.Server for the framing).
-	ChannelPath string
+	HostCall bool
 	// WASI adds the fixes the WASI interpreter needs: time.sleep is
 	// replaced by a relative wait, since CPython's own sleep asks WASI for
 	// an absolute-deadline clock wait that wazero does not offer (it fails
@@ -76,18 +77,17 @@ type StubOptions struct {
 
 // GenerateStub returns the source of the hermes_tools module: the seven
 // tool functions with the exact signatures of SPEC §3, the helpers
-// json_parse, shell_quote and retry, and the transport. With the file
-// transport, calls are serialized by a lock so concurrent calls from
-// several threads each get their own response; with the socket transport
-// each thread (and each forked process) has its own connection, so calls
-// from threads run in parallel on the host.
+// json_parse, shell_quote and retry, and the transport. With the host-call
+// transport each call is one synchronous host function call (the WASI
+// interpreter has no threads); with the socket transport each thread (and
+// each forked process) has its own connection, so calls from threads run
+// in parallel on the host.
 func GenerateStub(opts StubOptions) string {
 	var b strings.Builder
 	b.WriteString(stubHeader)
 	b.WriteString(stubCodec)
-	if opts.ChannelPath != "" {
-		fmt.Fprintf(&b, "_CHANNEL = %q\n", opts.ChannelPath)
-		b.WriteString(fileTransport)
+	if opts.HostCall {
+		b.WriteString(hostTransport)
 	} else {
 		b.WriteString(socketTransport)
 	}
@@ -123,7 +123,6 @@ import os as _os
 __all__ = ["web_search", "web_extract", "read_file", "write_file", "search_files",
            "patch", "terminal", "json_parse", "shell_quote", "retry"]
 
-_lock = _thread.allocate_lock()
 `
 
 const stubCodec = `
@@ -158,27 +157,11 @@ def _json_codec():
 
 `
 
-const fileTransport = `_fd = None
+const hostTransport = `import _hermes_host
 _TOKEN = None
-
-
-def _roundtrip(payload):
-    global _fd
-    with _lock:
-        if _fd is None:
-            _fd = _os.open(_CHANNEL, _os.O_RDWR)
-        n = _os.write(_fd, payload)
-        while n < len(payload):
-            n += _os.write(_fd, payload[n:])
-        # A response is one line; JSON escapes newlines inside strings, so
-        # the first chunk ending in a newline completes it (usually the first).
-        chunks = []
-        while True:
-            chunk = _os.read(_fd, 1 << 16)
-            chunks.append(chunk)
-            if not chunk or chunk.endswith(b"\n"):
-                break
-    return b"".join(chunks)
+# One call per request: the host runs the tool while this thread waits in
+# the wasm import, so no lock or framing is needed.
+_roundtrip = _hermes_host.call
 `
 
 const socketTransport = `# Read once at import: the script may change os.environ afterwards.

@@ -9,52 +9,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stubThreadsScript loads the generated module into a native python with a
-// fake os whose channel answers each request after a random delay, then
-// calls tools from 16 threads at once: every call must get its own answer.
-const stubThreadsScript = `import importlib.util, json, random, sys, threading, time
+// stubHostCallScript loads the generated module into a native python with a
+// fake _hermes_host (the WASI interpreter's built-in module) and checks
+// what crosses it: one JSON request line per call, without a token, and
+// the response line decoded into the tool's result.
+const stubHostCallScript = `import importlib.util, json, sys, types
+sent = []
+def call(payload):
+    assert isinstance(payload, bytes) and payload.endswith(b"\n") and payload.count(b"\n") == 1, payload
+    req = json.loads(payload)
+    sent.append(req)
+    return (json.dumps({"echo": req.get("args"), "big": "x" * 100000, "nl": "a\nb"}) + "\n").encode()
+sys.modules["_hermes_host"] = types.SimpleNamespace(call=call)
 spec = importlib.util.spec_from_file_location("hermes_tools", sys.argv[1])
 ht = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ht)
-
-class FakeChannel:
-    O_RDWR = 2
-    def __init__(self):
-        self.pending = b""
-    def open(self, path, flags):
-        return 7
-    def write(self, fd, data):
-        req = json.loads(bytes(data))
-        time.sleep(random.random() / 1000)
-        self.pending = (json.dumps({"echo": req["args"]["query"]}) + "\n").encode()
-        return len(data)
-    def read(self, fd, n):
-        time.sleep(random.random() / 1000)
-        out, self.pending = self.pending[:n], self.pending[n:]
-        return out
-
-ht._os = FakeChannel()
-bad = []
-def worker(i):
-    for j in range(25):
-        q = "%d-%d" % (i, j)
-        if ht.web_search(q)["echo"] != q:
-            bad.append(q)
-threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-for t in threads: t.start()
-for t in threads: t.join()
-print("mismatches", len(bad))
+r = ht.read_file("a.txt", limit=3)
+assert r["echo"] == {"path": "a.txt", "offset": 1, "limit": 3}, r
+assert len(r["big"]) == 100000 and r["nl"] == "a\nb"
+assert sent == [{"tool": "read_file", "args": {"path": "a.txt", "offset": 1, "limit": 3}}], sent
+ht._report_exit({"kind": "ok"})
+assert sent[-1] == {"op": "exit", "exit": {"kind": "ok"}}, sent
+print("ok")
 `
 
-func TestStubThreadSafe(t *testing.T) {
+func TestStubHostCallTransport(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("needs a native python3 to run the generated module with threads")
+		t.Skip("needs a native python3 to run the generated module")
 	}
-	dir := t.TempDir()
-	stub := filepath.Join(dir, "hermes_tools.py")
-	require.NoError(t, os.WriteFile(stub, []byte(GenerateStub(StubOptions{ChannelPath: "/unused"})), 0o600))
-	out, err := exec.Command(python, "-c", stubThreadsScript, stub).CombinedOutput()
+	stub := filepath.Join(t.TempDir(), "hermes_tools.py")
+	require.NoError(t, os.WriteFile(stub, []byte(GenerateStub(StubOptions{HostCall: true})), 0o600))
+	out, err := exec.Command(python, "-c", stubHostCallScript, stub).CombinedOutput()
 	require.NoError(t, err, string(out))
-	require.Equal(t, "mismatches 0\n", string(out))
+	require.Equal(t, "ok\n", string(out))
 }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds hermes-wasm-exec's WASI CPython from Debian source packages.
+#
+#   build.sh OUT_DIR
+#
+# Expects the toolchain of recipe.env installed and deb-src entries for its
+# suite (pyodide-assets/build, run by `make assets`, sees to both). Writes
+# OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
+# OUT_DIR/stdlib/ (the standard library as .pyc, ready to zip).
+#
+# Everything is built under one fixed path, /tmp/hermes-cpython-build, so
+# that no machine-specific path reaches the output: two builds on two
+# machines give the same bytes.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+OUT="$(mkdir -p "$1" && cd "$1" && pwd)"
+# shellcheck source=recipe.env
+. "$HERE/recipe.env"
+export SOURCE_DATE_EPOCH
+export LC_ALL=C TZ=UTC
+umask 022
+
+WORK=/tmp/hermes-cpython-build
+JOBS="$(nproc)"
+step() { printf '\n== %s\n' "$*" >&2; }
+
+export CC="clang-19 --target=wasm32-wasi --sysroot=$WORK/sysroot"
+export AR=llvm-ar-19 RANLIB=llvm-ranlib-19
+PREFIX_MAP="-ffile-prefix-map=$WORK=/build"
+DEP_CFLAGS="$OPT_FLAGS $PREFIX_MAP"
+
+# BUILD_FROM=cpython reuses the sources and libraries of the last build in
+# $WORK and starts at CPython's configure (for working on the recipe).
+if [ "${BUILD_FROM:-}" != cpython ]; then
+rm -rf "$WORK"
+mkdir -p "$WORK/src" "$WORK/deps/include" "$WORK/deps/lib" "$WORK/sysroot/include" "$WORK/sysroot/lib"
+
+# A private sysroot: only wasi-libc's headers and libraries, so nothing from
+# the host's /usr/include or /usr/local/include can leak into the build.
+ln -s /usr/include/wasm32-wasi "$WORK/sysroot/include/wasm32-wasi"
+ln -s /usr/lib/wasm32-wasi "$WORK/sysroot/lib/wasm32-wasi"
+
+step "fetching source packages"
+cd "$WORK/src"
+# shellcheck disable=SC2086
+apt-get source --download-only $SRC_PYTHON $SRC_ZLIB $SRC_BZIP2 $SRC_SQLITE
+for pin in $DSC_SHA256; do
+	file="${pin%%=*}" want="${pin#*=}"
+	got="$(sha256sum "$file" | cut -d' ' -f1)"
+	if [ "$got" != "$want" ]; then
+		echo "build.sh: $file has sha256 $got, recipe.env pins $want" >&2
+		exit 1
+	fi
+	# dpkg-source checks every tarball against the .dsc and applies Debian's patches.
+	dpkg-source --no-copy -x "$file" "${file%%_*}" >/dev/null
+done
+
+step "zlib (static, wasm32-wasi)"
+cd "$WORK/src/zlib"
+for f in adler32 compress crc32 deflate gzclose gzlib gzread gzwrite infback inffast inflate inftrees trees uncompr zutil; do
+	$CC $DEP_CFLAGS -D_LARGEFILE64_SOURCE=1 -DHAVE_HIDDEN -c "$f.c" -o "$f.o"
+done
+$AR rcs "$WORK/deps/lib/libz.a" ./*.o
+cp zlib.h zconf.h "$WORK/deps/include/"
+
+step "bzip2 (static, wasm32-wasi)"
+cd "$WORK/src/bzip2"
+for f in blocksort huffman crctable randtable compress decompress bzlib; do
+	$CC $DEP_CFLAGS -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o"
+done
+$AR rcs "$WORK/deps/lib/libbz2.a" ./*.o
+cp bzlib.h "$WORK/deps/include/"
+
+step "sqlite3 (amalgamation built natively, library for wasm32-wasi)"
+cd "$WORK/src/sqlite3"
+mkdir -p native && cd native
+CC=gcc ../configure --disable-tcl >/dev/null
+make -s sqlite3.c >/dev/null
+SQLITE_FLAGS="-DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL -DSQLITE_MAX_MMAP_SIZE=0 \
+ -DSQLITE_ENABLE_FTS4 -DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_RTREE -DSQLITE_ENABLE_MATH_FUNCTIONS \
+ -DSQLITE_ENABLE_COLUMN_METADATA -DSQLITE_DEFAULT_FOREIGN_KEYS=0 -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_MMAN \
+ -include $HERE/sqlite_wasi.h"
+# shellcheck disable=SC2086
+$CC $DEP_CFLAGS $SQLITE_FLAGS -c sqlite3.c -o sqlite3.o
+$CC $DEP_CFLAGS -c "$HERE/sqlite_wasi.c" -o sqlite_wasi.o
+$AR rcs "$WORK/deps/lib/libsqlite3.a" sqlite3.o sqlite_wasi.o
+cp sqlite3.h "$WORK/deps/include/"
+fi
+
+step "CPython (wasm32-wasi, $OPT_FLAGS)"
+cd "$WORK/src/python3.11"
+cp "$HERE/hermes_host.c" Modules/_hermes_host.c
+cp "$HERE/hermes_mem.c" Modules/_hermes_mem.c
+# clang 19 ignores SOURCE_DATE_EPOCH for __DATE__/__TIME__: give the build
+# info (sys.version) the recipe's date instead of the day of the build.
+sed -i "1i #define DATE \"$(date -u -d "@$SOURCE_DATE_EPOCH" '+%b %d %Y')\"\n#define TIME \"$(date -u -d "@$SOURCE_DATE_EPOCH" '+%H:%M:%S')\"" Modules/getbuildinfo.c
+rm -rf "$WORK/build" && mkdir -p "$WORK/build" && cd "$WORK/build"
+DEPS="$WORK/deps"
+# -Wno-int-conversion: wasi-libc's clockid_t is a pointer and CPython 3.11's
+#   time module exports the clock ids as ints; clang 16+ makes that an error.
+#   (The values round-trip: both are 32 bits on wasm32.)
+# --with-pymalloc: CPython's small-object allocator, off by default on WASI,
+#   is what makes allocation-heavy code (JSON, dicts) fast.
+# The linked libraries come from $DEPS only (PKG_CONFIG=false).
+CONFIG_SITE="$WORK/src/python3.11/Tools/wasm/config.site-wasm32-wasi" \
+OPT="$OPT_FLAGS" \
+CFLAGS="$PREFIX_MAP -Wno-int-conversion" \
+CPP="clang-cpp-19 --target=wasm32-wasi --sysroot=$WORK/sysroot" \
+ZLIB_CFLAGS="-I$DEPS/include" ZLIB_LIBS="-L$DEPS/lib -lz" \
+BZIP2_CFLAGS="-I$DEPS/include" BZIP2_LIBS="-L$DEPS/lib -lbz2" \
+LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3 -lwasi-emulated-getpid -lwasi-emulated-mman" \
+PKG_CONFIG=false \
+	../src/python3.11/configure -C \
+	--host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
+	--with-build-python=/usr/bin/python3.11 \
+	--prefix=/usr/local \
+	--disable-test-modules --without-ensurepip --with-pymalloc \
+	>configure.log 2>&1 || { tail -40 configure.log >&2; exit 1; }
+# The build dir's Setup.local (configure leaves it empty) makes the
+# host-function tool channel a built-in module, and links the bulk-memory
+# memcpy/memmove/memset (-fno-builtin: their own loops must stay loops, not
+# become calls to themselves).
+printf '%s\n' '# hermes-wasm-exec: the host-function tool channel, built in, and bulk-memory memcpy.' '_hermes_host _hermes_host.c _hermes_mem.c -fno-builtin' > Modules/Setup.local
+make -j"$JOBS" all >make.log 2>&1 || { grep -E 'error|Error' make.log | head -40 >&2; tail -20 make.log >&2; exit 1; }
+grep -E '^(Failed|The necessary|Following modules)' -A4 make.log >&2 || true
+cp python.wasm "$OUT/python.wasm"
+
+step "standard library (.pyc)"
+rm -rf "$OUT/stdlib"
+/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" "$OUT/stdlib"
