@@ -10,8 +10,7 @@
 //     what it runs) and the constants below, the sha256 and size of the
 //     stripped module and of the standard library zip;
 //   - the build step: [Build] installs the pinned toolchain, runs the recipe,
-//     strips the module's debug sections, zips the compiled standard library,
-//     verifies both against the pins and caches them by [RecipeHash] ("make
+//     strips the module's debug sections, adds its loop checks, verifies both against the pins and caches them by [RecipeHash] ("make
 //     assets" runs it);
 //   - the embedding: the directory dist is embedded into the binary, and
 //     [Interpreter] and [Stdlib] return the embedded files after verifying
@@ -52,10 +51,10 @@ const Size = 8298118
 const StdlibName = "python311.zip"
 
 // StdlibSHA256 is the hex sha256 of the standard library zip.
-const StdlibSHA256 = "fe38491489e2d5aba36f657f0b9d545401006ab2de711a3779f3f03159f4812f"
+const StdlibSHA256 = "5e85771d33d02afaa51ce8f48d6584fa539f75334aefc9fe541b45f781a4d86e"
 
 // StdlibSize is the size in bytes of the standard library zip.
-const StdlibSize = 11252655
+const StdlibSize = 4561102
 
 // FetchCommand is the command that builds (or takes from the cache) the
 // interpreter into dist; error messages tell the user to run it.

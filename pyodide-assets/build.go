@@ -1,7 +1,6 @@
 package pyodideassets
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -14,9 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -107,9 +104,8 @@ func DefaultCacheDir() string {
 // cached build for this recipe, or builds from source: toolchain and
 // source packages from Debian (installed when missing, see
 // [BuildOptions.Install]), then cpython/build.sh, then the debug sections
-// are stripped, the loop checks added ([AddLoopChecks]) and the .pyc
-// tree is zipped. The result is verified against
-// the pins, cached, and only then written to Dist.
+// are stripped and the loop checks added ([AddLoopChecks]). The result is
+// verified against the pins, cached, and only then written to Dist.
 func Build(ctx context.Context, opts BuildOptions) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(opts.Log, "assets: "+format+"\n", args...) }
 	if !opts.Repin && verifyDir(opts.Dist) == nil {
@@ -157,46 +153,24 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if wasm, err = AddLoopChecks(wasm); err != nil {
 		return err
 	}
-	stdlib, err := ZipTree(filepath.Join(out, "raw", "stdlib"))
+	stdlib, err := os.ReadFile(filepath.Join(out, "raw", StdlibName))
 	if err != nil {
-		return err
+		return fmt.Errorf("pyodideassets: build.sh wrote no %s: %w", StdlibName, err)
 	}
 	logf("built in %s: python.wasm %d bytes (%d before stripping), %s %d bytes",
 		time.Since(start).Round(time.Second), len(wasm), len(raw), StdlibName, len(stdlib))
-	if err := Verify(wasm); err != nil {
-		if !opts.Repin {
-			return fmt.Errorf("%w\nThe build is not the pinned one: the recipe or the toolchain changed. If the change is deliberate, run `go run ./pyodide-assets/build -repin` and commit the new pins", err)
-		}
-	}
-	if err := VerifyStdlib(stdlib); err != nil && !opts.Repin {
-		return fmt.Errorf("%w\nThe build is not the pinned one: the recipe or the toolchain changed. If the change is deliberate, run `go run ./pyodide-assets/build -repin` and commit the new pins", err)
-	}
-	if opts.Repin {
+	if opts.Repin { // the pins in this binary are the old ones
 		ws, ss := sha256.Sum256(wasm), sha256.Sum256(stdlib)
 		fmt.Fprintf(opts.Log, "new pins for pyodide-assets/assets.go:\n\tSHA256 = %q\n\tSize = %d\n\tStdlibSHA256 = %q\n\tStdlibSize = %d\n",
 			hex.EncodeToString(ws[:]), len(wasm), hex.EncodeToString(ss[:]), len(stdlib))
+		return writeFiles(opts.Dist, wasm, stdlib)
+	}
+	if err := errors.Join(Verify(wasm), VerifyStdlib(stdlib)); err != nil {
+		return fmt.Errorf("%w\nThe build is not the pinned one: the recipe or the toolchain changed. If the change is deliberate, run `go run ./pyodide-assets/build -repin` and commit the new pins", err)
 	}
 	done := filepath.Join(out, "done")
-	if err := os.MkdirAll(done, 0o755); err != nil {
+	if err := writeFiles(done, wasm, stdlib); err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(done, "python.wasm"), wasm, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(done, StdlibName), stdlib, 0o644); err != nil {
-		return err
-	}
-	if opts.Repin { // the pins in this binary are the old ones
-		for _, name := range []string{"python.wasm", StdlibName} {
-			b, err := os.ReadFile(filepath.Join(done, name))
-			if err == nil {
-				err = WriteFileAtomic(filepath.Join(opts.Dist, name), b)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
 	}
 	os.RemoveAll(cached)
 	if err := os.Rename(done, cached); err != nil {
@@ -220,6 +194,14 @@ func verifyDir(dir string) error {
 		return err
 	}
 	return VerifyStdlib(stdlib)
+}
+
+// writeFiles writes the module and the standard library zip into dir.
+func writeFiles(dir string, wasm, stdlib []byte) error {
+	if err := WriteFileAtomic(filepath.Join(dir, "python.wasm"), wasm); err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, StdlibName), stdlib)
 }
 
 // installDir copies the verified pair from src into dist, each file
@@ -288,55 +270,6 @@ func extractRecipe(dir string) (string, error) {
 		return "", fmt.Errorf("pyodideassets: writing the recipe: %w", err)
 	}
 	return filepath.Join(dir, "cpython"), nil
-}
-
-// zipEpoch is the modification time of every zip entry.
-var zipEpoch = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// ZipTree zips the regular files under root, in path order, uncompressed
-// and with one fixed timestamp, so the same tree always gives the same
-// bytes. (Stored, not deflated: zipimport then reads a module without
-// decompressing it, and no compressor version can change the bytes.)
-func ZipTree(root string) ([]byte, error) {
-	var names []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			names = append(names, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pyodideassets: zipping %s: %w", root, err)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range names {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
-		if err != nil {
-			return nil, fmt.Errorf("pyodideassets: zipping %s: %w", root, err)
-		}
-		hdr := &zip.FileHeader{Name: path.Clean(name), Method: zip.Store, Modified: zipEpoch}
-		hdr.SetMode(0o444)
-		w, err := zw.CreateHeader(hdr)
-		if err == nil {
-			_, err = w.Write(b)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("pyodideassets: zipping %s: %w", name, err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("pyodideassets: zipping %s: %w", root, err)
-	}
-	return buf.Bytes(), nil
 }
 
 // ensureToolchain checks the pinned toolchain packages and the deb-src

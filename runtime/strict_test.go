@@ -317,3 +317,19 @@ func TestStrictConcurrentRuns(t *testing.T) {
 		require.Equal(t, i+2, res.ToolCallsMade)
 	}
 }
+
+// TestStrictLargeToolMessages: requests and responses far larger than the
+// host call's 64 KiB response buffer cross the channel intact (the rest of
+// a response is fetched with hermes.take), including non-ASCII text.
+func TestStrictLargeToolMessages(t *testing.T) {
+	res := run(t, `
+import hermes_tools
+for n in (10, 65535, 65536, 300000):
+    content = ("é" + "x" * 9) * (n // 10) + "\n"
+    r = hermes_tools.write_file("big.txt", content)
+    assert r["args"]["content"] == content, n
+print("ok")
+`, nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "ok\n", res.Output)
+}

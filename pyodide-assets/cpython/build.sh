@@ -6,11 +6,13 @@
 # Expects the toolchain of recipe.env installed and deb-src entries for its
 # suite (pyodide-assets/build, run by `make assets`, sees to both). Writes
 # OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
-# OUT_DIR/stdlib/ (the standard library as .pyc, ready to zip).
+# OUT_DIR/python311.zip (the standard library as .pyc).
 #
 # Everything is built under one fixed path, /tmp/hermes-cpython-build, so
 # that no machine-specific path reaches the output: two builds on two
-# machines give the same bytes.
+# machines give the same bytes. A lock keeps two builds on one machine apart;
+# the directory is removed after a successful build (KEEP_WORK=1 keeps it)
+# and kept after a failed one, for its logs.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +25,8 @@ umask 022
 
 WORK=/tmp/hermes-cpython-build
 JOBS="$(nproc)"
+exec 9>"$WORK.lock"
+flock 9
 step() { printf '\n== %s\n' "$*" >&2; }
 
 export CC="clang-19 --target=wasm32-wasi --sysroot=$WORK/sysroot"
@@ -31,7 +35,8 @@ PREFIX_MAP="-ffile-prefix-map=$WORK=/build"
 DEP_CFLAGS="$OPT_FLAGS $PREFIX_MAP"
 
 # BUILD_FROM=cpython reuses the sources and libraries of the last build in
-# $WORK and starts at CPython's configure (for working on the recipe).
+# $WORK (kept with KEEP_WORK=1) and starts at CPython's configure (for
+# working on the recipe).
 if [ "${BUILD_FROM:-}" != cpython ]; then
 rm -rf "$WORK"
 mkdir -p "$WORK/src" "$WORK/deps/include" "$WORK/deps/lib" "$WORK/sysroot/include" "$WORK/sysroot/lib"
@@ -127,5 +132,8 @@ grep -E '^(Failed|The necessary|Following modules)' -A4 make.log >&2 || true
 cp python.wasm "$OUT/python.wasm"
 
 step "standard library (.pyc)"
-rm -rf "$OUT/stdlib"
-/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" "$OUT/stdlib"
+/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" "$OUT/python311.zip"
+
+if [ "${KEEP_WORK:-}" != 1 ]; then
+	rm -rf "$WORK"
+fi

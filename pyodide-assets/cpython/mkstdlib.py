@@ -1,12 +1,13 @@
-"""Compiles the standard library to .pyc for hermes-wasm-exec's interpreter.
+"""Compiles the standard library to a zip of .pyc for hermes-wasm-exec.
 
-    python3.11 mkstdlib.py LIB_DIR BUILD_LIB_DIR OUT_DIR
+    python3.11 mkstdlib.py LIB_DIR BUILD_LIB_DIR OUT_ZIP
 
 LIB_DIR is CPython's Lib/, BUILD_LIB_DIR the build's lib.wasi-wasm32-3.11
-(its generated _sysconfigdata module). OUT_DIR receives one .pyc per module,
+(its generated _sysconfigdata module). OUT_ZIP receives one .pyc per module,
 unchecked-hash (no timestamps) and with the file name the guest sees
-(/usr/local/lib/python311.zip/...), so the output does not depend on when or
-where it was built. pyodide-assets/build zips OUT_DIR.
+(/usr/local/lib/python311.zip/...), deflated by the build python's zlib
+(Debian's zlib1g, pinned with the toolchain), in name order, with one fixed
+timestamp and mode: the output does not depend on when or where it was built.
 
 Tests, IDLE, tkinter, turtle demos and ensurepip are left out: the guest has
 no display, no pip and no use for CPython's own test suite.
@@ -14,6 +15,7 @@ no display, no pip and no use for CPython's own test suite.
 import importlib.util
 import os
 import sys
+import zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc
 
 ZIP_PATH = "/usr/local/lib/python311.zip"
@@ -38,29 +40,31 @@ def sources(root):
 SYSCONFIGDATA = "_sysconfigdata__wasm32-wasi.py"
 
 
-def compile_one(src, rel, out):
+def compile_one(src, rel):
     with open(src, "rb") as f:
         data = f.read()
     code = compile(data, ZIP_PATH + "/" + rel, "exec", dont_inherit=True, optimize=0)
-    pyc = _code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False)
-    dest = os.path.join(out, rel + "c")
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    with open(dest, "wb") as f:
-        f.write(pyc)
+    return _code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False)
 
 
 def main():
     lib, build_lib, out = sys.argv[1:4]
     if sys.version_info[:2] != (3, 11):
         sys.exit("mkstdlib.py: needs python3.11 (the target's bytecode), got %s" % sys.version)
-    count = 0
+    entries = {}
     for root in (lib, build_lib):
         for src, rel in sources(root):
             if root == build_lib and rel.startswith("_sysconfigdata_"):
                 rel = SYSCONFIGDATA
-            compile_one(src, rel, out)
-            count += 1
-    print("mkstdlib.py: %d modules compiled" % count, file=sys.stderr)
+            entries[rel.replace(os.sep, "/") + "c"] = compile_one(src, rel)
+    with zipfile.ZipFile(out, "w") as zf:
+        for name in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system = 3  # unix
+            info.external_attr = 0o100444 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, entries[name], compresslevel=9)
+    print("mkstdlib.py: %d modules compiled into %s" % (len(entries), out), file=sys.stderr)
 
 
 main()
