@@ -16,10 +16,11 @@
 //
 // No wazero type appears in these APIs. The interpreter is embedded with
 // go:embed from pyodide-assets/dist, which `make assets` fills (the module
-// itself is never committed), so build the embedding program against a
-// checkout where it has run, for instance through a replace directive as
-// testdata/embed does, or point $HERMES_WASM_INTERPRETER at a verified
-// copy. The program then needs no file at run time.
+// and its standard library zip are never committed), so build the
+// embedding program against a checkout where it has run, for instance
+// through a replace directive as testdata/embed does, or point
+// $HERMES_WASM_INTERPRETER at a verified python.wasm with its
+// python311.zip beside it. The program then needs no file at run time.
 //
 // # Lifecycle
 //
