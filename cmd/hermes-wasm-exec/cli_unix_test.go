@@ -69,6 +69,12 @@ time.sleep(600)
 			}
 		}
 		require.NotZero(t, pid, res.Output)
+		// SIGKILL went to the group before the run returned; the kernel
+		// may take a moment to tear the process down.
+		deadline := time.Now().Add(2 * time.Second)
+		for !gone(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		require.True(t, gone(pid), "grandchild %d survived", pid)
 	})
 }
