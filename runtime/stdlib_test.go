@@ -3,6 +3,7 @@ package runtime
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,4 +108,31 @@ except OSError:
 
 func pyList(names []string) string {
 	return "['" + strings.Join(names, "', '") + "']"
+}
+
+// TestStrictAsyncio: asyncio's event loop runs in strict mode (timers,
+// gather, queues, wait_for), twice in one script, and a script waiting in
+// it is stopped at its timeout.
+func TestStrictAsyncio(t *testing.T) {
+	res := run(t, `
+import asyncio
+async def work(i):
+    await asyncio.sleep(0.02 * i)
+    return i * 2
+async def main():
+    r = await asyncio.gather(*(work(i) for i in range(5)))
+    q = asyncio.Queue()
+    await q.put("item")
+    try:
+        await asyncio.wait_for(asyncio.sleep(10), 0.05)
+    except asyncio.TimeoutError:
+        return r, await q.get(), "timed out"
+print(asyncio.run(main()))
+print(asyncio.run(main()))
+`, nil)
+	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, strings.Repeat("([0, 2, 4, 6, 8], 'item', 'timed out')\n", 2), res.Output)
+
+	res = run(t, "import asyncio\nasyncio.run(asyncio.sleep(600))\n", func(r *shared.Request) { r.Timeout = time.Second })
+	require.Equal(t, shared.StatusTimeout, res.Status, res.Output)
 }

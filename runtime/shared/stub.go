@@ -71,7 +71,8 @@ type StubOptions struct {
 	// WASI adds the fixes the WASI interpreter needs: time.sleep is
 	// replaced by a relative wait, since CPython's own sleep asks WASI for
 	// an absolute-deadline clock wait that wazero does not offer (it fails
-	// with "Not supported").
+	// with "Not supported"), and asyncio's event loop is loaded without its
+	// self-pipe, a socketpair WASI lacks.
 	WASI bool
 }
 
@@ -241,9 +242,48 @@ def _wasi_sleep(secs):
         select.select([], [], [], left)
 
 
+class _SelfPipelessLoader:
+    """Loads asyncio.selector_events, then drops the event loop's self-pipe.
+
+    The loop wakes itself from other threads and signal handlers through a
+    socketpair, which WASI has not got (asyncio.run failed with "Not
+    supported"); the WASI interpreter has neither threads nor signals, so
+    the loop needs no wake-up: it sleeps in poll() until its next timer.
+    """
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        cls = module.BaseSelectorEventLoop
+        cls._make_self_pipe = cls._close_self_pipe = cls._write_to_self = lambda self: None
+
+
+class _WasiAsyncioFinder:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "asyncio.selector_events":
+            return None
+        import _frozen_importlib_external
+        spec = _frozen_importlib_external.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _SelfPipelessLoader(spec.loader)
+        return spec
+
+
 def _install_wasi_fixes():
+    import sys
     import time
     time.sleep = _wasi_sleep
+    if _WasiAsyncioFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _WasiAsyncioFinder)
 
 
 _install_wasi_fixes()
