@@ -186,27 +186,35 @@ func TestEngineRealPython(t *testing.T) {
 	}
 }
 
-func TestEngineRealPythonBigStdout(t *testing.T) {
-	py := realPython(t)
-	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	job := &shared.Job{
-		Code: `import sys
-chunk = b"0123456789abcdef" * 64
-for i in range(1024):
-    sys.stdout.buffer.write(chunk)
-sys.stderr.write("done\n")
-`,
+// runRealPython runs code once in a real python3 with no tools, checks that
+// the run leaves its private dir behind nothing, and returns what it gave.
+func runRealPython(t *testing.T, py, code string) (out shared.Outcome, stdout, stderr *bytes.Buffer, job *shared.Job) {
+	t.Helper()
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	job = &shared.Job{
+		Code:    code,
 		Env:     pythonEnv(),
 		Workdir: t.TempDir(),
-		Stdout:  &stdout,
-		Stderr:  &stderr,
+		Stdout:  stdout,
+		Stderr:  stderr,
 		Broker:  shared.NewBroker((&callRecorder{}).tool, 0, nil),
 	}
 	e := &Engine{Python: py, TempDir: t.TempDir()}
 	out, err := e.Run(context.Background(), job)
 	require.NoError(t, err)
 	requireEmptyDir(t, e.TempDir)
+	return out, stdout, stderr, job
+}
+
+func TestEngineRealPythonBigStdout(t *testing.T) {
+	py := realPython(t)
+	t.Parallel()
+	out, stdout, stderr, job := runRealPython(t, py, `import sys
+chunk = b"0123456789abcdef" * 64
+for i in range(1024):
+    sys.stdout.buffer.write(chunk)
+sys.stderr.write("done\n")
+`)
 	require.Equal(t, shared.Outcome{ExitCode: 0}, out, "stderr: %s", stderr.String())
 	require.Equal(t, 1<<20, stdout.Len())
 	require.True(t, bytes.Equal(bytes.Repeat([]byte("0123456789abcdef"), 1<<16), stdout.Bytes()))
@@ -217,19 +225,7 @@ sys.stderr.write("done\n")
 func TestEngineRealPythonSysExit(t *testing.T) {
 	py := realPython(t)
 	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	job := &shared.Job{
-		Code:    "import sys\nprint('bye')\nsys.exit(4)\n",
-		Env:     pythonEnv(),
-		Workdir: t.TempDir(),
-		Stdout:  &stdout,
-		Stderr:  &stderr,
-		Broker:  shared.NewBroker((&callRecorder{}).tool, 0, nil),
-	}
-	e := &Engine{Python: py, TempDir: t.TempDir()}
-	out, err := e.Run(context.Background(), job)
-	require.NoError(t, err)
-	requireEmptyDir(t, e.TempDir)
+	out, stdout, stderr, job := runRealPython(t, py, "import sys\nprint('bye')\nsys.exit(4)\n")
 	require.Equal(t, shared.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
 	require.Equal(t, "bye\n", stdout.String())
 	require.Nil(t, job.Broker.Report())

@@ -377,31 +377,26 @@ func TestEngineMissingInterpreter(t *testing.T) {
 	require.Contains(t, r.err.Error(), "no-such-python")
 }
 
-func TestEngineMissingWorkdir(t *testing.T) {
+// TestEngineBadSetup: a run that cannot start says why.
+func TestEngineBadSetup(t *testing.T) {
 	t.Parallel()
-	r := newFakeRun(t, "exit", nil)
-	r.job.Workdir = filepath.Join(t.TempDir(), "gone")
-	r.run(t, context.Background())
-	require.Error(t, r.err)
-	require.Contains(t, r.err.Error(), "starting")
-}
-
-func TestEngineEmptyPython(t *testing.T) {
-	t.Parallel()
-	r := newFakeRun(t, "exit", nil)
-	r.engine.Python = ""
-	r.run(t, context.Background())
-	require.Error(t, r.err)
-	require.Contains(t, r.err.Error(), "no python interpreter")
-}
-
-func TestEngineBadTransport(t *testing.T) {
-	t.Parallel()
-	r := newFakeRun(t, "exit", nil)
-	r.engine.Transport = "carrier-pigeon"
-	r.run(t, context.Background())
-	require.Error(t, r.err)
-	require.Contains(t, r.err.Error(), "carrier-pigeon")
+	for _, tc := range []struct {
+		name, want string
+		spoil      func(r *fakeRun)
+	}{
+		{"missing workdir", "starting", func(r *fakeRun) { r.job.Workdir = filepath.Join(r.job.Workdir, "gone") }},
+		{"empty python", "no python interpreter", func(r *fakeRun) { r.engine.Python = "" }},
+		{"bad transport", "carrier-pigeon", func(r *fakeRun) { r.engine.Transport = "carrier-pigeon" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newFakeRun(t, "exit", nil)
+			tc.spoil(r)
+			r.run(t, context.Background())
+			require.Error(t, r.err)
+			require.Contains(t, r.err.Error(), tc.want)
+		})
+	}
 }
 
 func TestEngineBadTempDir(t *testing.T) {

@@ -299,22 +299,10 @@ func TestKernelRealPythonBackgroundDiesWithKernel(t *testing.T) {
 // compares runtime.NumGoroutine before and after.
 func TestKernelNoLeaks(t *testing.T) {
 	py := realPython(t)
-	settle := func() int {
-		n := runtime.NumGoroutine()
-		for i := 0; i < 20; i++ {
-			time.Sleep(10 * time.Millisecond)
-			m := runtime.NumGoroutine()
-			if m == n {
-				break
-			}
-			n = m
-		}
-		return n
-	}
 	for _, tr := range transports {
 		for _, end := range []string{"close-idle", "close-during-cell", "timeout", "exit"} {
 			t.Run(tr+"/"+end, func(t *testing.T) {
-				before := settle()
+				before := settledGoroutines()
 				e := &Engine{Python: py, Transport: tr, TempDir: t.TempDir(), Grace: 200 * time.Millisecond}
 				k, err := e.StartKernel(context.Background(), shared.KernelSpec{Env: pythonEnv(), Workdir: t.TempDir()})
 				require.NoError(t, err)

@@ -595,25 +595,27 @@ func TestDefaultTransport(t *testing.T) {
 	}
 }
 
+// settledGoroutines waits for the goroutine count to hold still (earlier
+// tests' goroutines finish exiting) and returns it.
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		time.Sleep(10 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			break
+		}
+		n = m
+	}
+	return n
+}
+
 // TestServerNoGoroutineLeak must not run in parallel with other tests: it
 // compares runtime.NumGoroutine before and after.
 func TestServerNoGoroutineLeak(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			settle := func() int {
-				// Let goroutines of earlier tests finish exiting.
-				n := runtime.NumGoroutine()
-				for i := 0; i < 20; i++ {
-					time.Sleep(10 * time.Millisecond)
-					m := runtime.NumGoroutine()
-					if m == n {
-						break
-					}
-					n = m
-				}
-				return n
-			}
-			before := settle()
+			before := settledGoroutines()
 
 			entered := make(chan struct{}, 1)
 			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {

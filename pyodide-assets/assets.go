@@ -41,20 +41,20 @@ const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources)
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "527413bbd31b9f2367bbc24d26fccb7a8576d19b852996278e2af49a8ca07159"
+const SHA256 = "f26f4209c5d1119abe83ba6161c08ec99beaa0dd74339a6a27a0338166e14f95"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8298118
+const Size = 8298208
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
 const StdlibName = "python311.zip"
 
 // StdlibSHA256 is the hex sha256 of the standard library zip.
-const StdlibSHA256 = "5e85771d33d02afaa51ce8f48d6584fa539f75334aefc9fe541b45f781a4d86e"
+const StdlibSHA256 = "a815f61184148dc8c1638ecacd104b5a0ad97d71f99530df8d893ae356b6f75f"
 
 // StdlibSize is the size in bytes of the standard library zip.
-const StdlibSize = 4561102
+const StdlibSize = 4561207
 
 // FetchCommand is the command that builds (or takes from the cache) the
 // interpreter into dist; error messages tell the user to run it.

@@ -37,7 +37,7 @@ var stagedNames = []string{shared.StubName, shared.RunnerName, shared.KernelName
 // stage, generated once per process.
 var stagedSources = sync.OnceValue(func() map[string][]byte {
 	return map[string][]byte{
-		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{HostCall: true, WASI: true})),
+		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{HostCall: true})),
 		shared.RunnerName: []byte(shared.Runner),
 		shared.KernelName: []byte(shared.KernelSource),
 	}
@@ -119,7 +119,7 @@ func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 	var out bytes.Buffer
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/").(wazero.FSConfig).
 		WithFSMount(c.stdlib, stdlibMount)
-	mc := wazero.NewModuleConfig().
+	mc := withEnv(wazero.NewModuleConfig(), guestEnv).
 		WithName("").
 		WithArgs("python", "-S", "-c", compileBytecodeScript).
 		WithStdout(&out).
@@ -128,11 +128,7 @@ func (s *Strict) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
-	for _, kv := range guestEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		mc = mc.WithEnv(k, v)
-	}
-	if err := s.start(ctx, c, mc); err != nil {
+	if err := s.start(ctx, c, mc, nil); err != nil {
 		return nil, fmt.Errorf("compiling bytecode: %w: %s", err, out.String())
 	}
 	files := readPycDir(filepath.Join(staging, "__pycache__"), false)

@@ -66,10 +66,10 @@ func (s *Strict) StartKernel(ctx context.Context, spec shared.KernelSpec, overWo
 	}
 	startErr := &boundedBuffer{max: maxStartStderr}
 	k.stderr.set(startErr)
-	mc := box.moduleConfig(&k.stdout, &k.stderr, k.sleep(kctx)).
+	mc := box.moduleConfig(&k.stdout, &k.stderr).
 		WithArgs(box.args("-c", shared.KernelEntry)...)
 	go func() {
-		err := s.start(box.ctx, c, mc)
+		err := s.start(box.ctx, c, mc, k.runningCellStop)
 		k.end = outcome(err)
 		if errors.Is(err, errStopped) && s.isClosed() {
 			k.end = shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped: the strict engine was closed"}
@@ -136,16 +136,13 @@ type strictKernel struct {
 
 var _ shared.Kernel = (*strictKernel)(nil)
 
-// sleep returns the guest's nanosleep: real time, cut short when the
-// kernel or the running cell is stopped.
-func (k *strictKernel) sleep(kctx context.Context) func(ns int64) {
-	return func(ns int64) {
-		var stop <-chan struct{}
-		if p := k.cellStop.Load(); p != nil {
-			stop = *p
-		}
-		sleepCtx(kctx, stop, time.Duration(ns))
+// runningCellStop is the running cell's stop channel (nil between cells):
+// a sleep in the cell ends, and the instance with it, when it is closed.
+func (k *strictKernel) runningCellStop() <-chan struct{} {
+	if p := k.cellStop.Load(); p != nil {
+		return *p
 	}
+	return nil
 }
 
 // Alive implements shared.Kernel.

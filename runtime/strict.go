@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -282,9 +281,9 @@ func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.
 		return shared.Outcome{}, err
 	}
 	defer box.close()
-	mc := box.moduleConfig(job.Stdout, job.Stderr, func(ns int64) { sleepCtx(ctx, nil, time.Duration(ns)) }).
+	mc := box.moduleConfig(job.Stdout, job.Stderr).
 		WithArgs(box.args("-c", shared.RunnerEntry, box.lib+shared.ScriptName)...)
-	return outcome(s.start(box.ctx, c, mc)), nil
+	return outcome(s.start(box.ctx, c, mc, nil)), nil
 }
 
 // errStopped reports that an instance was stopped: its context ended, or
@@ -293,14 +292,16 @@ var errStopped = errors.New("the interpreter was stopped")
 
 // start instantiates the interpreter and runs it to the end under ctx,
 // which carries the tool channel. When ctx ends, or the engine is closed,
-// the instance is stopped at its next loop check (see
-// pyodideassets.AddLoopChecks: every 16k loop iterations, in Python or C
-// code alike, the module calls sched_yield, which lands in the Osyield
-// function here) and start returns errStopped. A guest waiting in a host
-// function returns first: the tools and sleep watch ctx themselves.
-// (wazero's WithCloseOnContextDone would stop it too, by calling into Go at
-// every loop iteration, which makes the interpreter 2.5-4x slower.)
-func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig) error {
+// the instance is stopped where it is and start returns errStopped: at its
+// next loop check (see pyodideassets.AddLoopChecks: every 16k loop
+// iterations, in Python or C code alike, the module calls sched_yield,
+// which lands in the Osyield function here), or in its sleep, which is cut
+// short and does not return to the guest. A tool call in progress returns
+// first (tools watch ctx). (wazero's WithCloseOnContextDone would stop the
+// instance too, by calling into Go at every loop iteration, which makes
+// the interpreter 2.5-4x slower.) cellStop, when not nil, gives a kernel's
+// running cell's stop channel: a sleep in that cell is stopped by it too.
+func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -314,23 +315,29 @@ func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
-	var stopped atomic.Bool
-	defer context.AfterFunc(ctx, func() { stopped.Store(true) })()
-	mc = mc.WithStartFunctions().WithOsyield(func() {
-		if stopped.Load() {
-			panic(sys.NewExitError(sys.ExitCodeContextCanceled))
-		}
-	})
+	// A host function stops the instance by panicking: wazero unwinds the
+	// guest and Call returns the error, wrapped.
+	mc = mc.WithStartFunctions().
+		WithOsyield(func() {
+			if ctx.Err() != nil {
+				panic(errStopped)
+			}
+		}).
+		WithNanosleep(func(ns int64) {
+			var stop <-chan struct{}
+			if cellStop != nil {
+				stop = cellStop()
+			}
+			if !sleepCtx(ctx, stop, time.Duration(ns)) {
+				panic(errStopped)
+			}
+		})
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
 		return err
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 	_, err = mod.ExportedFunction("_start").Call(ctx)
-	var exit *sys.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled && stopped.Load() {
-		return errStopped
-	}
 	return err
 }
 
@@ -445,9 +452,9 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 }
 
 // moduleConfig is the instance's configuration without its arguments: the
-// sandbox's file system and environment, real clocks, sleep (which must
-// return early when the run is stopped) and the output writers.
-func (b *sandbox) moduleConfig(stdout, stderr io.Writer, sleep func(ns int64)) wazero.ModuleConfig {
+// sandbox's file system and environment, real clocks and the output
+// writers (start adds the sleep).
+func (b *sandbox) moduleConfig(stdout, stderr io.Writer) wazero.ModuleConfig {
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStdin(strings.NewReader("")).
@@ -456,10 +463,14 @@ func (b *sandbox) moduleConfig(stdout, stderr io.Writer, sleep func(ns int64)) w
 		WithFSConfig(b.fsc.(wazero.FSConfig)).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithNanosleep(sleep).
 		WithRandSource(rand.Reader).
 		WithStartFunctions("_start")
-	for _, kv := range shared.MergeEnv(nil, b.env) {
+	return withEnv(mc, b.env)
+}
+
+// withEnv adds env (KEY=value entries; a later one wins) to mc.
+func withEnv(mc wazero.ModuleConfig, env []string) wazero.ModuleConfig {
+	for _, kv := range shared.MergeEnv(nil, env) {
 		k, v, _ := strings.Cut(kv, "=")
 		mc = mc.WithEnv(k, v)
 	}
@@ -495,17 +506,18 @@ func outcome(err error) shared.Outcome {
 	return shared.Outcome{ExitCode: -1, Crash: "The interpreter crashed: " + msg + hint}
 }
 
-// sleepCtx is the guest's sleep: real time, cut short when the run's
-// context ends, or stop is closed, so a sleeping script is stopped on time
-// (the instance is then closed at its next function call).
-func sleepCtx(ctx context.Context, stop <-chan struct{}, d time.Duration) {
+// sleepCtx is the guest's sleep: real time, cut short when ctx ends or
+// stop is closed. It reports whether the whole time passed.
+func sleepCtx(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
 	case <-stop:
 	}
+	return false
 }
 
 // Close releases every compiled interpreter. Runs in progress are stopped

@@ -713,6 +713,24 @@ func (e *serveEnv) startListening(args ...string) *listenProc {
 	return l
 }
 
+// tcpClients starts a server on loopback TCP with a generated token file
+// and connects n clients, each authenticated.
+func (e *serveEnv) tcpClients(t *testing.T, n int) (*listenProc, []*serveClient, []net.Conn) {
+	t.Helper()
+	l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", filepath.Join(e.home, "tok"))
+	addr := waitListening(t, l.stderr, "tcp")
+	tok, err := os.ReadFile(filepath.Join(e.home, "tok"))
+	require.NoError(t, err)
+	var clients []*serveClient
+	var conns []net.Conn
+	for range n {
+		c, nc := dialClient(t, "tcp", addr)
+		require.Nil(t, c.call(t, "authenticate", map[string]any{"token": strings.TrimSpace(string(tok))}).Error)
+		clients, conns = append(clients, c), append(conns, nc)
+	}
+	return l, clients, conns
+}
+
 func dialClient(t *testing.T, network, addr string) (*serveClient, net.Conn) {
 	t.Helper()
 	nc, err := net.Dial(network, addr)
@@ -974,15 +992,8 @@ func TestServeApprovals(t *testing.T) {
 	t.Run("each connection approves its own calls", func(t *testing.T) {
 		t.Parallel()
 		e := newServeEnv(t, defaultServeConfig)
-		l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", filepath.Join(e.home, "tok"))
-		addr := waitListening(t, l.stderr, "tcp")
-		tok, err := os.ReadFile(filepath.Join(e.home, "tok"))
-		require.NoError(t, err)
-		yes, _ := dialClient(t, "tcp", addr)
-		no, _ := dialClient(t, "tcp", addr)
-		for _, c := range []*serveClient{yes, no} {
-			require.Nil(t, c.call(t, "authenticate", map[string]any{"token": strings.TrimSpace(string(tok))}).Error)
-		}
+		l, clients, _ := e.tcpClients(t, 2)
+		yes, no := clients[0], clients[1]
 		yes.setAnswer(approved("once"))
 		no.setAnswer(denied)
 		resNo := no.start("execute", gateway(e, "n"))
@@ -1452,14 +1463,9 @@ func TestServeDelegationWait(t *testing.T) {
 func TestServeDelegationPerConnection(t *testing.T) {
 	t.Parallel()
 	e := newServeEnv(t, defaultServeConfig)
-	l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", filepath.Join(e.home, "tok"))
-	addr := waitListening(t, l.stderr, "tcp")
-	tok, err := os.ReadFile(filepath.Join(e.home, "tok"))
-	require.NoError(t, err)
-	a, _ := dialClient(t, "tcp", addr)
-	b, bConn := dialClient(t, "tcp", addr)
-	for _, c := range []*serveClient{a, b} {
-		require.Nil(t, c.call(t, "authenticate", map[string]any{"token": strings.TrimSpace(string(tok))}).Error)
+	l, clients, conns := e.tcpClients(t, 2)
+	a, b, bConn := clients[0], clients[1], conns[1]
+	for _, c := range clients {
 		c.setTool(hostSearch)
 	}
 	require.Nil(t, a.call(t, "open_session", map[string]any{"session": "shared", "delegate_tools": []string{"web_search"}}).Error)

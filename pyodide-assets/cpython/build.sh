@@ -96,12 +96,19 @@ fi
 step "CPython (wasm32-wasi, $OPT_FLAGS)"
 cd "$WORK/src/python3.11"
 cp "$HERE/hermes_host.c" Modules/_hermes_host.c
+# asyncio's event loop without its socketpair self-pipe on WASI.
+if [ "${BUILD_FROM:-}" != cpython ]; then
+	patch -p1 --quiet < "$HERE/asyncio-wasi.patch"
+fi
 cp "$HERE/hermes_mem.c" Modules/_hermes_mem.c
 # clang 19 ignores SOURCE_DATE_EPOCH for __DATE__/__TIME__: give the build
 # info (sys.version) the recipe's date instead of the day of the build.
 sed -i "1i #define DATE \"$(date -u -d "@$SOURCE_DATE_EPOCH" '+%b %d %Y')\"\n#define TIME \"$(date -u -d "@$SOURCE_DATE_EPOCH" '+%H:%M:%S')\"" Modules/getbuildinfo.c
 rm -rf "$WORK/build" && mkdir -p "$WORK/build" && cd "$WORK/build"
 DEPS="$WORK/deps"
+# ac_cv_func_clock_nanosleep=no (in libc and librt): time.sleep then waits with a relative
+#   nanosleep; with clock_nanosleep it asks WASI for an absolute-deadline
+#   clock wait, which wazero does not implement ("Not supported").
 # -Wno-int-conversion: wasi-libc's clockid_t is a pointer and CPython 3.11's
 #   time module exports the clock ids as ints; clang 16+ makes that an error.
 #   (The values round-trip: both are 32 bits on wasm32.)
@@ -115,7 +122,7 @@ CPP="clang-cpp-19 --target=wasm32-wasi --sysroot=$WORK/sysroot" \
 ZLIB_CFLAGS="-I$DEPS/include" ZLIB_LIBS="-L$DEPS/lib -lz" \
 BZIP2_CFLAGS="-I$DEPS/include" BZIP2_LIBS="-L$DEPS/lib -lbz2" \
 LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3 -lwasi-emulated-getpid -lwasi-emulated-mman" \
-PKG_CONFIG=false \
+PKG_CONFIG=false ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no \
 	../src/python3.11/configure -C \
 	--host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 	--with-build-python=/usr/bin/python3.11 \

@@ -68,12 +68,6 @@ type StubOptions struct {
 	// path, or tcp://127.0.0.1:PORT) and sends HERMES_RPC_TOKEN with every
 	// request (project mode, see native.Server for the framing).
 	HostCall bool
-	// WASI adds the fixes the WASI interpreter needs: time.sleep is
-	// replaced by a relative wait, since CPython's own sleep asks WASI for
-	// an absolute-deadline clock wait that wazero does not offer (it fails
-	// with "Not supported"), and asyncio's event loop is loaded without its
-	// self-pipe, a socketpair WASI lacks.
-	WASI bool
 }
 
 // GenerateStub returns the source of the hermes_tools module: the seven
@@ -93,9 +87,6 @@ func GenerateStub(opts StubOptions) string {
 		b.WriteString(socketTransport)
 	}
 	b.WriteString(stubCall)
-	if opts.WASI {
-		b.WriteString(wasiFixes)
-	}
 	for _, t := range toolSpecs {
 		fmt.Fprintf(&b, "\n\ndef %s(%s) -> dict:\n    %q\n    return _call(%q, {", t.name, pySignature(t.params), t.doc, t.name)
 		for i, p := range t.params {
@@ -223,70 +214,6 @@ def _call(tool, args):
 
 def _report_exit(report):
     _request({"op": "exit", "exit": report})
-`
-
-const wasiFixes = `
-
-def _wasi_sleep(secs):
-    """time.sleep for WASI: waits with relative timeouts (see StubOptions.WASI)."""
-    import select
-    import time
-    secs = float(secs)
-    if secs != secs or secs < 0:
-        raise ValueError("sleep length must be non-negative")
-    deadline = time.monotonic() + secs
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        select.select([], [], [], left)
-
-
-class _SelfPipelessLoader:
-    """Loads asyncio.selector_events, then drops the event loop's self-pipe.
-
-    The loop wakes itself from other threads and signal handlers through a
-    socketpair, which WASI has not got (asyncio.run failed with "Not
-    supported"); the WASI interpreter has neither threads nor signals, so
-    the loop needs no wake-up: it sleeps in poll() until its next timer.
-    """
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        cls = module.BaseSelectorEventLoop
-        cls._make_self_pipe = cls._close_self_pipe = cls._write_to_self = lambda self: None
-
-
-class _WasiAsyncioFinder:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name != "asyncio.selector_events":
-            return None
-        import _frozen_importlib_external
-        spec = _frozen_importlib_external.PathFinder.find_spec(name, path)
-        if spec is not None:
-            spec.loader = _SelfPipelessLoader(spec.loader)
-        return spec
-
-
-def _install_wasi_fixes():
-    import sys
-    import time
-    time.sleep = _wasi_sleep
-    if _WasiAsyncioFinder not in sys.meta_path:
-        sys.meta_path.insert(0, _WasiAsyncioFinder)
-
-
-_install_wasi_fixes()
 `
 
 const stubHelpers = `
