@@ -5,7 +5,7 @@ BIN := bin/hermes-wasm-exec
 # compiled once per machine rather than once per package.
 TEST_CACHE := $(CURDIR)/.cache/wasm
 
-.PHONY: all assets build test demo bench vet clean
+.PHONY: all assets build test demo bench vet fuzz clean
 
 all: build
 
@@ -28,11 +28,17 @@ vet:
 
 test: assets vet
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./config/ ./runtime/shared/ ./hostfuncs/ ./native/
+	$(GO) test -count=1 -race ./config/ ./runtime/shared/ ./hostfuncs/ ./native/ ./internal/...
 
 # Runs the data-pipeline example in strict mode on the demo project.
 demo: build
 	./$(BIN) run --mode strict --workdir testdata/project testdata/examples/data_pipeline.py
+
+# Runs every fuzz target for FUZZTIME each (default 30s; `make fuzz
+# FUZZTIME=5m` for longer) and prints the executions each reached.
+FUZZTIME ?= 30s
+fuzz: assets
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash .ci/fuzz
 
 bench: build
 	./$(BIN) bench

@@ -50,6 +50,10 @@ const (
 	// MaxMemoryLimitMB is the largest accepted code_execution.memory_limit_mb: the whole
 	// 4 GiB address space of a wasm32 guest.
 	MaxMemoryLimitMB = 4096
+	// MinDiskLimitMB is the smallest accepted code_execution.disk_limit_mb.
+	MinDiskLimitMB = 1
+	// MaxDiskLimitMB is the largest accepted code_execution.disk_limit_mb (64 GiB).
+	MaxDiskLimitMB = 65536
 )
 
 // Web search providers accepted for web.search.provider.
@@ -120,6 +124,12 @@ type CodeExecution struct {
 	// MemoryLimitMB caps the guest's linear memory in strict mode, in MiB. Default 512; it
 	// must be between 16 and 4096 (the wasm32 maximum). YAML key: memory_limit_mb.
 	MemoryLimitMB int
+	// DiskLimitMB caps, in MiB, what a strict-mode script may store in its private dir: the
+	// total size of its files, net of truncation and removal; a write past it fails with
+	// ENOSPC (OSError "No space left on device") in the script. A session kernel keeps one
+	// budget across its calls. Default 1024; it must be between 1 and 65536.
+	// YAML key: disk_limit_mb.
+	DiskLimitMB int
 	// WarmPool is how many initialized strict interpreters `serve` keeps ready, so that a new
 	// session's first call does not pay interpreter start-up. Default 2; between 0 and 16.
 	// YAML key: warm_pool.
@@ -128,6 +138,10 @@ type CodeExecution struct {
 	// TZ. Default "", which sets no TZ. It is validated with time.LoadLocation.
 	// YAML key: timezone.
 	Timezone string
+	// ConfineToolsToWorkdir makes the file tools (read_file, write_file, patch and
+	// search_files) refuse any path that resolves, through symlinks, outside the session
+	// working directory. Default false. YAML key: confine_tools_to_workdir.
+	ConfineToolsToWorkdir bool
 }
 
 // Terminal is the terminal section of the configuration file.
@@ -237,6 +251,7 @@ func Default() Config {
 			KernelIdleTimeout: 1800,
 			MaxSessionKernels: 4,
 			MemoryLimitMB:     512,
+			DiskLimitMB:       1024,
 			WarmPool:          2,
 			Timezone:          "",
 		},
@@ -523,8 +538,10 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 		{"kernel_idle_timeout", p.intField(&ce.KernelIdleTimeout, 1, -1, "seconds")},
 		{"max_session_kernels", p.intField(&ce.MaxSessionKernels, 1, -1, "")},
 		{"memory_limit_mb", p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
+		{"disk_limit_mb", p.intField(&ce.DiskLimitMB, MinDiskLimitMB, MaxDiskLimitMB, "MiB")},
 		{"warm_pool", p.intField(&ce.WarmPool, 0, 16, "")},
 		{"timezone", p.timezone},
+		{"confine_tools_to_workdir", p.boolField(&ce.ConfineToolsToWorkdir)},
 	})
 }
 

@@ -14,8 +14,12 @@ func TestDefault(t *testing.T) {
 	ce := d.CodeExecution
 	if ce.Mode != "project" || ce.Timeout != 300 || ce.MaxToolCalls != 50 ||
 		ce.KernelIdleTimeout != 1800 || ce.MaxSessionKernels != 4 || ce.MemoryLimitMB != 512 ||
+		ce.DiskLimitMB != 1024 ||
 		ce.Timezone != "" {
 		t.Fatalf("unexpected defaults: %+v", ce)
+	}
+	if ce.ConfineToolsToWorkdir {
+		t.Fatal("confine_tools_to_workdir must default to false")
 	}
 	if len(d.Terminal.EnvPassthrough) != 0 || d.Source != "" || d.Warnings != nil {
 		t.Fatalf("unexpected defaults: %+v", d)
@@ -50,6 +54,7 @@ code_execution:
   kernel_idle_timeout: 1
   max_session_kernels: 1
   memory_limit_mb: 4096
+  disk_limit_mb: 65536
   timezone: Europe/Paris
 terminal:
   env_passthrough:
@@ -58,11 +63,13 @@ terminal:
     - HERMES_BASE_URL
 `, want: func(c *Config) {
 			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
-				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, WarmPool: 2, Timezone: "Europe/Paris"}
+				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris"}
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},
 		{name: "minimum memory and timeout", in: "code_execution: {timeout: 1, memory_limit_mb: 16}",
 			want: func(c *Config) { c.CodeExecution.Timeout = 1; c.CodeExecution.MemoryLimitMB = 16 }},
+		{name: "minimum disk limit", in: "code_execution: {disk_limit_mb: 1}",
+			want: func(c *Config) { c.CodeExecution.DiskLimitMB = 1 }},
 		{name: "mode Project mixed case", in: "code_execution:\n  mode: Project\n"},
 		{name: "empty mode means default", in: "code_execution:\n  mode: ''\n"},
 		{name: "hex integer", in: "code_execution:\n  timeout: 0x10\n",
@@ -74,6 +81,8 @@ terminal:
 		{name: "UTC timezone", in: "code_execution:\n  timezone: UTC\n",
 			want: func(c *Config) { c.CodeExecution.Timezone = "UTC" }},
 		{name: "empty timezone", in: "code_execution:\n  timezone: ''\n"},
+		{name: "confine tools to workdir", in: "code_execution:\n  confine_tools_to_workdir: true\n",
+			want: func(c *Config) { c.CodeExecution.ConfineToolsToWorkdir = true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +167,7 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key with suggestion",
 			in:   "code_execution:\n  mode: strict\n  timout: 30\n",
 			line: 3, key: "code_execution.timout",
-			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, warm_pool, timezone); did you mean "timeout"?`,
+			message: `config.yaml: line 3: unknown key "code_execution.timout" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, disk_limit_mb, warm_pool, timezone, confine_tools_to_workdir); did you mean "timeout"?`,
 		},
 		{
 			name: "unknown provider",
@@ -191,6 +200,12 @@ func TestParseErrors(t *testing.T) {
 			message: "must name an environment variable|never in config.yaml",
 		},
 		{
+			name: "confine_tools_to_workdir not a bool",
+			in:   "code_execution:\n  confine_tools_to_workdir: yes please\n",
+			line: 2, key: "code_execution.confine_tools_to_workdir",
+			message: "must be true or false",
+		},
+		{
 			name: "allow_private_networks not a bool",
 			in:   "web:\n  allow_private_networks: sometimes\n",
 			line: 2, key: "web.allow_private_networks",
@@ -212,7 +227,7 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key without suggestion",
 			in:   "code_execution:\n  sandbox: true\n",
 			line: 2, key: "code_execution.sandbox",
-			message: `config.yaml: line 2: unknown key "code_execution.sandbox" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, warm_pool, timezone)`,
+			message: `config.yaml: line 2: unknown key "code_execution.sandbox" (valid keys: mode, timeout, max_tool_calls, kernel_idle_timeout, max_session_kernels, memory_limit_mb, disk_limit_mb, warm_pool, timezone, confine_tools_to_workdir)`,
 		},
 		{
 			name: "unknown top-level key",
@@ -363,6 +378,24 @@ func TestParseErrors(t *testing.T) {
 			in:   "code_execution:\n  memory_limit_mb: 8192\n",
 			line: 2, key: "code_execution.memory_limit_mb",
 			message: `(must be between 16 and 4096)`,
+		},
+		{
+			name: "disk limit zero",
+			in:   "code_execution:\n  timeout: 5\n  disk_limit_mb: 0\n",
+			line: 3, key: "code_execution.disk_limit_mb",
+			message: `code_execution.disk_limit_mb is 0, which is out of range (must be between 1 and 65536)`,
+		},
+		{
+			name: "disk limit too large",
+			in:   "code_execution:\n  disk_limit_mb: 65537\n",
+			line: 2, key: "code_execution.disk_limit_mb",
+			message: `(must be between 1 and 65536)`,
+		},
+		{
+			name: "disk limit not a number",
+			in:   "code_execution:\n  disk_limit_mb: 1GB\n",
+			line: 2, key: "code_execution.disk_limit_mb",
+			message: `code_execution.disk_limit_mb`,
 		},
 		{
 			name: "unknown timezone",
@@ -573,7 +606,8 @@ func FuzzParse(f *testing.F) {
 		}
 		if ce.Timeout < MinTimeout || ce.Timeout > MaxTimeout || ce.MaxToolCalls < 0 ||
 			ce.KernelIdleTimeout < 1 || ce.MaxSessionKernels < 1 ||
-			ce.MemoryLimitMB < MinMemoryLimitMB || ce.MemoryLimitMB > MaxMemoryLimitMB {
+			ce.MemoryLimitMB < MinMemoryLimitMB || ce.MemoryLimitMB > MaxMemoryLimitMB ||
+			ce.DiskLimitMB < MinDiskLimitMB || ce.DiskLimitMB > MaxDiskLimitMB {
 			t.Fatalf("out-of-range config accepted: %+v", ce)
 		}
 		for _, name := range cfg.Terminal.EnvPassthrough {

@@ -80,6 +80,9 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	}
 	path := *a.Path
 	abs := t.resolve(path)
+	if msg := t.checkWrite("Write", path, abs, false); msg != "" {
+		return patchFail(msg)
+	}
 
 	info, err := os.Stat(abs)
 	switch {
@@ -226,8 +229,10 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 
 	files := map[string]*patchVFile{}
 	var order []*patchVFile
-	get := func(p string) (*patchVFile, string) {
-		abs, real, msg := t.patchV4APath(p)
+	// get loads the file at p; verb says what the patch does to it, for
+	// the file-safety refusal.
+	get := func(p, verb string) (*patchVFile, string) {
+		abs, real, msg := t.patchV4APath(p, verb)
 		if msg != "" {
 			return nil, msg
 		}
@@ -261,7 +266,14 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 	}
 
 	for _, op := range ops {
-		f, msg := get(op.Path)
+		verb := "Write"
+		switch {
+		case op.Kind == v4aOpDelete:
+			verb = "Delete"
+		case op.Kind == v4aOpUpdate && op.MoveTo != "":
+			verb = "Move"
+		}
+		f, msg := get(op.Path, verb)
 		if msg != "" {
 			return patchFail(msg)
 		}
@@ -299,7 +311,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 			}
 			dst := f
 			if op.MoveTo != "" {
-				if dst, msg = get(op.MoveTo); msg != "" {
+				if dst, msg = get(op.MoveTo, "Move"); msg != "" {
 					return patchFail(msg)
 				}
 			}
@@ -322,9 +334,11 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 }
 
 // patchV4APath resolves a patch path, refusing any that leaves the working
-// dir lexically or through a symlink. It returns the absolute path, the
-// symlink-resolved path to write, or an error message.
-func (t *Tools) patchV4APath(p string) (abs, real, msg string) {
+// dir lexically or through a symlink, and any that file safety protects
+// (verb is what the patch does there: "Write", "Delete" or "Move"). It
+// returns the absolute path, the symlink-resolved path to write, or an
+// error message.
+func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 	escape := "Path escapes the working directory: " + p
 	native := filepath.FromSlash(p)
 	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || !filepath.IsLocal(native) {
@@ -335,35 +349,19 @@ func (t *Tools) patchV4APath(p string) (abs, real, msg string) {
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	real, err := patchRealPath(abs)
+	real, err := realPath(abs)
 	if err != nil {
 		return "", "", fmt.Sprintf("Cannot resolve %s: %v", p, err)
 	}
 	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
 		return "", "", escape
 	}
-	return abs, real, ""
-}
-
-// patchRealPath resolves the symlinks of abs's longest existing prefix and
-// appends the rest.
-func patchRealPath(abs string) (string, error) {
-	var rest []string
-	for p := abs; ; {
-		if _, err := os.Lstat(p); err == nil {
-			r, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return "", err
-			}
-			return filepath.Join(append([]string{r}, rest...)...), nil
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return abs, nil
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-		p = parent
+	// Every path a patch touches (added, updated, deleted, or either end
+	// of a move) passes the same checks as write_file.
+	if msg := t.checkWrite(verb, p, abs, true); msg != "" {
+		return "", "", msg
 	}
+	return abs, real, ""
 }
 
 // patchCommit writes the V4A result: every new content is staged in a temp

@@ -37,7 +37,8 @@ type readFileArgs struct {
 // readFile implements read_file: one page of a text file with 1-indexed
 // line numbers ("<n>|<line>"), streamed so that files of any size are read
 // in bounded memory. offset < 1 means 1; limit < 1 means 500 and is capped
-// at 2000.
+// at 2000. Credential stores and project env files are refused (see
+// checkRead).
 func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
 	a := readFileArgs{Offset: 1, Limit: readDefaultLimit}
 	if r := decodeArgs("read_file", raw, &a); r != nil {
@@ -56,6 +57,9 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
 		a.Limit = readMaxLimit
 	}
 	abs := t.resolve(a.Path)
+	if msg := t.checkRead(a.Path, abs); msg != "" {
+		return Result{"error": msg}
+	}
 
 	info, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {

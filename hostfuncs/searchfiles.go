@@ -111,6 +111,14 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
 	}
 
 	root := t.resolve(a.Path)
+	rootReal := realOrSelf(root)
+	if msg := t.confined("Search", a.Path, rootReal); msg != "" {
+		return Result{"error": msg}
+	}
+	s.policy = t.policy()
+	if msg := s.policy.readBlock(rootReal, filepath.Base(root)); msg != "" {
+		return Result{"error": msg}
+	}
 	info, err := os.Stat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Result{"error": "Path not found: " + a.Path}
@@ -118,7 +126,7 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
 	if err != nil {
 		return Result{"error": fmt.Sprintf("Cannot search '%s': %v", a.Path, unwrapPathError(err))}
 	}
-	s.root = root
+	s.root, s.rootReal = root, rootReal
 
 	if info.IsDir() {
 		err = s.walkRoot()
@@ -146,11 +154,14 @@ type searcher struct {
 	t        *Tools
 	args     searchFilesArgs
 	root     string
+	rootReal string // root with symlinks resolved
+	policy   safetyPolicy
 	re       *regexp.Regexp
 	nameGlob string
 	fileGlob string
 
 	total   int // matching lines (content/count) or files (files/files_only)
+	omitted int // files skipped because read_file would refuse them
 	nFiles  int // files with matches (count mode)
 	capped  bool
 	matches []map[string]any
@@ -236,10 +247,17 @@ func (s *searcher) visit(abs, srel string) error {
 	if s.fileGlob != "" && !globMatch(s.fileGlob, srel) {
 		return nil
 	}
+	if s.re == nil && !globMatch(s.nameGlob, srel) {
+		return nil
+	}
+	// What read_file refuses, search neither lists nor reads (a match
+	// alone would leak a secret bit by bit). The walk follows no symlink,
+	// so the file's real path is the root's plus the rest.
+	if s.policy.readBlock(s.rootReal+strings.TrimPrefix(abs, s.root), filepath.Base(abs)) != "" {
+		s.omitted++
+		return nil
+	}
 	if s.re == nil {
-		if !globMatch(s.nameGlob, srel) {
-			return nil
-		}
 		if s.inPage(s.total) {
 			s.files = append(s.files, s.t.displayPath(abs))
 		}
@@ -417,6 +435,10 @@ func (s *searcher) result() Result {
 	}
 	if hint != "" {
 		res["hint"] = strings.TrimSpace(hint)
+	}
+	if s.omitted > 0 {
+		res["_omitted"] = fmt.Sprintf("%d file(s) omitted because they are credential, token, cache, "+
+			"or secret-bearing environment files.", s.omitted)
 	}
 	return res
 }

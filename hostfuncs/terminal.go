@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 const (
@@ -27,9 +29,12 @@ const (
 	terminalHeadChars = 20000
 	terminalTailChars = 30000
 	// terminalDrainGrace is how long output is still read after the
-	// command ended and its process group was killed, in case an escaped
-	// descendant keeps the pipe open.
+	// command's tree was stopped, in case a descendant that escaped it
+	// keeps the pipe open.
 	terminalDrainGrace = 2 * time.Second
+	// terminalStopGrace is the time between SIGTERM and SIGKILL when the
+	// command's tree is stopped, as for a script (SPEC §5).
+	terminalStopGrace = proctree.DefaultGrace
 	// terminalTimeoutExit is the exit code reported for a timeout.
 	terminalTimeoutExit = 124
 	// terminalCancelExit is the exit code reported when ctx is cancelled.
@@ -46,9 +51,11 @@ type terminalArgs struct {
 }
 
 // terminal implements the foreground-only terminal tool: the command runs
-// through the platform shell in its own process group with an empty stdin
-// and the scrubbed environment, stdout and stderr combined. The whole group
-// is killed on timeout, on ctx cancellation and once the command exits.
+// through the platform shell in a process tree of its own (see proctree)
+// with an empty stdin and the scrubbed environment, stdout and stderr
+// combined. The whole tree is stopped (SIGTERM, then SIGKILL after
+// terminalStopGrace) on timeout, on ctx cancellation and once the command
+// exits.
 func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 	if r := rejectTerminalExtras(raw); r != nil {
 		return r
@@ -93,11 +100,13 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 		return failed(fmt.Sprintf("Failed to start command: %v", err))
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw // cmd.Stdin stays nil: the null device
-	if err := cmd.Start(); err != nil {
+	tree, err := proctree.Start(cmd)
+	if err != nil {
 		pr.Close()
 		pw.Close()
 		return failed(fmt.Sprintf("Failed to start command: %v", err))
 	}
+	defer tree.Release()
 	pw.Close()
 
 	out := newOutputCapture(terminalHeadChars, terminalTailChars)
@@ -116,7 +125,7 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 		}
 	}()
 	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
+	go func() { waitDone <- tree.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -125,16 +134,16 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 	case <-waitDone:
 	case <-timer.C:
 		timedOut = true
-		killTree(cmd)
+		tree.Stop(terminalStopGrace)
 		<-waitDone
 	case <-ctx.Done():
 		cancelled = true
-		killTree(cmd)
+		tree.Stop(terminalStopGrace)
 		<-waitDone
 	}
 	// Background descendants die with the command: terminal is foreground
 	// only, and they would otherwise hold the output pipe open.
-	killTree(cmd)
+	tree.Stop(terminalStopGrace)
 	grace := time.NewTimer(terminalDrainGrace)
 	select {
 	case <-readDone:

@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// shellCommand runs command with sh -c in a new process group, so that the
-// whole group can be killed at once.
+// shellCommand runs command with sh -c. Its process tree (group, kill) is
+// proctree's.
 func shellCommand(command string) *exec.Cmd {
 	sh := "/bin/sh"
 	if _, err := os.Stat(sh); err != nil {
@@ -17,18 +17,7 @@ func shellCommand(command string) *exec.Cmd {
 			sh = p
 		}
 	}
-	cmd := exec.Command(sh, "-c", command)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd
-}
-
-// killTree sends SIGKILL to the command's whole process group. It is a
-// no-op once every member is gone.
-func killTree(cmd *exec.Cmd) {
-	if cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return exec.Command(sh, "-c", command)
 }
 
 // exitCodeOf reports a finished command's exit code, 128+N when a signal N

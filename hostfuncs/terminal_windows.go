@@ -5,15 +5,15 @@ package hostfuncs
 import (
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 )
 
 // createNoWindow keeps the console of the command hidden.
 const createNoWindow = 0x08000000
 
-// shellCommand runs command with cmd /C in a new process group. The command
-// line is passed verbatim (cmd.exe does its own parsing).
+// shellCommand runs command with cmd /C. The command line is passed
+// verbatim (cmd.exe does its own parsing). Its process tree (process
+// group, job object) is proctree's.
 func shellCommand(command string) *exec.Cmd {
 	comspec := os.Getenv("COMSPEC")
 	if comspec == "" {
@@ -22,22 +22,9 @@ func shellCommand(command string) *exec.Cmd {
 	cmd := exec.Command(comspec)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		CmdLine:       syscall.EscapeArg(comspec) + ` /d /s /c "` + command + `"`,
-		CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP | createNoWindow,
+		CreationFlags: createNoWindow,
 	}
 	return cmd
-}
-
-// killTree kills the command and its descendants (taskkill /T), falling
-// back to killing the command alone.
-func killTree(cmd *exec.Cmd) {
-	if cmd.Process == nil {
-		return
-	}
-	kill := exec.Command("taskkill", "/T", "/F", "/PID", strconv.Itoa(cmd.Process.Pid))
-	kill.SysProcAttr = &syscall.SysProcAttr{CreationFlags: createNoWindow}
-	if kill.Run() != nil {
-		_ = cmd.Process.Kill()
-	}
 }
 
 // exitCodeOf reports a finished command's exit code.

@@ -31,13 +31,29 @@ type Options struct {
 	Env []string
 	// Web configures web_search and web_extract.
 	Web WebOptions
+	// HermesHome is the Hermes home whose credential stores the file tools
+	// refuse to read or write (see filesafety.go). Empty means
+	// $HERMES_HOME, else ~/.hermes, looked up at each call.
+	HermesHome string
+	// WriteSafeRoot is the host's HERMES_WRITE_SAFE_ROOT: directories
+	// separated by os.PathListSeparator outside which write_file and patch
+	// refuse to write. Empty means writes are not confined.
+	WriteSafeRoot string
+	// ConfineToWorkdir makes read_file, write_file, patch and search_files
+	// refuse any path that resolves (through symlinks) outside Workdir
+	// (code_execution.confine_tools_to_workdir). Default false.
+	ConfineToWorkdir bool
 }
 
 // Tools runs tool calls for one execution. It is safe for concurrent use.
 type Tools struct {
-	workdir string
-	env     []string
-	web     WebOptions
+	workdir       string
+	workdirReal   string // workdir with symlinks resolved, for confinement
+	env           []string
+	web           WebOptions
+	hermesHome    string
+	writeSafeRoot string
+	confine       bool
 }
 
 // New returns the tools for opts.
@@ -50,7 +66,15 @@ func New(opts Options) (*Tools, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostfuncs: working dir %q: %w", wd, err)
 	}
-	return &Tools{workdir: abs, env: opts.Env, web: opts.Web}, nil
+	return &Tools{
+		workdir:       abs,
+		workdirReal:   realOrSelf(abs),
+		env:           opts.Env,
+		web:           opts.Web,
+		hermesHome:    opts.HermesHome,
+		writeSafeRoot: opts.WriteSafeRoot,
+		confine:       opts.ConfineToWorkdir,
+	}, nil
 }
 
 // Workdir returns the absolute session working directory.
@@ -80,8 +104,10 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) Res
 	return h(t, ctx, args)
 }
 
-// resolve makes p absolute against the working dir and cleans it.
+// resolve makes p absolute against the working dir and cleans it. A
+// leading "~" is the user's home, as for Hermes's tools.
 func (t *Tools) resolve(p string) string {
+	p = expandHome(p)
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}

@@ -25,6 +25,7 @@ type writeFileArgs struct {
 // temp file in the same directory renamed over the target), creating parent
 // directories as needed. An existing file keeps its permission bits and a
 // symlink keeps pointing at its target, which is what gets written.
+// Protected credential and system files are refused (see checkWrite).
 func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) Result {
 	var a writeFileArgs
 	if r := decodeArgs("write_file", raw, &a); r != nil {
@@ -39,7 +40,11 @@ func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) Result {
 	if err := ctx.Err(); err != nil {
 		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
-	target, err := followSymlinks(t.resolve(a.Path))
+	abs := t.resolve(a.Path)
+	if msg := t.checkWrite("Write", a.Path, abs, false); msg != "" {
+		return Result{"error": msg}
+	}
+	target, err := followSymlinks(abs)
 	if err != nil {
 		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}

@@ -13,16 +13,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // DefaultGrace is how long a stopped script's process tree gets between
 // SIGTERM and SIGKILL (SPEC §5).
-const DefaultGrace = 5 * time.Second
+const DefaultGrace = proctree.DefaultGrace
 
 // drainTimeout bounds how long output is still read after the tree is
-// gone: only a process that left the group (setsid) can hold the pipes
-// longer, and its output is not waited for.
+// gone: only a process that left the tree (detached while the subreaper
+// is off, see proctree.EnableSubreaper) can hold the pipes longer, and
+// its output is not waited for.
 const drainTimeout = 2 * time.Second
 
 // Engine is project mode's engine: the script runs in a native python
@@ -81,7 +83,7 @@ func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
 	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.RunnerName), filepath.Join(dir, shared.ScriptName)},
-		job.Workdir, childEnv(job.Env, dir, srv))
+		job.Workdir, childEnv(job.Env, dir, srv), e.grace())
 	if err != nil {
 		return shared.Outcome{}, err
 	}
@@ -168,7 +170,7 @@ func childEnv(env []string, dir string, srv *Server) []string {
 // release.
 type child struct {
 	cmd            *exec.Cmd
-	tree           *processTree
+	tree           *proctree.Tree
 	stdout, stderr *os.File
 	// exited is closed once the child has been waited for and whatever it
 	// left in its tree has been killed; waitErr is then set.
@@ -177,12 +179,12 @@ type child struct {
 }
 
 // startChild starts python with args in workdir with env, in a process
-// tree of its own, with its stdout and stderr on fresh pipes.
-func startChild(python string, args []string, workdir string, env []string) (*child, error) {
+// tree of its own, with its stdout and stderr on fresh pipes. Once python
+// exits, what it left running in its tree is stopped with grace.
+func startChild(python string, args []string, workdir string, env []string, grace time.Duration) (*child, error) {
 	cmd := exec.Command(python, args...)
 	cmd.Dir = workdir
 	cmd.Env = env
-	prepare(cmd)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating the stdout pipe: %w", err)
@@ -194,7 +196,7 @@ func startChild(python string, args []string, workdir string, env []string) (*ch
 		return nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	tree, err := proctree.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -202,56 +204,28 @@ func startChild(python string, args []string, workdir string, env []string) (*ch
 		errR.Close()
 		return nil, fmt.Errorf("starting %s: %w", python, err)
 	}
-	tree, err := attach(cmd.Process)
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		outR.Close()
-		errR.Close()
-		return nil, err
-	}
 	c := &child{cmd: cmd, tree: tree, stdout: outR, stderr: errR, exited: make(chan struct{})}
 	go func() {
-		c.waitErr = cmd.Wait()
-		// The child is gone: whatever it left running in its group goes
+		c.waitErr = tree.Wait()
+		// The child is gone: whatever it left running in its tree goes
 		// too, on every outcome.
-		tree.kill()
+		tree.Stop(grace)
 		close(c.exited)
 	}()
 	return c, nil
 }
 
-// stop ends the tree and returns once the child has exited: SIGTERM to
-// the group, then SIGKILL after grace if the child is still there (on
-// Windows, the job is terminated at once).
+// stop ends the tree and returns once the child has exited and nothing of
+// its tree is left: SIGTERM to every process in it, SIGKILL after grace
+// (on Windows, the job is terminated at once).
 func (c *child) stop(grace time.Duration) {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	c.tree.terminate()
-	if !gracefulTerminate {
-		grace = 0
-	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-c.exited:
-	case <-t.C:
-		c.tree.kill()
-		<-c.exited
-	}
+	c.tree.Stop(grace)
+	<-c.exited
 }
 
 // kill ends the tree at once and returns once the child has exited.
 func (c *child) kill() {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	c.tree.kill()
+	c.tree.Kill()
 	<-c.exited
 }
 
@@ -278,7 +252,7 @@ func (c *child) drain(read <-chan struct{}) {
 
 // release frees the tree (on Windows, closing the job kills what is left
 // in it). Call it once the child has exited.
-func (c *child) release() { c.tree.release() }
+func (c *child) release() { c.tree.Release() }
 
 // outcome is how the child ended; call it once it has exited.
 func (c *child) outcome() shared.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }

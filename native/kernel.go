@@ -72,7 +72,7 @@ func (e *Engine) StartKernel(ctx context.Context, spec shared.KernelSpec) (share
 	k.srv = srv
 	// -u: unbuffered, so a cell's output arrives as it prints. Started as
 	// a file, the loop finds our hermes_tools before the session dir's.
-	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv))
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace())
 	if err != nil {
 		k.teardown()
 		return nil, err
@@ -326,6 +326,8 @@ type outputRouter struct {
 	held []byte    // a tail that may be the start of mark
 	seen chan struct{}
 	eof  bool
+	// dropped counts the bytes that belonged to no cell.
+	dropped int
 }
 
 // begin routes the stream to w until mark (nil: until end). The returned
@@ -372,6 +374,7 @@ func (r *outputRouter) feed(p []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.w == nil {
+		r.dropped += len(p)
 		return
 	}
 	if r.mark == nil {
@@ -389,6 +392,7 @@ func (r *outputRouter) feed(p []byte) {
 		}
 		// The rest was written after the cell ended, before the next one
 		// started: it belongs to no cell.
+		r.dropped += len(data) - i - len(r.mark)
 		r.w, r.mark = nil, nil
 		r.markSeen()
 		return

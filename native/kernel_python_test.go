@@ -150,10 +150,28 @@ func TestKernelRealPython(t *testing.T) {
 
 			// What a background process prints between cells belongs to
 			// no cell.
-			res = next(context.Background(), "import subprocess, sys\nbg = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.1); print(\"late-bg\", flush=True)'])\nprint('started')\n", 0)
+			// The background process prints once the file "go" exists.
+			res = next(context.Background(), "import subprocess, sys\nbg = subprocess.Popen([sys.executable, '-c', 'import os, time\\nwhile not os.path.exists(\"go\"): time.sleep(0.01)\\nprint(\"late-bg\", flush=True)'])\nprint('started')\n", 0)
 			requireSuccess(t, res)
 			require.Equal(t, "started\n", res.Output)
-			time.Sleep(400 * time.Millisecond)
+			// Synchronise on the kernel having read (and dropped) the
+			// background process's line, not on a time.
+			router := tk.k.(*kernel).stdout
+			router.mu.Lock()
+			droppedBefore := router.dropped
+			router.mu.Unlock()
+			require.NoError(t, os.WriteFile(filepath.Join(tk.workdir, "go"), nil, 0o600))
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				router.mu.Lock()
+				dropped := router.dropped
+				router.mu.Unlock()
+				if dropped >= droppedBefore+len("late-bg\n") {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the background line never came through")
+				time.Sleep(5 * time.Millisecond)
+			}
 			res = next(context.Background(), "bg.wait()\nprint('waited', bg.returncode)\n", 0)
 			requireSuccess(t, res)
 			require.Equal(t, "waited 0\n", res.Output)

@@ -3,6 +3,7 @@
 package native
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // MinMajor and MinMinor are the oldest Python project mode accepts.
@@ -177,7 +180,7 @@ func envCandidates(prefix string) []string {
 func probe(ctx context.Context, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])")
+	cmd := exec.Command(path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])")
 	cmd.WaitDelay = time.Second
 	// The probe learns a version; it gets no secrets to learn it with.
 	for _, k := range []string{"PATH", "HOME", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP"} {
@@ -185,11 +188,29 @@ func probe(ctx context.Context, path string) (string, error) {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
-	out, err := cmd.Output()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	// In a tree of its own like every process the executor starts: the
+	// registry of its children must know it (proctree.EnableSubreaper),
+	// and whatever it starts ends with it.
+	tree, err := proctree.Start(cmd)
 	if err != nil {
 		return "", fmt.Errorf("does not run: %v", err)
 	}
-	v := strings.TrimSpace(string(out))
+	defer tree.Release()
+	waited := make(chan error, 1)
+	go func() { waited <- tree.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		tree.Kill()
+		<-waited
+		err = ctx.Err()
+	}
+	if err != nil {
+		return "", fmt.Errorf("does not run: %v", err)
+	}
+	v := strings.TrimSpace(out.String())
 	parts := strings.Split(v, ".")
 	if len(parts) < 2 {
 		return "", fmt.Errorf("unexpected version %q", v)

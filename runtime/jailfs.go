@@ -32,11 +32,15 @@ import (
 //     inode), so a component swapped for a symlink by a concurrent host
 //     process between the check and the open is detected and the file is
 //     closed unread. O_TRUNC is applied only after that check.
+//
+// With a budget, it also counts what the guest stores (see diskBudget).
 type jailFS struct {
 	experimentalsys.UnimplementedFS
 	dir  string
 	root *os.Root
 	fs   experimentalsys.FS
+	// budget caps the bytes stored under dir; nil means no cap.
+	budget *diskBudget
 }
 
 // newJailFS opens dir as a jail. Close it with close().
@@ -98,6 +102,9 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	if errno := j.sameFile(p, f); errno != 0 {
 		f.Close()
 		return nil, errno
+	}
+	if j.budget != nil {
+		f = j.budget.opened(f)
 	}
 	if trunc {
 		if errno := f.Truncate(0); errno != 0 {
@@ -185,7 +192,23 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	if errno := j.check(to, false); errno != 0 {
 		return errno
 	}
-	return experimentalsys.UnwrapOSError(j.root.Rename(from, to))
+	// A file renamed over loses a link: the budget may get its size back.
+	var replaced *sys.Stat_t
+	if j.budget != nil {
+		fromInfo, err1 := j.root.Lstat(from)
+		toInfo, err2 := j.root.Lstat(to)
+		if err1 == nil && err2 == nil && !os.SameFile(fromInfo, toInfo) {
+			st := sys.NewStat_t(toInfo)
+			replaced = &st
+		}
+	}
+	if errno := experimentalsys.UnwrapOSError(j.root.Rename(from, to)); errno != 0 {
+		return errno
+	}
+	if replaced != nil {
+		j.budget.removed(*replaced)
+	}
+	return 0
 }
 
 // Rmdir implements experimentalsys.FS.
@@ -220,7 +243,13 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 	if fi.IsDir() {
 		return experimentalsys.EISDIR
 	}
-	return experimentalsys.UnwrapOSError(j.root.Remove(p))
+	if errno := experimentalsys.UnwrapOSError(j.root.Remove(p)); errno != 0 {
+		return errno
+	}
+	if j.budget != nil {
+		j.budget.removed(sys.NewStat_t(fi))
+	}
+	return 0
 }
 
 // Link implements experimentalsys.FS.

@@ -52,6 +52,8 @@ func (s *Strict) StartKernel(ctx context.Context, spec shared.KernelSpec, overWo
 		root:    root,
 		env:     spec.Env,
 		serve:   func(ctx context.Context, line []byte) []byte { return d.Serve(ctx, line, nil) },
+
+		diskLimitMB: spec.DiskLimitMB,
 	})
 	if err != nil {
 		cancel()

@@ -1,7 +1,8 @@
 // Package runtime is the strict-mode engine: CPython compiled to WASI,
 // running inside wazero. Each run gets a fresh module instance with real
-// clocks, a memory cap, its staging dir as the only file system (a jail, see
-// jailFS), the standard library mounted read-only, and the tool channel, a
+// clocks, a memory cap (reserved up front, see memory.go), its staging dir
+// as the only file system (a jail, see jailFS, with a disk budget, see
+// diskBudget), the standard library mounted read-only, and the tool channel, a
 // host function (see hostcall.go). There is no network and no process: WASI
 // preview 1 offers neither, and the host grants nothing else.
 //
@@ -30,7 +31,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
@@ -218,7 +218,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32, c *compiled) erro
 	}
 	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return fmt.Errorf("instantiating WASI: %w", err)
 	}
@@ -276,6 +276,8 @@ func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.
 		root:    root,
 		env:     job.Env,
 		serve:   job.Broker.Serve,
+
+		diskLimitMB: job.DiskLimitMB,
 	})
 	if err != nil {
 		return shared.Outcome{}, err
@@ -332,6 +334,11 @@ func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig,
 				panic(errStopped)
 			}
 		})
+	// The linear memory is a range reserved for the whole cap (see
+	// memory.go); it is released once the instance has stopped, on every
+	// path out of here (deferred before mod.Close, so it runs after it).
+	ctx, mem := withInstanceMemory(ctx)
+	defer mem.done()
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
 		return err
@@ -353,6 +360,9 @@ type sandboxSpec struct {
 	env []string
 	// serve answers the tool channel's request lines.
 	serve func(ctx context.Context, line []byte) []byte
+	// diskLimitMB caps what the guest stores in the staging dir, for the
+	// instance's whole life (see diskBudget); zero or less: no cap.
+	diskLimitMB int
 }
 
 // guestEnv is the environment every instance gets after the job's: the
@@ -426,6 +436,10 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		return nil, fmt.Errorf("opening the staging dir: %w", err)
 	}
 	box.jails = append(box.jails, jail)
+	if jail.budget, err = newDiskBudget(staging, spec.diskLimitMB); err != nil {
+		return nil, err
+	}
+	box.ctx = withDiskBudget(box.ctx, jail.budget)
 
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
 	box.env = append(slices.Clone(spec.env), guestEnv...)

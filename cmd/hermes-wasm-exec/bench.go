@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime"
@@ -131,9 +132,18 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 				cmd := exec.Command(self, "run", "--mode", mode, "-")
 				cmd.Stdin = strings.NewReader("print(1)\n")
 				cmd.Env = append(os.Environ(), executor.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
+				var out bytes.Buffer
+				cmd.Stdout = &out
 				t := time.Now()
-				if out, err := cmd.Output(); err != nil {
-					return fail("run print(1)", fmt.Errorf("%v: %s", err, out))
+				// Through proctree: with the subreaper on, a child started
+				// any other way would be taken for an adopted orphan.
+				tree, err := proctree.Start(cmd)
+				if err == nil {
+					err = tree.Wait()
+					tree.Release()
+				}
+				if err != nil {
+					return fail("run print(1)", fmt.Errorf("%v: %s", err, out.String()))
 				}
 				whole = append(whole, time.Since(t))
 			}

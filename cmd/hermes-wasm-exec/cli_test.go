@@ -22,7 +22,10 @@ import (
 // exit codes, signals and interpreter overrides that are read once per
 // process) when HERMES_CLI_MAIN is set.
 func TestMain(m *testing.M) {
-	if os.Getenv("HERMES_CLI_MAIN") == "1" {
+	// A hardened child re-executes itself with HERMES_CLI_MAIN hidden from
+	// its initial environment: the hand-over variable marks that image.
+	if os.Getenv("HERMES_CLI_MAIN") == "1" || os.Getenv("HERMES_WASM_EXEC_ENV_FD") != "" {
+		harden()
 		os.Exit(Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if os.Getenv("HERMES_WASM_CACHE_DIR") == "" {
@@ -287,6 +290,54 @@ print(sorted(os.listdir("/")))
 	entries, _ := os.ReadDir(outside)
 	require.Len(t, entries, 1, "nothing may be created outside the mount")
 	require.Contains(t, lines[1], "'mine.txt'")
+}
+
+// TestFileToolsRefuseCredentials is issue 12's finding 8 end to end: in
+// every mode a script's write_file("~/.ssh/authorized_keys", ...) is refused
+// and nothing is written, read_file refuses .env, and with
+// code_execution.confine_tools_to_workdir in config.yaml the file tools stay
+// inside the working dir.
+func TestFileToolsRefuseCredentials(t *testing.T) {
+	forModes(t, allModes, func(t *testing.T, m runMode) {
+		e := newEnvIn(t, m)
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		if goruntime.GOOS == "windows" {
+			t.Setenv("USERPROFILE", home)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(e.workdir, ".env"), []byte("API_KEY=sk-secret\n"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("outside\n"), 0o600))
+		script := `import json
+from hermes_tools import write_file, read_file
+w = write_file("~/.ssh/authorized_keys", "ssh-ed25519 AAAA attacker\n")
+r = read_file(".env")
+o = read_file("~/notes.txt")
+print(json.dumps({"write": w.get("error"), "env": r.get("error"), "outside": o.get("content") or o.get("error")}))
+`
+		code, res, _ := e.run(script)
+		require.Equal(t, 0, code, res.Output)
+		var got map[string]string
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
+		realHome, err := filepath.EvalSymlinks(home) // the refusals name resolved paths, as Hermes's do
+		require.NoError(t, err)
+		require.Equal(t, "Write denied: '"+filepath.Join(realHome, ".ssh", "authorized_keys")+"' is a protected system/credential file.", got["write"])
+		wd, err := filepath.EvalSymlinks(e.workdir)
+		require.NoError(t, err)
+		require.Equal(t, "Access denied: "+filepath.Join(wd, ".env")+" is a secret-bearing environment file and cannot be read to prevent credential leakage. "+
+			"If you need to check the file structure, read .env.example instead. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)", got["env"])
+		require.Equal(t, "1|outside", got["outside"])
+		require.NoDirExists(t, filepath.Join(home, ".ssh"))
+		require.NoDirExists(t, filepath.Join(e.workdir, "~"))
+
+		// The same script with the file tools confined to the working dir.
+		require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("code_execution:\n  confine_tools_to_workdir: true\n"), 0o600))
+		code, res, _ = e.run(script)
+		require.Equal(t, 0, code, res.Output)
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
+		require.True(t, strings.HasPrefix(got["outside"], "Read denied: '~/notes.txt' resolves to "), got["outside"])
+		require.Contains(t, got["outside"], "code_execution.confine_tools_to_workdir is true")
+		require.NoDirExists(t, filepath.Join(home, ".ssh"))
+	})
 }
 
 func jsonString(s string) string {

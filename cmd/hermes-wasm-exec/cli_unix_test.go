@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +78,80 @@ time.sleep(600)
 		}
 		require.True(t, gone(pid), "grandchild %d survived", pid)
 	})
+}
+
+// TestDetachedProcessesDieWithTheRun: however a script or a terminal
+// command detaches a process (a new session, a new process group, a double
+// fork with setsid, nohup ... &), it is gone once the run is over. The CLI
+// runs in a child process, hardened as main hardens it (the subreaper on).
+func TestDetachedProcessesDieWithTheRun(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("orphans are adopted and killed on Linux only (subreaper)")
+	}
+	// Each script prints "pid NAME N" for every process it leaves behind.
+	const script = `import os, subprocess
+def note(name, pid):
+    print("pid", name, pid, flush=True)
+note("new-session", subprocess.Popen(["sleep", "300"], start_new_session=True).pid)
+note("new-group", subprocess.Popen(["sleep", "300"], process_group=0).pid)
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, b"%d\n" % os.getpid())
+        os.execvp("sleep", ["sleep", "300"])
+    os._exit(0)
+os.wait()
+note("daemon", int(os.read(r, 32)))
+`
+	// The setsid command returns only once the sleep leads its own session:
+	// a kill of the shell's group before that would catch it too.
+	const terminalScript = `from hermes_tools import terminal
+for name, cmd in [("setsid", "setsid sleep 300 > /dev/null 2>&1 & p=$!; until [ \"$(cut -d' ' -f6 /proc/$p/stat)\" = $p ]; do sleep 0.01; done; echo $p"),
+                  ("nohup", "nohup sleep 300 > /dev/null 2>&1 & echo $!")]:
+    r = terminal(cmd)
+    assert r["exit_code"] == 0, r
+    print("pid", name, r["output"].strip(), flush=True)
+`
+	cases := []struct {
+		name   string
+		modes  []runMode
+		script string
+		pids   []string
+	}{
+		{"python", []runMode{projectUnix}, script, []string{"new-session", "new-group", "daemon"}},
+		{"terminal", []runMode{strictMode, projectUnix}, terminalScript, []string{"setsid", "nohup"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forModes(t, tc.modes, func(t *testing.T, m runMode) {
+				e := newEnvIn(t, m)
+				code, out, errb := child(t, nil, tc.script, append(append([]string{"run"}, m.args...), "--workdir", e.workdir, "-")...)
+				require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errb)
+				var res result
+				require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+				for _, name := range tc.pids {
+					var pid int
+					for _, line := range strings.Split(res.Output, "\n") {
+						if rest, ok := strings.CutPrefix(line, "pid "+name+" "); ok {
+							pid, _ = strconv.Atoi(rest)
+						}
+					}
+					require.Greater(t, pid, 1, "no pid for %s in %q", name, res.Output)
+					// SIGKILL went out before the run returned; the kernel may
+					// take a moment to tear the process down.
+					deadline := time.Now().Add(10 * time.Second)
+					for !gone(pid) && time.Now().Before(deadline) {
+						time.Sleep(20 * time.Millisecond)
+					}
+					if !gone(pid) {
+						syscall.Kill(pid, syscall.SIGKILL)
+						t.Errorf("%s process %d outlived the run", name, pid)
+					}
+				}
+			})
+		})
+	}
 }
 
 // gone reports whether a process no longer runs (absent, or a zombie

@@ -51,8 +51,21 @@ const (
 	rpcUnauthorized = -32001
 )
 
-// maxRPCLine bounds one request line (a script is at most maxScript).
+// maxRPCLine bounds one line (one JSON-RPC message, its newline not
+// counted) of a client that needs no authentication or has authenticated:
+// a script is at most maxScript, and JSON escaping can double it. A longer
+// line gets an error and is skipped, never held whole.
 const maxRPCLine = 64 << 20
+
+// maxUnauthenticatedLine bounds a line (its newline not counted) of a
+// connection that must authenticate and has not yet: a peer without the
+// token cannot make the server hold more than this of its input. As on the
+// project-mode tool socket (native), a longer line closes the connection.
+const maxUnauthenticatedLine = 4 << 10
+
+// requestIDBytes is the size of the random part of a server-to-client
+// request id: 128 bits, so that an answer cannot be forged by guessing.
+const requestIDBytes = 16
 
 // shutdownGrace bounds how long shutdown waits for interrupted calls to
 // report before the executor is closed under them.
@@ -251,9 +264,17 @@ func writeTokenFile(path, token string) error {
 	return nil
 }
 
+// backend is what the server asks of the executor (an interface so that
+// the framing fuzz test can run without interpreters).
+type backend interface {
+	Execute(ctx context.Context, req executor.Request) (shared.Result, error)
+	Interrupt(session, reason string) bool
+	CloseSession(ctx context.Context, session string)
+}
+
 // server is the executor behind every connection.
 type server struct {
-	ex    *executor.Executor
+	ex    backend
 	logf  func(string, ...any)
 	infof func(string, ...any)
 	token string // required by authenticate on TCP connections
@@ -274,7 +295,7 @@ type server struct {
 	running map[string]context.CancelCauseFunc // per session: the call holding its turn
 }
 
-func newServer(ex *executor.Executor, logf, infof func(string, ...any)) *server {
+func newServer(ex backend, logf, infof func(string, ...any)) *server {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &server{
 		ex: ex, logf: logf, infof: infof,
@@ -411,17 +432,21 @@ type conn struct {
 	done  chan struct{}  // closed when serve returns
 	eof   chan struct{}  // closed when nothing more can be read
 
+	maxLine int // the longest line once authenticated (maxRPCLine; tests lower it)
+
+	// pending holds this connection's server requests that await an
+	// answer, by id. An answer is looked up here only: one that arrives
+	// on another connection, or after the first answer, finds nothing.
 	mu        sync.Mutex
-	nextID    int64
-	pending   map[string]chan *rpcMessage // server requests awaiting the client's answer
-	delegates map[string][]string         // per session: the tools this client runs itself (open_session)
+	pending   map[string]chan answer
+	delegates map[string][]string // per session: the tools this client runs itself (open_session)
 }
 
 func (s *server) newConn(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *conn {
 	c := &conn{
-		s: s, r: r, w: w, closer: closer, needAuth: needAuth,
+		s: s, r: r, w: w, closer: closer, needAuth: needAuth, maxLine: maxRPCLine,
 		done: make(chan struct{}), eof: make(chan struct{}),
-		pending:   map[string]chan *rpcMessage{},
+		pending:   map[string]chan answer{},
 		delegates: map[string][]string{},
 	}
 	s.mu.Lock()
@@ -501,13 +526,23 @@ func (c *conn) reply(id json.RawMessage, result any, rerr *rpcError) {
 
 var errLineTooLarge = errors.New("line too large")
 
-// readLine reads one line of at most max bytes; a longer one is skipped up
-// to its newline and reported as errLineTooLarge.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// readLine reads one line, its newline included, whose content is at most
+// max bytes. A longer line is errLineTooLarge: with drain, once the rest of
+// it has been read and dropped up to its newline (so that the stream goes
+// on with the next line), holding no more than max+1 bytes of it; without
+// drain, at once, leaving the reader mid-line.
+func readLine(r *bufio.Reader, max int, drain bool) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
+		n := len(line) + len(chunk)
+		if err == nil {
+			n-- // the newline does not count
+		}
+		if n > max {
+			if !drain {
+				return nil, errLineTooLarge
+			}
 			for err == bufio.ErrBufferFull {
 				_, err = r.ReadSlice('\n')
 			}
@@ -537,14 +572,34 @@ func (c *conn) serve() {
 		close(c.done)
 	}()
 	defer close(c.eof)
-	r := bufio.NewReaderSize(c.r, 64<<10)
+	var r *bufio.Reader
+	gated := c.needAuth && !c.authed.Load()
+	if gated {
+		// Until authenticate succeeds, the buffer is the limit: nothing
+		// more than one line of maxUnauthenticatedLine is ever read ahead.
+		r = bufio.NewReaderSize(c.r, maxUnauthenticatedLine+1)
+	} else {
+		r = bufio.NewReaderSize(c.r, 64<<10)
+	}
 	for {
-		line, err := readLine(r, maxRPCLine)
-		if errors.Is(err, errLineTooLarge) {
-			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: the line is larger than %d MiB", maxRPCLine>>20)})
-			continue
+		max := c.maxLine
+		if gated {
+			max = maxUnauthenticatedLine
 		}
-		if err != nil {
+		line, err := readLine(r, max, !gated)
+		switch {
+		case errors.Is(err, errLineTooLarge) && gated:
+			c.s.infof("a client that has not authenticated sent a line over %d KiB; connection closed", maxUnauthenticatedLine>>10)
+			if nc, ok := c.closer.(net.Conn); ok {
+				// A client that does not read must not hold the server up.
+				_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			}
+			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: a line sent before authenticate is limited to %d KiB; closing the connection (call authenticate with the server's token first)", maxUnauthenticatedLine>>10)})
+			return
+		case errors.Is(err, errLineTooLarge):
+			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: the line is larger than %s, the limit for one message; it was skipped", sizeString(c.maxLine))})
+			continue
+		case err != nil:
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.s.logf("serve: read: %v", err)
 			}
@@ -553,7 +608,25 @@ func (c *conn) serve() {
 		if !c.handle(line) {
 			return
 		}
+		if gated && c.authed.Load() {
+			// Authenticated: from now on lines up to maxLine. The new
+			// reader starts with what the small one has read ahead.
+			gated = false
+			r = bufio.NewReaderSize(r, 64<<10)
+		}
 	}
+}
+
+// sizeString writes a line limit for a message: "64 MiB", "4 KiB", or
+// bytes.
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // handle dispatches one line; false ends the connection.
@@ -1055,10 +1128,9 @@ func (c *conn) request(ctx context.Context, method string, id json.RawMessage, p
 		return nil, errors.New("the client's connection is closed")
 	default:
 	}
+	sid := newRequestID()
+	ch := make(chan answer, 1)
 	c.mu.Lock()
-	c.nextID++
-	sid := "srv-" + strconv.FormatInt(c.nextID, 10)
-	ch := make(chan *rpcMessage, 1)
 	c.pending[sid] = ch
 	c.mu.Unlock()
 	defer func() {
@@ -1071,13 +1143,13 @@ func (c *conn) request(ctx context.Context, method string, id json.RawMessage, p
 	}
 	idJSON, _ := json.Marshal(sid)
 	c.send(rpcMessage{JSONRPC: "2.0", ID: idJSON, Method: method, Params: params})
-	c.s.logf("serve: -> %s %s (%s) for request %s", method, sid, what, orNull(id))
+	c.s.logf("serve: -> %s %s (%s) for request %s", method, logID(sid), what, orNull(id))
 	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, fmt.Errorf("the client answered with an error: %s", m.Error.Message)
+	case a := <-ch:
+		if a.err != nil {
+			return nil, a.err
 		}
-		return m, nil
+		return &rpcMessage{Result: a.result}, nil
 	case <-c.eof:
 		return nil, errors.New("the client's connection closed before it answered")
 	case <-ctx.Done():
@@ -1085,26 +1157,78 @@ func (c *conn) request(ctx context.Context, method string, id json.RawMessage, p
 	}
 }
 
-// answered routes a client's response to the server request it answers.
+// newRequestID returns a fresh id for a server-to-client request: "srv-"
+// and 128 random bits in hex. Whoever answers must have read the request:
+// a process that can write into the client's stream (a helper a script
+// left behind, writing to /proc/<serve>/fd/0) cannot guess it.
+func newRequestID() string {
+	b := make([]byte, requestIDBytes)
+	_, _ = rand.Read(b) // never fails (crypto/rand aborts the program instead)
+	return "srv-" + hex.EncodeToString(b)
+}
+
+// answered routes a client's response to the server request it answers:
+// only to a request of this connection that still waits, and only once. A
+// response with any other id (unknown, already answered, given up on, or
+// sent on another connection) is dropped, and never answered. A response
+// with a waiting id that is not a proper JSON-RPC 2.0 response (no
+// "jsonrpc": "2.0", or both result and error, or a malformed error) reaches
+// the request as an error: no approval, a failed tool call.
 func (c *conn) answered(id json.RawMessage, m map[string]json.RawMessage) {
 	var sid string
-	_ = json.Unmarshal(id, &sid)
+	if json.Unmarshal(id, &sid) != nil {
+		sid = ""
+	}
 	c.mu.Lock()
-	ch := c.pending[sid]
+	ch, ok := c.pending[sid]
 	delete(c.pending, sid)
 	c.mu.Unlock()
-	if ch == nil {
-		c.s.logf("serve: a response to %s, which nothing is waiting for, was dropped", id)
+	if !ok {
+		c.s.logf("serve: dropped a response with id %s: no request of this connection with that id waits for an answer (unknown, already answered or given up)", logID(string(id)))
 		return
 	}
-	msg := &rpcMessage{Result: m["result"]}
-	if raw, ok := m["error"]; ok && string(compact(raw)) != "null" {
-		msg.Error = &rpcError{}
-		if json.Unmarshal(raw, msg.Error) != nil {
-			msg.Error = &rpcError{Code: rpcInternalError, Message: "a malformed error object"}
+	a := answer{result: m["result"]}
+	_, hasResult := m["result"]
+	rawErr, hasError := m["error"]
+	if hasError && string(compact(rawErr)) == "null" {
+		hasError = false // some clients send "error": null beside a result
+	}
+	var version string
+	switch {
+	case json.Unmarshal(m["jsonrpc"], &version) != nil || version != "2.0":
+		a.err = errors.New(`the client's answer is not a JSON-RPC 2.0 response ("jsonrpc" must be "2.0")`)
+	case hasResult && hasError:
+		a.err = errors.New("the client's answer has both a result and an error")
+	case !hasError && !hasResult:
+		a.err = errors.New("the client's answer has neither a result nor an error")
+	case hasError:
+		var e rpcError
+		if json.Unmarshal(rawErr, &e) != nil {
+			a.err = errors.New("the client answered with a malformed error object")
+		} else {
+			a.err = fmt.Errorf("the client answered with an error: %s", e.Message)
 		}
 	}
-	ch <- msg
+	if a.err != nil {
+		c.s.logf("serve: the answer to %s is an error: %v", logID(sid), a.err)
+	}
+	ch <- a
+}
+
+// logID shortens a request id for the debug log: enough to tell requests
+// apart, not enough to answer one from a copy of the log.
+func logID(id string) string {
+	if len(id) > 12 {
+		return strings.ToValidUTF8(id[:12], "") + "…"
+	}
+	return id
+}
+
+// answer is a client's answer to a server request: its result, or why
+// there is none.
+type answer struct {
+	result json.RawMessage
+	err    error
 }
 
 // lockedWriter serializes writes (stderr is shared by logs and the

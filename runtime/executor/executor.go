@@ -37,7 +37,7 @@ type Options struct {
 	// Build it with config.Default() and change fields, or load a file
 	// with config.Load. The executor keeps a copy, in which fields whose
 	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
-	// MaxSessionKernels, MemoryLimitMB, web.extract.char_limit, the
+	// MaxSessionKernels, MemoryLimitMB, DiskLimitMB, web.extract.char_limit, the
 	// approvals settings, and api_key_env of a keyed provider) get their
 	// defaults; MaxToolCalls and WarmPool keep 0, which means none.
 	Config *config.Config
@@ -208,6 +208,7 @@ func withDefaults(cfg config.Config) config.Config {
 	ce.KernelIdleTimeout = cmp.Or(ce.KernelIdleTimeout, dce.KernelIdleTimeout)
 	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
 	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
+	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
 	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
 	cfg.Web.Search.APIKeyEnv = cmp.Or(cfg.Web.Search.APIKeyEnv, config.DefaultAPIKeyEnv[cfg.Web.Search.Provider])
 	cfg.Approvals.Mode = cmp.Or(cfg.Approvals.Mode, def.Approvals.Mode)
@@ -446,6 +447,10 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 			AllowPrivateNetworks: web.AllowPrivateNetworks,
 			CacheDir:             filepath.Join(e.home, "cache", "web"),
 		},
+		HermesHome: e.home,
+		// Read from the executor's own environment: a script cannot set it.
+		WriteSafeRoot:    e.getenv(hostfuncs.WriteSafeRootEnv),
+		ConfineToWorkdir: e.cfg.CodeExecution.ConfineToolsToWorkdir,
 	})
 	if err != nil {
 		return nil, failed(mode, err), err
@@ -489,6 +494,7 @@ func (e *Executor) request(c *call, code string) shared.Request {
 		Inject:        c.inject,
 		SpillDir:      c.spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
+		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
 		// The executor logs the dropped HERMES_* variables itself, as a

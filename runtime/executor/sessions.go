@@ -202,7 +202,8 @@ func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
 
 func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
 	env, _ := shared.ChildEnv(e.environ, opts, inject)
-	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB}
+	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
+		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict

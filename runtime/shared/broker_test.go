@@ -131,6 +131,8 @@ func TestHint(t *testing.T) {
 	require.Contains(t, Hint(ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'")), "strict mode")
 	require.Contains(t, Hint(ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'")), "not installed")
 	require.Contains(t, Hint(ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict")), "return dicts")
+	require.Contains(t, Hint(ModeStrict, exc("OSError", "[Errno 51] No space left on device")), "code_execution.disk_limit_mb")
+	require.Empty(t, Hint(ModeProject, exc("OSError", "[Errno 28] No space left on device")), "project mode has no disk limit: a full host disk is not the config's doing")
 	require.Contains(t, Hint(ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'")), "return dicts")
 	require.Contains(t, Hint(ModeStrict, exc("EOFError", "EOF when reading a line")), "stdin is empty")
 	require.Empty(t, Hint(ModeStrict, exc("ValueError", "bad")))

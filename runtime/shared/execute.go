@@ -94,6 +94,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		Stderr:        stderr,
 		Broker:        broker,
 		MemoryLimitMB: req.MemoryLimitMB,
+		DiskLimitMB:   req.DiskLimitMB,
 	})
 
 	out := stdout.Finish()

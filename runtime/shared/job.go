@@ -49,6 +49,9 @@ type Request struct {
 	SpillDir string
 	// MemoryLimitMB caps the guest's memory in strict mode.
 	MemoryLimitMB int
+	// DiskLimitMB caps what a strict-mode guest stores in its dir; zero or
+	// less means no cap.
+	DiskLimitMB int
 	// Tools runs one tool call; the broker wraps it with the budget,
 	// whitelist and log.
 	Tools ToolFunc
@@ -79,6 +82,9 @@ type Job struct {
 	Broker *Broker
 	// MemoryLimitMB caps the interpreter's memory where the engine can.
 	MemoryLimitMB int
+	// DiskLimitMB caps the bytes the interpreter stores in its private dir
+	// where the engine can (strict mode); zero or less means no cap.
+	DiskLimitMB int
 }
 
 // Outcome is what an engine reports after the interpreter ended.

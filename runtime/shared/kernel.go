@@ -42,6 +42,9 @@ type KernelSpec struct {
 	Workdir string
 	// MemoryLimitMB caps a strict kernel's memory.
 	MemoryLimitMB int
+	// DiskLimitMB caps what a strict kernel stores in its private dir, over
+	// all its cells; zero or less means no cap.
+	DiskLimitMB int
 }
 
 // KernelSource is the kernel loop, in both modes. It asks the host for a

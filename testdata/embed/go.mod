@@ -1,6 +1,6 @@
 module example.com/embed
 
-go 1.25.0
+go 1.26.0
 
 require github.com/hermes-agent/hermes-wasm-exec v0.0.0
 
@@ -16,9 +16,10 @@ require (
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/tetratelabs/wazero v1.12.0 // indirect
 	golang.org/x/net v0.55.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
 
 replace github.com/hermes-agent/hermes-wasm-exec => ../..

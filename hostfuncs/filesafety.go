@@ -1,0 +1,441 @@
+package hostfuncs
+
+// File safety: the checks read_file, write_file, patch and search_files run
+// on a path before they touch it. The rules and messages are Hermes's
+// (agent/file_safety.py and tools/file_tools.py), so a tool called from a
+// script refuses what the same tool called directly refuses.
+//
+// # Security
+//
+// This is defence in depth, not a security boundary: terminal runs commands
+// as the same user and can read or write every one of these files. The
+// checks give a model that respects tool errors a clear refusal, and make a
+// script that reaches for credentials visible in the tool-call log. Paths
+// are judged after symlinks are resolved; what can still get through is a
+// symlink swapped between the check and the write (the tools do not hold
+// the path open), a hard link to a protected file, and anything terminal
+// does.
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// WriteSafeRootEnv names the host environment variable that confines
+// write_file and patch to a list of directories (separated by
+// os.PathListSeparator). The executor reads it from its own environment and
+// passes it in [Options].WriteSafeRoot; a script cannot set it.
+const WriteSafeRootEnv = "HERMES_WRITE_SAFE_ROOT"
+
+// confineKey is the configuration key that confines the file tools to the
+// session working directory; refusals name it so the user knows what to
+// change.
+const confineKey = "code_execution.confine_tools_to_workdir"
+
+// notABoundary ends Hermes's read refusals.
+const notABoundary = " (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
+
+var (
+	// protectedHomeFiles are never written (relative to the user's home).
+	protectedHomeFiles = []string{
+		".ssh/authorized_keys", ".ssh/id_rsa", ".ssh/id_ed25519",
+		".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials",
+	}
+	// protectedHomeDirs are never written into (relative to the user's
+	// home). ~/.ssh/config is inside ~/.ssh: Hermes gates it behind an
+	// approval, which a script's file tools cannot ask for, so it fails
+	// closed like Hermes's non-interactive callers.
+	protectedHomeDirs = []string{".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/gh", ".config/gcloud"}
+	// protectedSystemFiles and protectedSystemDirs are never written
+	// (POSIX hosts only).
+	protectedSystemFiles = []string{"/etc/sudoers", "/etc/passwd", "/etc/shadow"}
+	protectedSystemDirs  = []string{"/etc/sudoers.d", "/etc/systemd"}
+	// hermesWriteFiles are credential stores in a Hermes home that are
+	// never written.
+	hermesWriteFiles = []string{".env", ".anthropic_oauth.json", "cache/bws_cache.enc.json"}
+	// hermesWriteDirs are Hermes-owned state in a Hermes home that the file
+	// tools never write: transcripts (rewriting them falsifies history) and
+	// token stores.
+	hermesWriteDirs = []string{"state.db", "sessions", "mcp-tokens", "pairing"}
+	// sensitiveSystemDirs and sensitiveSystemFiles are system locations
+	// Hermes's file tools refuse, pointing at terminal and sudo instead
+	// (POSIX hosts only). Hermes also lists /private/var/, which holds
+	// every macOS user's temporary directory (where session dirs live); it
+	// is left out on purpose.
+	sensitiveSystemDirs  = []string{"/etc", "/boot", "/usr/lib/systemd", "/private/etc"}
+	sensitiveSystemFiles = []string{"/var/run/docker.sock", "/run/docker.sock"}
+
+	// hermesReadFiles are credential stores in a Hermes home that are
+	// never read.
+	hermesReadFiles = []string{"auth.json", "auth.lock", ".anthropic_oauth.json", ".env",
+		"webhook_subscriptions.json", "auth/google_oauth.json", "cache/bws_cache.json"}
+	// hermesReadDirs are directories in a Hermes home whose contents are
+	// never read, with Hermes's message for the directory and for a file
+	// inside.
+	hermesReadDirs = []struct{ rel, dirMsg, fileMsg string }{
+		{"mcp-tokens",
+			"is the Hermes MCP token directory and cannot be read directly.",
+			"is a Hermes MCP token file and cannot be read directly."},
+		{"browser-profile",
+			"is the Hermes real-profile browser snapshot directory (copied cookies/logins) and cannot be read directly.",
+			"is inside the Hermes real-profile browser snapshot (copied cookies/logins) and cannot be read directly."},
+	}
+	// projectEnvNames are secret-bearing env files refused anywhere on
+	// disk (compared lower-case); .env.example and the like stay readable.
+	projectEnvNames = []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc"}
+)
+
+// expandHome replaces a leading "~" (alone or followed by a separator) with
+// the user's home directory, looked up at call time. Other paths, and "~"
+// when there is no home directory, are returned unchanged.
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") && !(filepath.Separator == '\\' && strings.HasPrefix(p, `~\`)) {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return p
+	}
+	return filepath.Join(home, p[1:])
+}
+
+// realPath resolves every symlink in the absolute path p, like Python's
+// os.path.realpath: components that exist are resolved (dangling links
+// too: a write through one creates its target), and the part from the
+// first missing component on is appended lexically. It fails only on a
+// symlink loop or an unreadable link.
+func realPath(p string) (string, error) {
+	vol := filepath.VolumeName(p)
+	resolved := vol + string(filepath.Separator)
+	pending := splitPath(p[len(vol):])
+	hops := 0
+	for len(pending) > 0 {
+		name := pending[0]
+		pending = pending[1:]
+		switch name {
+		case ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Missing (or unreadable): nothing below it can be a link the
+			// OS would follow, so the rest is lexical.
+			return filepath.Join(append([]string{next}, pending...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if hops++; hops > maxSymlinkHops {
+			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
+		}
+		dest, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(dest) {
+			v := filepath.VolumeName(dest)
+			resolved = v + string(filepath.Separator)
+			dest = dest[len(v):]
+		}
+		pending = append(splitPath(dest), pending...)
+	}
+	return resolved, nil
+}
+
+// splitPath splits p at separators, dropping empty parts.
+func splitPath(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) })
+}
+
+// realOrSelf is realPath(p), or p when it cannot be resolved.
+func realOrSelf(p string) string {
+	if r, err := realPath(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// foldCase reports whether paths compare case-insensitively: the default
+// file systems of macOS and Windows do, so ~/.SSH is ~/.ssh there.
+var foldCase = goruntime.GOOS == "darwin" || goruntime.GOOS == "windows"
+
+// pathKey is p as compared: lower-cased where file names fold case.
+func pathKey(p string) string {
+	if foldCase {
+		return strings.ToLower(p)
+	}
+	return p
+}
+
+// within reports whether p is base or lies below it. Both are absolute and
+// clean.
+func within(p, base string) bool {
+	p, base = pathKey(p), pathKey(base)
+	if p == base {
+		return true
+	}
+	if !strings.HasSuffix(base, string(filepath.Separator)) {
+		base += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, base)
+}
+
+// safetyPolicy is the file-safety view of one tool call: the protected
+// locations with their symlinks resolved (so a symlinked ~/.ssh protects its
+// target, and /etc is also /private/etc on macOS). It is built at call time,
+// so a change of HOME or HERMES_HOME is honoured, and then only compares
+// strings.
+type safetyPolicy struct {
+	writeFiles, writeDirs         []string // "protected system/credential file"
+	sensitiveFiles, sensitiveDirs []string // "sensitive system path"
+	configFiles                   []string // Hermes config.yaml
+	hubDirs                       []string // skills/.hub caches
+	readFiles                     []string // Hermes credential stores
+	readDirs                      []readDir
+}
+
+// readDir is a directory whose contents are never read.
+type readDir struct{ path, dirMsg, fileMsg string }
+
+// policy builds the safety policy for a call.
+func (t *Tools) policy() safetyPolicy {
+	var p safetyPolicy
+	both := func(list []string, abs string) []string {
+		return append(list, abs, realOrSelf(abs))
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = ""
+	} else {
+		home = filepath.Clean(home)
+		for _, f := range protectedHomeFiles {
+			p.writeFiles = both(p.writeFiles, filepath.Join(home, filepath.FromSlash(f)))
+		}
+		for _, d := range protectedHomeDirs {
+			p.writeDirs = both(p.writeDirs, filepath.Join(home, filepath.FromSlash(d)))
+		}
+	}
+	if goruntime.GOOS != "windows" {
+		for _, f := range protectedSystemFiles {
+			p.writeFiles = both(p.writeFiles, f)
+		}
+		for _, d := range protectedSystemDirs {
+			p.writeDirs = both(p.writeDirs, d)
+		}
+		for _, f := range sensitiveSystemFiles {
+			p.sensitiveFiles = both(p.sensitiveFiles, f)
+		}
+		for _, d := range sensitiveSystemDirs {
+			p.sensitiveDirs = both(p.sensitiveDirs, d)
+		}
+	}
+	for _, hd := range hermesDirs(t.hermesHome, home) {
+		in := func(rel string) string { return realOrSelf(filepath.Join(hd, filepath.FromSlash(rel))) }
+		for _, f := range hermesWriteFiles {
+			p.writeFiles = append(p.writeFiles, in(f))
+		}
+		for _, d := range hermesWriteDirs {
+			p.writeDirs = append(p.writeDirs, in(d))
+		}
+		p.configFiles = append(p.configFiles, in("config.yaml"))
+		p.hubDirs = append(p.hubDirs, in("skills/.hub"))
+		for _, f := range hermesReadFiles {
+			p.readFiles = append(p.readFiles, in(f))
+		}
+		for _, d := range hermesReadDirs {
+			p.readDirs = append(p.readDirs, readDir{in(d.rel), d.dirMsg, d.fileMsg})
+		}
+	}
+	return p
+}
+
+// hermesDirs lists the Hermes homes whose stores are protected, resolved:
+// hermesHome (else $HERMES_HOME, else ~/.hermes), the root above it when it
+// is a profile (<root>/profiles/<name>: the root's stores are shared by
+// every profile), and ~/.hermes.
+func hermesDirs(hermesHome, home string) []string {
+	var dirs []string
+	add := func(d string) {
+		if d == "" {
+			return
+		}
+		if abs, err := filepath.Abs(expandHome(d)); err == nil {
+			if d = realOrSelf(abs); !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	hh := hermesHome
+	if hh == "" {
+		hh = os.Getenv("HERMES_HOME")
+	}
+	if hh == "" && home != "" {
+		hh = filepath.Join(home, ".hermes")
+	}
+	add(hh)
+	if hh != "" {
+		if parent := filepath.Dir(filepath.Clean(expandHome(hh))); filepath.Base(parent) == "profiles" {
+			add(filepath.Dir(parent))
+		}
+	}
+	if home != "" {
+		add(filepath.Join(home, ".hermes"))
+	}
+	return dirs
+}
+
+// matches reports whether path equals one of files or lies within one of
+// dirs.
+func matches(path string, files, dirs []string) bool {
+	key := pathKey(path)
+	for _, f := range files {
+		if pathKey(f) == key {
+			return true
+		}
+	}
+	for _, d := range dirs {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeBlock returns why writing path (absolute, clean) is refused by the
+// fixed lists, or "". Like Hermes, the "denied" message names shown (see
+// checkWrite) and the "Refusing" ones the path as given.
+func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
+	if matches(path, p.writeFiles, p.writeDirs) {
+		return fmt.Sprintf("%s denied: '%s' is a protected system/credential file.", verb, shown)
+	}
+	if matches(path, p.sensitiveFiles, p.sensitiveDirs) {
+		return "Refusing to write to sensitive system path: " + given + "\n" +
+			"Use the terminal tool with sudo if you need to modify system files."
+	}
+	// A script that rewrote config.yaml could turn approvals off for every
+	// later run.
+	if matches(path, p.configFiles, nil) {
+		return "Refusing to write to Hermes config file: " + given + "\n" +
+			"Agent cannot modify security-sensitive configuration. " +
+			"Edit ~/.hermes/config.yaml directly or use 'hermes config' instead."
+	}
+	return ""
+}
+
+// readBlock returns Hermes's refusal when reading path (resolved, absolute)
+// is denied, or "": Hermes's internal caches and credential stores, and
+// project env files anywhere. lexicalBase is the file name as given, so a
+// link named .env is refused like the file it points to.
+func (p safetyPolicy) readBlock(path, lexicalBase string) string {
+	deny := func(reason string) string { return "Access denied: " + path + " " + reason }
+	if matches(path, nil, p.hubDirs) {
+		return deny("is an internal Hermes cache file and cannot be read directly to prevent prompt injection. " +
+			"Use the skills_list or skill_view tools instead.")
+	}
+	if matches(path, p.readFiles, nil) {
+		return deny("is a Hermes credential store and cannot be read directly. " +
+			"Provider tools consume these credentials through internal channels." + notABoundary)
+	}
+	for _, d := range p.readDirs {
+		if within(path, d.path) {
+			if pathKey(path) == pathKey(d.path) {
+				return deny(d.dirMsg + notABoundary)
+			}
+			return deny(d.fileMsg + notABoundary)
+		}
+	}
+	if isProjectEnv(filepath.Base(path)) || isProjectEnv(lexicalBase) {
+		return deny("is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
+			"If you need to check the file structure, read .env.example instead." + notABoundary)
+	}
+	return ""
+}
+
+// isProjectEnv reports whether name is a secret-bearing env file name.
+func isProjectEnv(name string) bool {
+	return slices.Contains(projectEnvNames, strings.ToLower(name))
+}
+
+// safeRoots parses the HERMES_WRITE_SAFE_ROOT value: each non-empty entry,
+// with "~" expanded, made absolute and resolved, sorted and deduplicated.
+func safeRoots(value string) []string {
+	var roots []string
+	for _, r := range filepath.SplitList(value) {
+		if r == "" {
+			continue
+		}
+		abs, err := filepath.Abs(expandHome(r))
+		if err != nil {
+			continue
+		}
+		roots = append(roots, realOrSelf(abs))
+	}
+	sort.Strings(roots)
+	return slices.Compact(roots)
+}
+
+// confined returns the refusal for a path (resolved) outside the session
+// working dir when confinement is on, or "". verb is "Read", "Write" or
+// "Search".
+func (t *Tools) confined(verb, given, path string) string {
+	if !t.confine || within(path, t.workdirReal) {
+		return ""
+	}
+	return fmt.Sprintf("%s denied: '%s' resolves to %s, outside the session working directory %s, and %s is true. "+
+		"Use a path inside the working directory, or set %s: false in config.yaml.",
+		verb, given, path, t.workdirReal, confineKey, confineKey)
+}
+
+// checkWrite returns why changing abs (the script's path given, made
+// absolute) is refused, or "". verb is "Write", or "Delete" and "Move" for
+// those V4A operations, as in Hermes. Symlinks are resolved first; the
+// lexical path is checked as well, so neither a link into a protected
+// directory nor a protected path reached through a linked parent gets
+// through. The "denied" messages name the resolved path, as Hermes's
+// write_file and patch do, or with asGiven (V4A, whose paths Hermes checks
+// as written in the patch) the path as given.
+func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
+	real, err := realPath(abs)
+	if err != nil {
+		return fmt.Sprintf("%s denied: '%s' cannot be resolved: %v", verb, given, unwrapPathError(err))
+	}
+	shown := real
+	if asGiven {
+		shown = given
+	}
+	p := t.policy()
+	if msg := p.writeBlock(verb, shown, given, real); msg != "" {
+		return msg
+	}
+	if msg := p.writeBlock(verb, shown, given, abs); msg != "" {
+		return msg
+	}
+	if roots := safeRoots(t.writeSafeRoot); len(roots) > 0 &&
+		!slices.ContainsFunc(roots, func(r string) bool { return within(real, r) }) {
+		return fmt.Sprintf("%s denied: '%s' is outside %s (%s). Unset the variable or add this path's directory prefix.",
+			verb, shown, WriteSafeRootEnv, strings.Join(roots, string(os.PathListSeparator)))
+	}
+	return t.confined(verb, given, real)
+}
+
+// checkRead returns why reading abs (the script's path given, made
+// absolute) is refused, or "".
+func (t *Tools) checkRead(given, abs string) string {
+	real := realOrSelf(abs)
+	if msg := t.confined("Read", given, real); msg != "" {
+		return msg
+	}
+	return t.policy().readBlock(real, filepath.Base(abs))
+}

@@ -1,0 +1,413 @@
+package hostfuncs
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// safetyEnv is a fresh user home, Hermes home and working dir, with HOME
+// pointing at the temp home for the test.
+type safetyEnv struct {
+	home, hermes, workdir string
+}
+
+func newSafetyEnv(t *testing.T) safetyEnv {
+	t.Helper()
+	eval := func(d string) string {
+		d, err := filepath.EvalSymlinks(d)
+		require.NoError(t, err)
+		return d
+	}
+	e := safetyEnv{home: eval(t.TempDir()), hermes: eval(t.TempDir()), workdir: eval(t.TempDir())}
+	t.Setenv("HOME", e.home)
+	if runtime.GOOS == "windows" {
+		t.Setenv("USERPROFILE", e.home)
+	}
+	return e
+}
+
+// tools returns tools over the env's working dir, changed by opt.
+func (e safetyEnv) tools(t *testing.T, opt func(*Options)) *Tools {
+	t.Helper()
+	o := Options{Workdir: e.workdir, HermesHome: e.hermes}
+	if opt != nil {
+		opt(&o)
+	}
+	tl, err := New(o)
+	require.NoError(t, err)
+	return tl
+}
+
+// symlink makes link point at target, skipping the test where the host
+// cannot create symlinks.
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		if runtime.GOOS == "windows" {
+			t.Skipf("cannot create symlinks here: %v", err)
+		}
+		require.NoError(t, err)
+	}
+}
+
+func protectedMsg(path string) string {
+	return "Write denied: '" + path + "' is a protected system/credential file."
+}
+
+// TestWriteFileRefusesProtectedPaths writes every protected file and into
+// every protected directory for real (under a temp HOME and HERMES_HOME):
+// each is refused with Hermes's message and nothing is created.
+func TestWriteFileRefusesProtectedPaths(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	paths := []string{
+		"~/.ssh/authorized_keys", "~/.ssh/id_rsa", "~/.ssh/id_ed25519",
+		"~/.netrc", "~/.pgpass", "~/.npmrc", "~/.pypirc", "~/.git-credentials",
+		// Anything under the protected directories, ~/.ssh/config included
+		// (Hermes asks for approval there, which a script cannot).
+		"~/.ssh/config", "~/.ssh/new_key", "~/.aws/credentials", "~/.gnupg/pubring.kbx",
+		"~/.kube/config", "~/.docker/config.json", "~/.azure/accessTokens.json",
+		"~/.config/gh/hosts.yml", "~/.config/gcloud/credentials.db",
+		// Hermes's stores in the configured home and in the default root.
+		filepath.Join(e.hermes, ".env"), filepath.Join(e.hermes, ".anthropic_oauth.json"),
+		filepath.Join(e.hermes, "cache", "bws_cache.enc.json"), filepath.Join(e.hermes, "state.db"),
+		filepath.Join(e.hermes, "sessions", "s1.json"), filepath.Join(e.hermes, "mcp-tokens", "gh.json"),
+		filepath.Join(e.hermes, "pairing", "code"), "~/.hermes/.env",
+	}
+	for _, p := range paths {
+		t.Run(p, func(t *testing.T) {
+			res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "ssh-ed25519 AAAA attacker\n"})
+			// Like Hermes, the refusal names the resolved path.
+			assert.Equal(t, map[string]any{"error": protectedMsg(expandHome(p))}, res)
+			assert.NoFileExists(t, expandHome(p))
+		})
+	}
+	// Nothing at all was created, not even a parent directory.
+	for _, d := range []string{e.home, e.hermes} {
+		left, err := os.ReadDir(d)
+		require.NoError(t, err)
+		assert.Empty(t, left, "write_file created entries in %s", d)
+	}
+}
+
+// TestSystemPathsRefused checks the system files and directories without
+// writing (the tests may run as root): the check alone decides.
+func TestSystemPathsRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX system paths")
+	}
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	for _, p := range []string{"/etc/sudoers", "/etc/passwd", "/etc/shadow", "/etc/sudoers.d/90-agent", "/etc/systemd/system/evil.service"} {
+		assert.Equal(t, protectedMsg(realOrSelf(p)), tl.checkWrite("Write", p, tl.resolve(p), false), p)
+	}
+	// Hermes's wider system list, with its own message.
+	for _, p := range []string{"/etc/hosts", "/boot/grub/grub.cfg", "/usr/lib/systemd/system/x.service", "/run/docker.sock"} {
+		assert.Equal(t, "Refusing to write to sensitive system path: "+p+"\nUse the terminal tool with sudo if you need to modify system files.",
+			tl.checkWrite("Write", p, tl.resolve(p), false), p)
+	}
+	// The Hermes config holds approvals.mode: a script must not rewrite it.
+	cfg := filepath.Join(e.hermes, "config.yaml")
+	res := callJSON(t, tl, "write_file", map[string]any{"path": cfg, "content": "approvals: {mode: \"off\"}\n"})
+	assert.Contains(t, res["error"], "Refusing to write to Hermes config file: "+cfg)
+	assert.NoFileExists(t, cfg)
+}
+
+// TestWriteThroughSymlinksRefused reaches protected files through links:
+// a link to the protected directory, a dangling link to a protected file,
+// and a linked parent directory.
+func TestWriteThroughSymlinksRefused(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	require.NoError(t, os.Mkdir(filepath.Join(e.home, ".ssh"), 0o700))
+	symlink(t, filepath.Join(e.home, ".ssh"), filepath.Join(e.workdir, "keys"))
+	symlink(t, filepath.Join(e.home, ".ssh", "authorized_keys"), filepath.Join(e.workdir, "notes.txt"))
+	symlink(t, e.home, filepath.Join(e.workdir, "h"))
+	symlink(t, "../"+filepath.Base(e.hermes), filepath.Join(e.workdir, "rel"))
+	for p, real := range map[string]string{
+		"keys/authorized_keys": filepath.Join(e.home, ".ssh", "authorized_keys"),
+		"notes.txt":            filepath.Join(e.home, ".ssh", "authorized_keys"), // dangling
+		"h/.netrc":             filepath.Join(e.home, ".netrc"),
+		"h/.aws/credentials":   filepath.Join(e.home, ".aws", "credentials"),
+		// A relative link into HERMES_HOME (both are temp dirs side by side).
+		"rel/.env": filepath.Join(e.hermes, ".env"),
+	} {
+		res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "x"})
+		assert.Equal(t, map[string]any{"error": protectedMsg(real)}, res, p)
+	}
+	assert.NoFileExists(t, filepath.Join(e.home, ".ssh", "authorized_keys"))
+	assert.NoFileExists(t, filepath.Join(e.home, ".netrc"))
+	assert.NoDirExists(t, filepath.Join(e.home, ".aws"))
+
+	// patch follows the same rule.
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, ".ssh", "id_rsa"), []byte("KEY\n"), 0o600))
+	res := callJSON(t, tl, "patch", map[string]any{"path": "keys/id_rsa", "old_string": "KEY", "new_string": "MINE"})
+	assert.Equal(t, map[string]any{"success": false, "error": protectedMsg(filepath.Join(e.home, ".ssh", "id_rsa"))}, res)
+	got, err := os.ReadFile(filepath.Join(e.home, ".ssh", "id_rsa"))
+	require.NoError(t, err)
+	assert.Equal(t, "KEY\n", string(got))
+}
+
+// TestPatchV4ARefusesProtectedPaths applies V4A patches from the home
+// directory: every path a patch touches is checked (added, updated,
+// deleted, both ends of a move) with Hermes's verb for the operation and the
+// path as written in the patch, and nothing changes.
+func TestPatchV4ARefusesProtectedPaths(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl, err := New(Options{Workdir: e.home, HermesHome: e.hermes})
+	require.NoError(t, err)
+	writeTestFile(t, e.home, "notes.txt", "one\n")
+	writeTestFile(t, e.home, ".ssh/id_rsa", "KEY\n")
+	writeTestFile(t, e.home, ".aws/config", "[default]\n")
+	tests := []struct{ name, patch, denied string }{
+		{"add", "*** Begin Patch\n*** Add File: .ssh/authorized_keys\n+ssh-ed25519 AAAA attacker\n*** End Patch", "Write denied: '.ssh/authorized_keys'"},
+		{"delete", "*** Begin Patch\n*** Delete File: .ssh/id_rsa\n*** End Patch", "Delete denied: '.ssh/id_rsa'"},
+		{"update", "*** Begin Patch\n*** Update File: .aws/config\n@@\n-[default]\n+[evil]\n*** End Patch", "Write denied: '.aws/config'"},
+		{"move into", "*** Begin Patch\n*** Update File: notes.txt\n*** Move to: .netrc\n*** End Patch", "Move denied: '.netrc'"},
+		{"move out of", "*** Begin Patch\n*** Update File: .ssh/id_rsa\n*** Move to: stolen.txt\n*** End Patch", "Move denied: '.ssh/id_rsa'"},
+		{"second file", "*** Begin Patch\n*** Add File: fine.txt\n+ok\n*** Add File: .git-credentials\n+https://x:y@host\n*** End Patch", "Write denied: '.git-credentials'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": tc.patch})
+			assert.Equal(t, map[string]any{"success": false, "error": tc.denied + " is a protected system/credential file."}, res)
+		})
+	}
+	for _, p := range []string{".ssh/authorized_keys", ".netrc", "stolen.txt", "fine.txt", ".git-credentials"} {
+		assert.NoFileExists(t, filepath.Join(e.home, p))
+	}
+	for p, want := range map[string]string{"notes.txt": "one\n", ".ssh/id_rsa": "KEY\n", ".aws/config": "[default]\n"} {
+		got, err := os.ReadFile(filepath.Join(e.home, p))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), p)
+	}
+}
+
+// TestWriteSafeRoot confines writes to HERMES_WRITE_SAFE_ROOT's entries.
+func TestWriteSafeRoot(t *testing.T) {
+	e := newSafetyEnv(t)
+	rootA := filepath.Join(e.workdir, "a")
+	rootB := filepath.Join(e.workdir, "b")
+	roots := rootB + string(os.PathListSeparator) + rootA + string(os.PathListSeparator)
+	tl := e.tools(t, func(o *Options) { o.WriteSafeRoot = roots })
+	wantRoots := rootA + string(os.PathListSeparator) + rootB // sorted, empty entries dropped
+
+	for _, p := range []string{"a/x.txt", "b/deep/y.txt", filepath.Join(rootA, "z.txt")} {
+		res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "ok"})
+		assert.NotContains(t, res, "error", p)
+	}
+	writeTestFile(t, e.workdir, "top.txt", "old")
+	symlink(t, e.workdir, filepath.Join(rootA, "up"))
+	for p, real := range map[string]string{
+		"top.txt":      filepath.Join(e.workdir, "top.txt"),
+		"ab/x.txt":     filepath.Join(e.workdir, "ab", "x.txt"),
+		"a/up/top.txt": filepath.Join(e.workdir, "top.txt"),
+		"~/x.txt":      filepath.Join(e.home, "x.txt"),
+	} {
+		res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "new"})
+		assert.Equal(t, "Write denied: '"+real+"' is outside HERMES_WRITE_SAFE_ROOT ("+wantRoots+
+			"). Unset the variable or add this path's directory prefix.", res["error"], p)
+	}
+	res := callJSON(t, tl, "patch", map[string]any{"path": "top.txt", "old_string": "old", "new_string": "new"})
+	assert.Contains(t, res["error"], "is outside HERMES_WRITE_SAFE_ROOT")
+	got, err := os.ReadFile(filepath.Join(e.workdir, "top.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(got))
+	assert.NoFileExists(t, filepath.Join(e.workdir, "ab", "x.txt"))
+	assert.NoFileExists(t, filepath.Join(e.home, "x.txt"))
+
+	// Reads are not confined by it.
+	res = callJSON(t, tl, "read_file", map[string]any{"path": "top.txt"})
+	assert.Equal(t, "1|old", res["content"])
+}
+
+// TestReadFileRefusesSecrets refuses project env files anywhere and the
+// Hermes credential stores, saying why and what to read instead;
+// .env.example and other look-alikes stay readable.
+func TestReadFileRefusesSecrets(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	envMsg := " is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
+		"If you need to check the file structure, read .env.example instead. " +
+		"(Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
+	storeMsg := " is a Hermes credential store and cannot be read directly. Provider tools consume these " +
+		"credentials through internal channels. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
+	for _, name := range []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc", "sub/dir/.env", ".ENV"} {
+		writeTestFile(t, e.workdir, name, "API_KEY=sk-secret\n")
+		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
+		assert.Equal(t, map[string]any{"error": "Access denied: " + filepath.Join(e.workdir, filepath.FromSlash(name)) + envMsg}, res, name)
+	}
+	// A missing .env is refused the same way: the answer does not say
+	// whether it exists.
+	res := callJSON(t, tl, "read_file", map[string]any{"path": "other/.env"})
+	assert.Equal(t, "Access denied: "+filepath.Join(e.workdir, "other", ".env")+envMsg, res["error"])
+
+	for _, name := range []string{".env.example", ".env.sample", "env", ".environment", "dotenv.txt"} {
+		writeTestFile(t, e.workdir, name, "API_KEY=\n")
+		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
+		assert.Equal(t, "1|API_KEY=", res["content"], name)
+	}
+
+	// Links count by either name.
+	symlink(t, filepath.Join(e.workdir, ".env"), filepath.Join(e.workdir, "settings.txt"))
+	require.NoError(t, os.Mkdir(filepath.Join(e.workdir, "linked"), 0o755))
+	symlink(t, filepath.Join(e.workdir, "env"), filepath.Join(e.workdir, "linked", ".env"))
+	for _, name := range []string{"settings.txt", "linked/.env"} {
+		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
+		assert.Contains(t, res["error"], envMsg, name)
+	}
+
+	for _, name := range []string{"auth.json", "auth.lock", ".anthropic_oauth.json", ".env", "webhook_subscriptions.json", "auth/google_oauth.json", "cache/bws_cache.json"} {
+		p := writeTestFile(t, e.hermes, name, "{\"token\": \"secret\"}\n")
+		res := callJSON(t, tl, "read_file", map[string]any{"path": p})
+		assert.Equal(t, map[string]any{"error": "Access denied: " + p + storeMsg}, res, name)
+	}
+	tok := writeTestFile(t, e.hermes, "mcp-tokens/github.json", "{}")
+	res = callJSON(t, tl, "read_file", map[string]any{"path": tok})
+	assert.Equal(t, "Access denied: "+tok+" is a Hermes MCP token file and cannot be read directly. "+
+		"(Defense-in-depth — not a security boundary; the terminal tool can still bypass.)", res["error"])
+	cookies := writeTestFile(t, e.hermes, "browser-profile/Default/Cookies", "x")
+	res = callJSON(t, tl, "read_file", map[string]any{"path": cookies})
+	assert.Contains(t, res["error"], "is inside the Hermes real-profile browser snapshot")
+	hub := writeTestFile(t, e.hermes, "skills/.hub/index-cache/x.json", "{}")
+	res = callJSON(t, tl, "read_file", map[string]any{"path": hub})
+	assert.Equal(t, "Access denied: "+hub+" is an internal Hermes cache file and cannot be read directly to prevent prompt injection. "+
+		"Use the skills_list or skill_view tools instead.", res["error"])
+	// The stores of the default root (~/.hermes) are protected too.
+	res = callJSON(t, tl, "read_file", map[string]any{"path": "~/.hermes/auth.json"})
+	assert.Contains(t, res["error"], storeMsg)
+
+	// Other files in the Hermes home stay readable.
+	p := writeTestFile(t, e.hermes, "skills/notes/SKILL.md", "# notes\n")
+	res = callJSON(t, tl, "read_file", map[string]any{"path": p})
+	assert.Equal(t, "1|# notes", res["content"])
+}
+
+// TestSearchFilesSkipsSecrets neither lists nor greps what read_file
+// refuses, and says how many files it left out.
+func TestSearchFilesSkipsSecrets(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	writeTestFile(t, e.hermes, "auth.json", "{\"token\": \"sk-secret\"}\n")
+	writeTestFile(t, e.hermes, "mcp-tokens/gh.json", "{\"token\": \"gho-secret\"}\n")
+	writeTestFile(t, e.hermes, "notes.txt", "token rotation is monthly\n")
+
+	res := callJSON(t, tl, "search_files", map[string]any{"pattern": "token", "path": e.hermes})
+	require.NotContains(t, res, "error")
+	assert.Equal(t, float64(1), res["total_count"])
+	matches := res["matches"].([]any)
+	require.Len(t, matches, 1)
+	assert.Equal(t, "token rotation is monthly", matches[0].(map[string]any)["content"])
+	assert.Equal(t, "2 file(s) omitted because they are credential, token, cache, or secret-bearing environment files.", res["_omitted"])
+
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "*.json", "target": "files", "path": e.hermes})
+	assert.Equal(t, []any{}, res["files"])
+
+	writeTestFile(t, e.workdir, ".env", "API_KEY=sk-secret\n")
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "sk-", "path": ".env"})
+	assert.Contains(t, res["error"], "is a secret-bearing environment file")
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": ".", "path": filepath.Join(e.hermes, "mcp-tokens")})
+	assert.Contains(t, res["error"], "is the Hermes MCP token directory")
+
+	// A search with nothing to hide carries no _omitted key.
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "token", "path": filepath.Join(e.hermes, "notes.txt")})
+	assert.NotContains(t, res, "_omitted")
+	assert.Equal(t, float64(1), res["total_count"])
+}
+
+// TestConfineToolsToWorkdir: with the option on, the file tools refuse
+// paths that resolve outside the working dir, through symlinks too; off,
+// they do not.
+func TestConfineToolsToWorkdir(t *testing.T) {
+	e := newSafetyEnv(t)
+	outside := writeTestFile(t, e.home, "outside.txt", "out\n")
+	writeTestFile(t, e.workdir, "inside.txt", "in\n")
+	symlink(t, e.home, filepath.Join(e.workdir, "escape"))
+
+	calls := []struct {
+		tool string
+		args map[string]any
+		verb string
+		path string
+	}{
+		{"read_file", map[string]any{"path": outside}, "Read", outside},
+		{"read_file", map[string]any{"path": "escape/outside.txt"}, "Read", "escape/outside.txt"},
+		{"write_file", map[string]any{"path": "~/new.txt", "content": "x"}, "Write", "~/new.txt"},
+		{"write_file", map[string]any{"path": "escape/new.txt", "content": "x"}, "Write", "escape/new.txt"},
+		{"patch", map[string]any{"path": outside, "old_string": "out", "new_string": "in"}, "Write", outside},
+		{"search_files", map[string]any{"pattern": "out", "path": "escape"}, "Search", "escape"},
+		{"search_files", map[string]any{"pattern": "out", "path": ".."}, "Search", ".."},
+	}
+	on := e.tools(t, func(o *Options) { o.ConfineToWorkdir = true })
+	off := e.tools(t, nil)
+	for _, c := range calls {
+		t.Run(c.tool+" "+c.path, func(t *testing.T) {
+			res := callJSON(t, on, c.tool, c.args)
+			msg, _ := res["error"].(string)
+			assert.True(t, strings.HasPrefix(msg, c.verb+" denied: '"+c.path+"' resolves to "), msg)
+			assert.Contains(t, msg, "outside the session working directory "+e.workdir)
+			assert.Contains(t, msg, "code_execution.confine_tools_to_workdir: false")
+
+			res = callJSON(t, off, c.tool, c.args)
+			assert.NotContains(t, res, "error")
+		})
+	}
+	// Inside the working dir everything works with confinement on.
+	res := callJSON(t, on, "read_file", map[string]any{"path": "inside.txt"})
+	assert.Equal(t, "1|in", res["content"])
+	res = callJSON(t, on, "write_file", map[string]any{"path": "sub/new.txt", "content": "x"})
+	assert.NotContains(t, res, "error")
+	res = callJSON(t, on, "patch", map[string]any{"path": "inside.txt", "old_string": "in", "new_string": "IN"})
+	assert.Equal(t, true, res["success"])
+	res = callJSON(t, on, "search_files", map[string]any{"pattern": "IN"})
+	assert.Equal(t, float64(1), res["total_count"])
+}
+
+// TestTildeIsTheUserHome: "~" in a tool path is the user's home, as in
+// Hermes; a name that merely starts with "~" is not.
+func TestTildeIsTheUserHome(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	res := callJSON(t, tl, "write_file", map[string]any{"path": "~/notes/today.md", "content": "hi\n"})
+	require.NotContains(t, res, "error")
+	assert.Equal(t, filepath.Join(e.home, "notes", "today.md"), res["resolved_path"])
+	res = callJSON(t, tl, "write_file", map[string]any{"path": "~backup.txt", "content": "b"})
+	require.NotContains(t, res, "error")
+	assert.Equal(t, filepath.Join(e.workdir, "~backup.txt"), res["resolved_path"])
+	res = callJSON(t, tl, "read_file", map[string]any{"path": "~/notes/today.md"})
+	assert.Equal(t, "1|hi", res["content"])
+}
+
+func TestRealPath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o755))
+	symlink(t, filepath.Join(dir, "real"), filepath.Join(dir, "abs"))
+	symlink(t, "real/sub", filepath.Join(dir, "rel"))
+	symlink(t, "../../real", filepath.Join(dir, "real", "sub", "up"))
+	symlink(t, filepath.Join(dir, "nowhere", "file"), filepath.Join(dir, "dangling"))
+	symlink(t, "loop2", filepath.Join(dir, "loop1"))
+	symlink(t, "loop1", filepath.Join(dir, "loop2"))
+	tests := map[string]string{
+		"real/sub":       "real/sub",
+		"abs/sub/x":      "real/sub/x",
+		"rel/new/deeper": "real/sub/new/deeper",
+		"rel/up/sub":     "real/sub",
+		"dangling":       "nowhere/file",
+	}
+	for in, want := range tests {
+		got, err := realPath(filepath.Join(dir, filepath.FromSlash(in)))
+		require.NoError(t, err, in)
+		assert.Equal(t, filepath.Join(dir, filepath.FromSlash(want)), got, in)
+	}
+	_, err = realPath(filepath.Join(dir, "loop1", "x"))
+	assert.Error(t, err)
+	res := callJSON(t, &Tools{workdir: dir, workdirReal: dir}, "write_file", map[string]any{"path": "loop1", "content": "x"})
+	assert.Contains(t, res["error"], "cannot be resolved")
+}

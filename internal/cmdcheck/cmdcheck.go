@@ -1,0 +1,400 @@
+// Package cmdcheck decides whether a shell command line needs a person's
+// approval before it runs. It parses the line with a real shell parser
+// (mvdan.cc/sh/v3/syntax) and holds every command the line would run —
+// in pipelines, lists, subshells, functions, loop and if bodies, command
+// and process substitutions, behind wrappers (sudo, env, nohup, timeout,
+// xargs, ...) and inside strings run as code (sh -c, su -c, eval, a
+// here-document fed to a shell) — against a table of dangerous operations
+// modelled on Hermes Agent's dangerous-command patterns: recursive deletes,
+// disk formatting, sudo, a downloaded script run by a shell, force pushes,
+// SQL DROP, writes to /etc or ~/.ssh, and more.
+//
+// Quoting is read the way the shell reads it (r'm', "rm", \rm, $'\x72m',
+// rm${IFS}-rf, {rm,-rf,x} all run rm), and quoted text that is only data
+// (grep -r 'rm -rf' docs/, echo "sudo") is not a command.
+//
+// # Security
+//
+// This is defence in depth, not a boundary: it reads the command line, not
+// what the programs it starts will do. A script written to a file and then
+// run by name, an interpreter's own code (python3 -c '...'), a program
+// that deletes files itself, or a function or alias defined by an earlier
+// command are not seen. What it cannot read for certain is flagged rather
+// than passed: a command whose name is only known at run time ($X,
+// $(...), a glob), eval, a program fed to a shell or interpreter on stdin,
+// a line that does not parse, and a line too long or too deeply nested to
+// check.
+package cmdcheck
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The reasons Check gives. They are stable labels: a caller that remembers
+// an approval of one (for a session, say) holds it for later commands with
+// the same reason, so their texts do not change.
+const (
+	reasonRootDelete      = "delete of /, ~ or a top-level directory"
+	reasonRecursiveDelete = "recursive delete"
+	reasonXargsDelete     = "delete of the files xargs is given"
+	reasonFindDelete      = "delete of the files find matches"
+	reasonPrivilege       = "runs as another user (sudo/su)"
+	reasonFormat          = "formats or partitions a disk (mkfs)"
+	reasonDeviceWrite     = "writes to a disk or memory device"
+	reasonChmod777        = "recursive world-writable permissions (chmod -R 777)"
+	reasonChmodRoot       = "recursive permission change of /, ~ or a top-level directory"
+	reasonChownRoot       = "recursive ownership change of /, ~ or a top-level directory"
+	reasonMoveRoot        = "moves /, ~ or a top-level directory"
+	reasonForkBomb        = "fork bomb"
+	reasonRemoteScript    = "runs a script downloaded from the network (curl | sh)"
+	reasonShutdown        = "shuts down or reboots the machine"
+	reasonKillAll         = "kills every process (kill -9 -1)"
+	reasonKillByName      = "kills processes by name (killall, pkill -9)"
+	reasonForcePush       = "rewrites remote history (git push --force)"
+	reasonResetHard       = "discards uncommitted changes (git reset --hard)"
+	reasonGitClean        = "deletes untracked files (git clean -f)"
+	reasonSQLDrop         = "SQL DROP TABLE/DATABASE"
+	reasonSQLTruncate     = "SQL TRUNCATE"
+	reasonSQLDelete       = "SQL DELETE without WHERE"
+	reasonService         = "stops or disables a system service"
+	reasonFirewall        = "flushes or disables the firewall"
+	reasonHistory         = "clears the shell history"
+	reasonCrontab         = "removes all cron jobs (crontab -r)"
+	reasonEtc             = "writes to /etc (system configuration)"
+	reasonSSH             = "writes to ~/.ssh"
+	reasonTooComplex      = "too deeply nested to check automatically"
+
+	// What the check cannot see through.
+	reasonDynamic     = "runs a command whose name or code is only known at run time ($VAR, $(...), a glob)"
+	reasonEval        = "runs a string as shell code (eval)"
+	reasonStdinCode   = "feeds a program to a shell or interpreter on stdin (... | sh, bash < file)"
+	reasonUnparseable = "not valid shell syntax, so it cannot be checked"
+	reasonTooLong     = "too long to check automatically"
+)
+
+// Check returns the reasons cmd needs approval, each once, in the order
+// found; none means it matched no rule. It never fails: input it cannot
+// read is flagged with a reason saying so.
+func Check(cmd string) []string {
+	c := &checker{}
+	c.check(cmd, 0)
+	return c.reasons
+}
+
+// Dangerous reports whether cmd needs approval, and why: the reasons of
+// [Check] joined with "; ".
+func Dangerous(cmd string) (reason string, dangerous bool) {
+	r := Check(cmd)
+	return strings.Join(r, "; "), len(r) > 0
+}
+
+// Bounds on the work one check does. The parser recurses once per level
+// of nesting, so input is refused (flagged) before it can make it recurse
+// without bound: maxInput per parse, maxWork for the line and every string
+// re-read as code, maxDepth levels of code in code (sh -c "eval '...'"),
+// and maxNesting brackets deep.
+const (
+	maxInput   = 64 << 10
+	maxWork    = 256 << 10
+	maxDepth   = 8
+	maxNesting = 100
+)
+
+type checker struct {
+	reasons []string
+	work    int // bytes parsed so far, re-read strings included
+}
+
+func (c *checker) add(reason string) {
+	for _, r := range c.reasons {
+		if r == reason {
+			return
+		}
+	}
+	c.reasons = append(c.reasons, reason)
+}
+
+// check parses src, a command line or a string run as one at nesting
+// depth, and holds every command in it against the rules.
+func (c *checker) check(src string, depth int) {
+	if strings.TrimSpace(src) == "" {
+		return
+	}
+	c.work += len(src)
+	switch {
+	case len(src) > maxInput || c.work > maxWork:
+		c.add(reasonTooLong)
+		return
+	case depth > maxDepth || nesting(src) > maxNesting:
+		c.add(reasonTooComplex)
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		c.add(reasonUnparseable)
+		return
+	}
+	s := &scan{c: c, src: src, depth: depth, stdin: map[*syntax.Stmt]*pipeInput{}, staged: map[*syntax.Stmt]bool{}, cmds: map[*syntax.CallExpr]*command{}}
+	syntax.Walk(f, s.visit)
+}
+
+// nesting estimates how deep src nests brackets: ( { [ and their $
+// forms. Quotes are not tracked, so a bracket in a string moves the
+// estimate either way; maxInput bounds what a crafted line can hide.
+func nesting(src string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '\\':
+			i++
+		case '(', '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return deepest
+}
+
+// scan is one parsed source being checked.
+type scan struct {
+	c     *checker
+	src   string
+	depth int
+	// stdin says what feeds the statements that read a pipe.
+	stdin map[*syntax.Stmt]*pipeInput
+	// staged marks the statements already seen as part of a pipeline.
+	staged map[*syntax.Stmt]bool
+	cmds   map[*syntax.CallExpr]*command
+}
+
+// pipeInput is what a pipeline stage reads on stdin.
+type pipeInput struct {
+	download bool         // an earlier stage downloads (curl, wget)
+	prev     *syntax.Stmt // the stage just before
+}
+
+func (s *scan) add(reason string) { s.c.add(reason) }
+
+func (s *scan) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		s.stmt(n)
+	case *syntax.FuncDecl:
+		s.funcDecl(n)
+	}
+	return true
+}
+
+func (s *scan) stmt(st *syntax.Stmt) {
+	s.redirects(st.Redirs)
+	if !s.staged[st] {
+		if stages := s.pipeline(st); stages != nil {
+			s.sql(st, stages)
+		}
+	}
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+		cmd := s.command(call)
+		cmd.stmt = st
+		s.run(cmd)
+	}
+}
+
+// command reads a simple command (once per call).
+func (s *scan) command(call *syntax.CallExpr) *command {
+	if cmd, ok := s.cmds[call]; ok {
+		return cmd
+	}
+	cmd := unwrap(s.fields(call.Args))
+	s.cmds[call] = cmd
+	return cmd
+}
+
+// run holds a command against the rules.
+func (s *scan) run(cmd *command) {
+	if cmd.privileged {
+		s.add(reasonPrivilege)
+	}
+	for _, code := range cmd.code {
+		s.code(code)
+	}
+	switch {
+	case cmd.name == "":
+	case cmd.dynamic:
+		s.add(reasonDynamic)
+	default:
+		if r := rules[family(cmd.name)]; r != nil {
+			r(s, cmd)
+		}
+	}
+}
+
+// code checks a string that will be run as shell code: a script it
+// downloads is a remote script, text it takes from variables makes the
+// code itself only known at run time, and what is known is read again as
+// a command line.
+func (s *scan) code(f field) {
+	if s.downloadsIn(f) {
+		s.add(reasonRemoteScript)
+		return
+	}
+	if !f.lit {
+		s.add(reasonDynamic)
+	}
+	s.c.check(f.s, s.depth+1)
+}
+
+// pipeline marks the stages of the pipeline st starts, with what each
+// reads on stdin, and returns them; nil when st is no pipeline (or simple
+// command) of its own.
+func (s *scan) pipeline(st *syntax.Stmt) []*syntax.Stmt {
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		s.staged[st] = true
+		return []*syntax.Stmt{st}
+	case *syntax.BinaryCmd:
+		if c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
+			return nil
+		}
+	default:
+		return nil
+	}
+	var stages []*syntax.Stmt
+	s.flatten(st, &stages)
+	in := &pipeInput{}
+	for i, stage := range stages {
+		if i > 0 {
+			in = &pipeInput{download: in.download || s.downloads(stages[i-1]), prev: stages[i-1]}
+			s.feed(stage, in)
+		}
+	}
+	return stages
+}
+
+// flatten lists the stages of a pipeline (a | b | c nests as (a | b) | c).
+func (s *scan) flatten(st *syntax.Stmt, out *[]*syntax.Stmt) {
+	s.staged[st] = true
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+		s.flatten(b.X, out)
+		s.flatten(b.Y, out)
+		return
+	}
+	*out = append(*out, st)
+}
+
+// feed records that st reads in on stdin, and so does every statement of
+// a compound command that st is ({ sh; }, while read l; do ...; done).
+func (s *scan) feed(st *syntax.Stmt, in *pipeInput) {
+	if st == nil || s.stdin[st] != nil {
+		return
+	}
+	s.stdin[st] = in
+	var inner []*syntax.Stmt
+	switch c := st.Cmd.(type) {
+	case *syntax.Block:
+		inner = c.Stmts
+	case *syntax.Subshell:
+		inner = c.Stmts
+	case *syntax.IfClause:
+		for ; c != nil; c = c.Else {
+			inner = append(inner, c.Cond...)
+			inner = append(inner, c.Then...)
+		}
+	case *syntax.WhileClause:
+		inner = append(append(inner, c.Cond...), c.Do...)
+	case *syntax.ForClause:
+		inner = c.Do
+	case *syntax.CaseClause:
+		for _, item := range c.Items {
+			inner = append(inner, item.Stmts...)
+		}
+	case *syntax.TimeClause:
+		inner = []*syntax.Stmt{c.Stmt}
+	case *syntax.BinaryCmd:
+		inner = []*syntax.Stmt{c.X, c.Y}
+	}
+	for _, in2 := range inner {
+		s.feed(in2, in)
+	}
+}
+
+// downloaders fetch from the network: what they print is not known here.
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true}
+
+// downloads reports whether a command in n (substitutions included)
+// downloads from the network.
+func (s *scan) downloads(n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && downloaders[s.command(call).name] {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// downloadsIn is downloads for the words of a field.
+func (s *scan) downloadsIn(f field) bool {
+	for _, w := range f.words() {
+		if s.downloads(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// funcDecl flags a function that starts itself in the background or in a
+// pipeline: a fork bomb (:(){ :|:& };:).
+func (s *scan) funcDecl(fn *syntax.FuncDecl) {
+	if fn.Name == nil || fn.Body == nil {
+		return
+	}
+	name := fn.Name.Value
+	syntax.Walk(fn.Body, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		b, pipe := st.Cmd.(*syntax.BinaryCmd)
+		if !st.Background && !(pipe && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll)) {
+			return true
+		}
+		if s.calls(st, name) {
+			s.add(reasonForkBomb)
+			return false
+		}
+		return true
+	})
+}
+
+// calls reports whether n runs a command named name.
+func (s *scan) calls(n syntax.Node, name string) bool {
+	found := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && call.Args[0].Lit() == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// redirects checks where a statement's output goes.
+func (s *scan) redirects(rs []*syntax.Redirect) {
+	for _, r := range rs {
+		if r.Word == nil || !strings.Contains(r.Op.String(), ">") {
+			continue
+		}
+		target := s.literalText(r.Word).s
+		writeTarget(s, target)
+		if (r.Op == syntax.RdrOut || r.Op == syntax.RdrClob || r.Op == syntax.RdrAll) && strings.HasSuffix(strings.ToLower(target), "_history") {
+			s.add(reasonHistory)
+		}
+	}
+}

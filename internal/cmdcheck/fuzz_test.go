@@ -1,0 +1,52 @@
+package cmdcheck
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// allReasons are the reasons Check may give.
+var allReasons = []string{
+	reasonRootDelete, reasonRecursiveDelete, reasonXargsDelete, reasonFindDelete, reasonPrivilege,
+	reasonFormat, reasonDeviceWrite, reasonChmod777, reasonChmodRoot, reasonChownRoot, reasonMoveRoot,
+	reasonForkBomb, reasonRemoteScript, reasonShutdown, reasonKillAll, reasonKillByName, reasonForcePush,
+	reasonResetHard, reasonGitClean, reasonSQLDrop, reasonSQLTruncate, reasonSQLDelete, reasonService,
+	reasonFirewall, reasonHistory, reasonCrontab, reasonEtc, reasonSSH, reasonTooComplex,
+	reasonDynamic, reasonEval, reasonStdinCode, reasonUnparseable, reasonTooLong,
+}
+
+// FuzzCheck: Check never panics, returns within a bounded time, gives the
+// same answer twice, and only gives known reasons, each once.
+func FuzzCheck(f *testing.F) {
+	for cmd := range oldDangerous {
+		f.Add(cmd)
+	}
+	for cmd := range newDangerous {
+		f.Add(cmd)
+	}
+	for _, cmd := range append(oldHarmless, newHarmless...) {
+		f.Add(cmd)
+	}
+	for _, s := range []string{"a'b", "$(", "`", "$'\\x", "x > ", "bash -c 'sh -c \"eval rm -rf x\"'", "{a,b}{c,d}{1..99}", "${IFS}", "<<EOF", "f() { f | f & }"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		done := make(chan []string, 1)
+		go func() { done <- Check(s) }()
+		var got []string
+		select {
+		case got = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Check(%q) did not return", s)
+		}
+		if again := Check(s); !slices.Equal(got, again) {
+			t.Fatalf("Check(%q) = %q, then %q", s, got, again)
+		}
+		for i, r := range got {
+			if !slices.Contains(allReasons, r) || slices.Contains(got[:i], r) {
+				t.Fatalf("Check(%q) gave %q", s, got)
+			}
+		}
+	})
+}

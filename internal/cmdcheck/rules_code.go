@@ -1,0 +1,270 @@
+package cmdcheck
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// codeRules: programs that run code they are given — shells, eval,
+// source, interpreters.
+var codeRules = map[string]rule{
+	"eval":   evalRule,
+	"trap":   trapRule,
+	"alias":  aliasRule,
+	"source": sourceRule, ".": sourceRule,
+	"python": interpreterRule, "ruby": interpreterRule, "node": interpreterRule,
+	"php": interpreterRule, "pwsh": interpreterRule, "lua": interpreterRule,
+	"perl": func(s *scan, cmd *command) {
+		inPlaceRule(s, cmd)
+		interpreterRule(s, cmd)
+	},
+	"sh": shellRule, "bash": shellRule, "zsh": shellRule, "dash": shellRule, "ksh": shellRule, "ash": shellRule,
+	"mksh": shellRule, "yash": shellRule, "fish": shellRule, "csh": shellRule, "tcsh": shellRule,
+}
+
+// progSpec says how a program takes its code: the short options that
+// give it (so stdin is data), the short options that take a value, and
+// whether it is a shell (-s reads commands from stdin, -c CODE).
+type progSpec struct {
+	code, withArg string
+	shell         bool
+}
+
+var shellSpec = progSpec{code: "c", withArg: "oO", shell: true}
+
+var interpreterSpecs = map[string]progSpec{
+	"python": {code: "cm", withArg: "WXQ"},
+	"perl":   {code: "eE"},
+	"ruby":   {code: "e", withArg: "IrC"},
+	"node":   {code: "ep", withArg: "r"},
+	"php":    {code: "rfBRFE", withArg: "cdz"},
+	"pwsh":   {code: "cfeCFE"},
+	"lua":    {code: "e", withArg: "l"},
+}
+
+func specOf(cmd *command) progSpec {
+	if sp, ok := interpreterSpecs[family(cmd.name)]; ok {
+		return sp
+	}
+	return shellSpec
+}
+
+// readsStdin reports whether a program reads the code it runs from stdin
+// (sh, bash -s, python3 -, node), and whether it says so explicitly (-s,
+// -). A script file, -c CODE, -e CODE or -m MODULE means stdin is data.
+func readsStdin(sp progSpec, args []string) (reads, explicit bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-":
+			return true, true
+		case strings.HasPrefix(a, "--"):
+			// Long options (--norc, --) say nothing about stdin.
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			letters := a[1:]
+			if strings.ContainsAny(letters, sp.code) {
+				return false, false
+			}
+			if sp.shell && a[0] == '-' && strings.Contains(letters, "s") {
+				return true, true
+			}
+			if len(letters) == 1 && strings.Contains(sp.withArg, letters) {
+				i++
+			}
+		default:
+			return false, false // a script file
+		}
+	}
+	return true, false
+}
+
+// shellCodeArg finds the CODE of sh -c CODE: the first operand after an
+// option cluster with c, when no script file comes first.
+func shellCodeArg(fields []field) (field, bool) {
+	seenC := false
+	for i := 0; i < len(fields); i++ {
+		a := fields[i].s
+		switch {
+		case strings.HasPrefix(a, "--"):
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			if a[0] == '-' && strings.Contains(a[1:], "c") {
+				seenC = true
+			} else if len(a) == 2 && strings.Contains(shellSpec.withArg, a[1:]) {
+				i++
+			}
+		default:
+			return fields[i], seenC
+		}
+	}
+	return field{}, false
+}
+
+func shellRule(s *scan, cmd *command) {
+	if code, ok := shellCodeArg(cmd.fields); ok {
+		s.code(code)
+		return
+	}
+	s.remoteArgs(cmd)
+	s.stdinCode(cmd, shellSpec)
+}
+
+func interpreterRule(s *scan, cmd *command) {
+	s.remoteArgs(cmd)
+	s.stdinCode(cmd, specOf(cmd))
+}
+
+// evalRule: eval always needs approval (its code is a string, often built
+// at run time); what can be read of that string is checked too.
+func evalRule(s *scan, cmd *command) {
+	s.add(reasonEval)
+	if len(cmd.fields) == 0 {
+		return
+	}
+	code := joinFields(cmd.fields)
+	if s.downloadsIn(code) {
+		s.add(reasonRemoteScript)
+		return
+	}
+	s.c.check(code.s, s.depth+1)
+}
+
+// trapRule: trap CODE SIGNAL... runs CODE when a signal comes (or the
+// shell exits), so CODE is checked as a command line.
+func trapRule(s *scan, cmd *command) {
+	if len(cmd.fields) < 2 || strings.HasPrefix(cmd.args[0], "-") {
+		return // trap -p, trap -l, trap - SIGNAL (reset), trap SIGNAL
+	}
+	s.code(cmd.fields[0])
+}
+
+// aliasRule: alias NAME=VALUE makes NAME run VALUE, so VALUE is checked
+// as a command line.
+func aliasRule(s *scan, cmd *command) {
+	for _, f := range cmd.fields {
+		if _, value, ok := strings.Cut(f.s, "="); ok {
+			s.code(field{s: value, lit: f.lit, word: f.word})
+		}
+	}
+}
+
+// sourceRule: source FILE runs FILE in this shell. A file named at run
+// time or produced by a download (source <(curl ...)) is not known here.
+func sourceRule(s *scan, cmd *command) {
+	if len(cmd.fields) == 0 {
+		return
+	}
+	f := cmd.fields[0]
+	switch {
+	case s.downloadsIn(f):
+		s.add(reasonRemoteScript)
+	case !f.lit:
+		s.add(reasonDynamic)
+	}
+}
+
+// remoteArgs flags a downloaded script given to a program that runs code:
+// bash <(curl ...), python3 -c "$(wget -O- ...)".
+func (s *scan) remoteArgs(cmd *command) {
+	for _, f := range cmd.fields {
+		if s.downloadsIn(f) {
+			s.add(reasonRemoteScript)
+			return
+		}
+	}
+}
+
+// stdinCode checks a shell or interpreter that runs what it reads on
+// stdin: fed by a pipe or a file its program is not known here (a
+// download makes it a remote script); fed a here-document, a shell's
+// program is right there and is checked as a command line.
+func (s *scan) stdinCode(cmd *command, sp progSpec) {
+	reads, explicit := readsStdin(sp, cmd.args)
+	if !reads {
+		return
+	}
+	fed := false
+	if cmd.stmt != nil {
+		if in := s.stdin[cmd.stmt]; in != nil {
+			fed = true
+			if in.download {
+				s.add(reasonRemoteScript)
+			} else {
+				s.add(reasonStdinCode)
+				s.echoed(in.prev)
+			}
+		}
+		for _, r := range cmd.stmt.Redirs {
+			fed = s.stdinRedirect(r, sp.shell) || fed
+		}
+	}
+	if explicit && !fed {
+		s.add(reasonStdinCode)
+	}
+}
+
+// echoed checks the text echo or printf pipes into a shell as the
+// command line it is (echo 'rm -rf x' | sh).
+func (s *scan) echoed(prev *syntax.Stmt) {
+	call, ok := prev.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return
+	}
+	if cmd := s.command(call); cmd.name == "echo" || cmd.name == "printf" {
+		s.c.check(joinFields(cmd.fields).s, s.depth+1)
+	}
+}
+
+// stdinRedirect checks one redirection of a program that reads its code
+// from stdin; it reports whether r feeds stdin.
+func (s *scan) stdinRedirect(r *syntax.Redirect, shell bool) bool {
+	if r.N != nil && r.N.Value != "0" {
+		return false
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut:
+		if r.Word == nil || s.literalText(r.Word).s == "/dev/null" {
+			return false
+		}
+		if s.downloads(r.Word) {
+			s.add(reasonRemoteScript)
+		} else {
+			s.add(reasonStdinCode)
+		}
+	case syntax.Hdoc, syntax.DashHdoc:
+		// An interpreter's program in a here-document is in plain
+		// sight, like python3 -c CODE; a shell's is checked.
+		if shell && r.Hdoc != nil {
+			s.code(s.hdocText(r))
+		}
+	case syntax.WordHdoc:
+		if shell && r.Word != nil {
+			s.code(s.literalText(r.Word))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// hdocText is the text of a here-document: as written when its delimiter
+// is quoted (<<'EOF'), else with its expansions.
+func (s *scan) hdocText(r *syntax.Redirect) field {
+	quoted := true
+	if r.Word != nil && len(r.Word.Parts) == 1 {
+		l, ok := r.Word.Parts[0].(*syntax.Lit)
+		quoted = !ok || strings.Contains(l.Value, `\`)
+	}
+	if !quoted {
+		return s.literalText(r.Hdoc)
+	}
+	var b strings.Builder
+	for _, p := range r.Hdoc.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString(s.text(p))
+		}
+	}
+	return field{s: b.String(), lit: true, word: r.Hdoc}
+}

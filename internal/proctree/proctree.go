@@ -1,0 +1,190 @@
+// Package proctree runs a command in a process tree of its own and ends
+// the whole tree: the command, everything it starts and, on Linux with the
+// subreaper on, everything that tried to leave the tree.
+//
+// One implementation serves every process the executor starts (the
+// project-mode python child, the terminal tool's shell, the interpreter
+// probe):
+//
+//   - Start puts the command in a new process group (Unix; Pdeathsig
+//     SIGKILL on Linux, so a crashed host takes the child with it) or a new
+//     process group plus a job object that kills every process in it when
+//     it is closed (Windows).
+//   - Stop sends SIGTERM to the group and to every descendant found by
+//     walking the process table (so children that moved to another group
+//     or session while their parent is alive are signalled too), waits up
+//     to the grace period for them to be gone, then sends SIGKILL to
+//     whatever is left, walking again until nothing is (forks racing the
+//     kill). On Windows the job is terminated at once.
+//   - EnableSubreaper (Linux) makes this process the child subreaper of
+//     every tree: processes that detach (setsid, double fork, nohup ... &)
+//     are re-parented to it instead of init when their parent exits, and
+//     are killed and reaped as soon as they are found. See EnableSubreaper
+//     for what that means for an embedding program.
+package proctree
+
+import (
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when a tree is
+// stopped (SPEC §5).
+const DefaultGrace = 5 * time.Second
+
+// pollInterval bounds how long Stop waits before walking the process table
+// again for processes forked since the last walk.
+const pollInterval = 20 * time.Millisecond
+
+// killWait bounds the SIGKILL phase: a process the kernel does not let go
+// of (stuck in uninterruptible sleep, or not ours to signal) is given up
+// on rather than waited for forever.
+const killWait = 10 * time.Second
+
+var (
+	// startMu is held for reading while a command starts and its pid is
+	// registered, and for writing by a sweep, so that a sweep never sees
+	// a child of ours that is started but not registered yet.
+	startMu sync.RWMutex
+	// regMu guards children and groups.
+	regMu sync.Mutex
+	// children counts the direct children started through Start and not
+	// yet waited for, by pid: a sweep must never kill or reap them (their
+	// Wait belongs to os/exec).
+	children = map[int]int{}
+	// groups counts the trees not yet stopped, by process group: adopted
+	// processes still in one of them are ended by that tree's Stop, with
+	// its grace period, not by a sweep.
+	groups = map[int]int{}
+)
+
+// Tree is a started command and every process it starts. Its methods are
+// safe for concurrent use.
+type Tree struct {
+	cmd *exec.Cmd
+	pid int
+	sys sysTree
+
+	// waited is set once Wait has reaped the command.
+	waited atomic.Bool
+
+	mu       sync.Mutex
+	stopping bool
+	stopped  chan struct{} // closed when a Stop has ended the tree
+	killNow  chan struct{} // closed by Kill: skip what is left of the grace
+	killOnce sync.Once
+	endOnce  sync.Once
+	relOnce  sync.Once
+}
+
+// Start starts cmd in a process tree of its own (see the package doc).
+// cmd must not be started yet; its SysProcAttr, if set, is kept and
+// extended. Call Wait (not cmd.Wait) to wait for the command, Stop or Kill
+// to end the tree, and Release once both are done.
+func Start(cmd *exec.Cmd) (*Tree, error) {
+	prepare(cmd)
+	startMu.RLock()
+	if err := cmd.Start(); err != nil {
+		startMu.RUnlock()
+		return nil, err
+	}
+	pid := cmd.Process.Pid
+	regMu.Lock()
+	children[pid]++
+	groups[pid]++ // the command leads its own group: pgid == pid
+	regMu.Unlock()
+	startMu.RUnlock()
+	t := &Tree{cmd: cmd, pid: pid, stopped: make(chan struct{}), killNow: make(chan struct{})}
+	sys, err := attach(cmd)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Wait()
+		t.endGroup()
+		return nil, err
+	}
+	t.sys = sys
+	return t, nil
+}
+
+// Pid is the command's process id.
+func (t *Tree) Pid() int { return t.pid }
+
+// Wait waits for the command to exit (as cmd.Wait, which must not be
+// called as well) and lets the registry forget its pid.
+func (t *Tree) Wait() error {
+	err := t.cmd.Wait()
+	t.waited.Store(true)
+	regMu.Lock()
+	if children[t.pid]--; children[t.pid] <= 0 {
+		delete(children, t.pid)
+	}
+	regMu.Unlock()
+	return err
+}
+
+// Stop ends the tree: SIGTERM to every process in it, up to grace for
+// them to exit, then SIGKILL to what is left (on Windows the job is
+// terminated at once). It returns once nothing of the tree is left or
+// the kernel does not let go of it. Concurrent and later calls wait for
+// the first one; a Kill during a Stop cuts the grace short. With the
+// subreaper on, adopted orphans are swept afterwards.
+func (t *Tree) Stop(grace time.Duration) {
+	t.mu.Lock()
+	if t.stopping {
+		t.mu.Unlock()
+		<-t.stopped
+		return
+	}
+	t.stopping = true
+	t.mu.Unlock()
+	t.sys.stop(t, grace)
+	t.endGroup()
+	sweep()
+	close(t.stopped)
+}
+
+// Kill ends the tree at once (SIGKILL, no grace).
+func (t *Tree) Kill() {
+	t.killOnce.Do(func() { close(t.killNow) })
+	t.Stop(0)
+}
+
+// Release frees what the tree holds (the job object on Windows). A tree
+// that was not stopped yet is killed first, so nothing outlives it.
+func (t *Tree) Release() {
+	t.relOnce.Do(func() {
+		t.Kill()
+		t.sys.release()
+	})
+}
+
+// killRequested reports whether Kill asked to skip the rest of the grace.
+func (t *Tree) killRequested() bool {
+	select {
+	case <-t.killNow:
+		return true
+	default:
+		return false
+	}
+}
+
+// endGroup stops protecting the tree's process group from the sweep.
+func (t *Tree) endGroup() {
+	t.endOnce.Do(func() {
+		regMu.Lock()
+		if groups[t.pid]--; groups[t.pid] <= 0 {
+			delete(groups, t.pid)
+		}
+		regMu.Unlock()
+	})
+}
+
+// registered reports whether pid is a child started through Start and not
+// waited for yet, and whether pgid is the group of a tree not stopped yet.
+func registered(pid, pgid int) (child, group bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return children[pid] > 0, groups[pgid] > 0
+}

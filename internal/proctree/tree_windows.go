@@ -1,0 +1,105 @@
+package proctree
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// sysTree is a job object the command is assigned to right after it
+// starts; its children inherit the job, and closing the job's last handle
+// kills every process in it (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE), so they
+// die with the host too.
+//
+// There is a short window between the start and the assignment in which
+// a process the command starts is not in the job; the command is only
+// just starting then (the Go runtime gives no way to start it suspended).
+type sysTree struct {
+	job windows.Handle
+}
+
+// prepare starts cmd in a new process group (no console Ctrl-C from ours),
+// keeping the creation flags and command line already set.
+func prepare(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_NEW_PROCESS_GROUP
+}
+
+// attach puts the started command in a new job object that kills every
+// process in it when the job is closed.
+func attach(cmd *exec.Cmd) (sysTree, error) {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return sysTree{}, fmt.Errorf("creating a job object: %w", err)
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
+		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{
+			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+		},
+	}
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		windows.CloseHandle(job)
+		return sysTree{}, fmt.Errorf("configuring the job object: %w", err)
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	if err != nil {
+		windows.CloseHandle(job)
+		return sysTree{}, fmt.Errorf("opening the child process: %w", err)
+	}
+	defer windows.CloseHandle(h)
+	if err := windows.AssignProcessToJobObject(job, h); err != nil {
+		windows.CloseHandle(job)
+		return sysTree{}, fmt.Errorf("assigning the child to its job object: %w", err)
+	}
+	return sysTree{job: job}, nil
+}
+
+// jobAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION.
+type jobAccounting struct {
+	TotalUserTime, TotalKernelTime            int64
+	ThisPeriodTotalUserTime                   int64
+	ThisPeriodTotalKernelTime                 int64
+	TotalPageFaultCount, TotalProcesses       uint32
+	ActiveProcesses, TotalTerminatedProcesses uint32
+}
+
+// stop terminates the whole job at once: console programs in another
+// process group get no SIGTERM equivalent, so there is no graceful step.
+// It returns once no process is left in the job, or after killWait.
+func (s *sysTree) stop(_ *Tree, _ time.Duration) {
+	if s.job == 0 {
+		return
+	}
+	windows.TerminateJobObject(s.job, 1)
+	giveUp := time.Now().Add(killWait)
+	for time.Now().Before(giveUp) {
+		var a jobAccounting
+		if err := windows.QueryInformationJobObject(s.job, windows.JobObjectBasicAccountingInformation,
+			uintptr(unsafe.Pointer(&a)), uint32(unsafe.Sizeof(a)), nil); err != nil || a.ActiveProcesses == 0 {
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// release closes the job (killing anything still in it).
+func (s *sysTree) release() {
+	if s.job != 0 {
+		windows.CloseHandle(s.job)
+		s.job = 0
+	}
+}
+
+// EnableSubreaper returns errors.ErrUnsupported: on Windows the job object
+// already holds every process a tree starts, detached or not.
+func EnableSubreaper() error { return errors.ErrUnsupported }
+
+func sweep() {}

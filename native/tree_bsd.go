@@ -1,7 +1,0 @@
-//go:build unix && !linux
-
-package native
-
-import "syscall"
-
-func platformAttr(*syscall.SysProcAttr) {}
