@@ -34,6 +34,10 @@ import (
 // passes it in [Options].WriteSafeRoot; a script cannot set it.
 const WriteSafeRootEnv = "HERMES_WRITE_SAFE_ROOT"
 
+// wasmCacheDirEnv is the executor's HERMES_WASM_CACHE_DIR (see
+// executor.CacheDirEnv), the fallback when [Options].WasmCacheDir is empty.
+const wasmCacheDirEnv = "HERMES_WASM_CACHE_DIR"
+
 // confineKey is the configuration key that confines the file tools to the
 // session working directory; refusals name it so the user knows what to
 // change.
@@ -201,6 +205,8 @@ type safetyPolicy struct {
 	writeFiles, writeDirs         []string // "protected system/credential file"
 	sensitiveFiles, sensitiveDirs []string // "sensitive system path"
 	configFiles                   []string // Hermes config.yaml
+	cacheDirs                     []string // the executor's caches
+	tempRoots                     []string // where runs stage their private dirs
 	hubDirs                       []string // skills/.hub caches
 	readFiles                     []string // Hermes credential stores
 	readDirs                      []readDir
@@ -250,6 +256,7 @@ func (t *Tools) policy() safetyPolicy {
 			p.writeDirs = append(p.writeDirs, in(d))
 		}
 		p.configFiles = append(p.configFiles, in("config.yaml"))
+		p.cacheDirs = append(p.cacheDirs, in("cache"))
 		p.hubDirs = append(p.hubDirs, in("skills/.hub"))
 		for _, f := range hermesReadFiles {
 			p.readFiles = append(p.readFiles, in(f))
@@ -258,7 +265,40 @@ func (t *Tools) policy() safetyPolicy {
 			p.readDirs = append(p.readDirs, readDir{in(d.rel), d.dirMsg, d.fileMsg})
 		}
 	}
+	if tmp, err := filepath.Abs(os.TempDir()); err == nil {
+		p.tempRoots = both(p.tempRoots, tmp)
+	}
+	wasm := t.wasmCacheDir
+	if wasm == "" {
+		wasm = os.Getenv(wasmCacheDirEnv)
+	}
+	if wasm != "" {
+		if abs, err := filepath.Abs(expandHome(wasm)); err == nil {
+			p.cacheDirs = both(p.cacheDirs, abs)
+		}
+	}
 	return p
+}
+
+// stagingPrefixes name the private dirs runs create under the temp dir
+// (runtime/strict.go, native/engine.go).
+var stagingPrefixes = []string{"hermes-strict-", "hermes-project-"}
+
+// stagingDirOf returns the run staging dir path lies in, or "".
+func stagingDirOf(path string, tempRoots []string) string {
+	for _, root := range tempRoots {
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		for _, prefix := range stagingPrefixes {
+			if strings.HasPrefix(first, prefix) {
+				return filepath.Join(root, first)
+			}
+		}
+	}
+	return ""
 }
 
 // hermesDirs lists the Hermes homes whose stores are protected, resolved:
@@ -319,6 +359,23 @@ func matches(path string, files, dirs []string) bool {
 func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 	if matches(path, p.writeFiles, p.writeDirs) {
 		return fmt.Sprintf("%s denied: '%s' is a protected system/credential file.", verb, shown)
+	}
+	// The executor runs what it finds there: wazero's compilation cache
+	// holds native code checked only by a CRC32, and the .pyc cache
+	// bytecode every strict run imports. A script that could rewrite them
+	// would run its own code in the host process on the next run.
+	for _, d := range p.cacheDirs {
+		if within(path, d) {
+			return fmt.Sprintf("%s denied: '%s' is in the executor's cache (%s), which the file tools never write: "+
+				"the executor loads compiled code from it. Write the file somewhere else.", verb, shown, d)
+		}
+	}
+	// A run's private dir holds the code it runs (the generated
+	// hermes_tools module, the runner, their bytecode): another run's file
+	// tools must not rewrite what a live session kernel imports next.
+	if d := stagingDirOf(path, p.tempRoots); d != "" {
+		return fmt.Sprintf("%s denied: '%s' is in a run's private staging dir (%s), which holds the code that run executes. "+
+			"Write the file somewhere else.", verb, shown, d)
 	}
 	if matches(path, p.sensitiveFiles, p.sensitiveDirs) {
 		return "Refusing to write to sensitive system path: " + given + "\n" +
@@ -409,7 +466,9 @@ func (t *Tools) confined(verb, given, path string) string {
 func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
 	real, err := realPath(abs)
 	if err != nil {
-		return fmt.Sprintf("%s denied: '%s' cannot be resolved: %v", verb, given, unwrapPathError(err))
+		return fmt.Sprintf("%s denied: '%s' cannot be resolved: %v. "+
+			"Fix or remove the symlink loop (or unreadable symlink) on that path, or use a path that does not go through it.",
+			verb, given, unwrapPathError(err))
 	}
 	shown := real
 	if asGiven {

@@ -410,4 +410,152 @@ func TestRealPath(t *testing.T) {
 	assert.Error(t, err)
 	res := callJSON(t, &Tools{workdir: dir, workdirReal: dir}, "write_file", map[string]any{"path": "loop1", "content": "x"})
 	assert.Contains(t, res["error"], "cannot be resolved")
+	assert.Contains(t, res["error"], "Fix or remove the symlink loop")
+}
+
+func cacheMsg(verb, path, dir string) string {
+	return verb + " denied: '" + path + "' is in the executor's cache (" + dir + "), which the file tools never write: " +
+		"the executor loads compiled code from it. Write the file somewhere else."
+}
+
+// TestWriteRefusesExecutorCache: write_file and patch (every V4A path)
+// never write under a Hermes home's cache/ or the configured wasm cache
+// dir, reached directly, through a symlink, or through a symlinked cache
+// dir; existing entries are left as they were.
+func TestWriteRefusesExecutorCache(t *testing.T) {
+	e := newSafetyEnv(t)
+	wasmReal := filepath.Join(t.TempDir(), "wasm")
+	wasmLink := filepath.Join(e.workdir, "wasm-link")
+	require.NoError(t, os.MkdirAll(wasmReal, 0o700))
+	wasmReal, err := filepath.EvalSymlinks(wasmReal)
+	require.NoError(t, err)
+	symlink(t, wasmReal, wasmLink)
+	// The option names the cache dir through a link: its target is protected.
+	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = wasmLink })
+	compiled := writeTestFile(t, wasmReal, "wazero-v1-amd64-linux/0a1b2c", "compiled code\n")
+	pyc := writeTestFile(t, e.hermes, "cache/wasm/pyc-k/hermes_tools.pyc", "bytecode\n")
+	sums := writeTestFile(t, e.hermes, "cache/wasm/pyc-k/SHA256SUMS", "abc  hermes_tools.pyc\n")
+	symlink(t, compiled, filepath.Join(e.workdir, "innocent.txt"))
+
+	for _, tc := range []struct{ path, shown, dir string }{
+		{compiled, compiled, wasmReal},
+		{filepath.Join(wasmLink, "wazero-v1-amd64-linux", "0a1b2c"), compiled, wasmReal},
+		{"innocent.txt", compiled, wasmReal},
+		{filepath.Join(wasmReal, "new-dir", "x"), filepath.Join(wasmReal, "new-dir", "x"), wasmReal},
+		{pyc, pyc, filepath.Join(e.hermes, "cache")},
+		{sums, sums, filepath.Join(e.hermes, "cache")},
+		{filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache")},
+		{filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache")},
+		{"~/.hermes/cache/wasm/x", filepath.Join(e.home, ".hermes", "cache", "wasm", "x"), filepath.Join(e.home, ".hermes", "cache")},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			res := callJSON(t, tl, "write_file", map[string]any{"path": tc.path, "content": "native code"})
+			assert.Equal(t, map[string]any{"error": cacheMsg("Write", tc.shown, tc.dir)}, res)
+			res = callJSON(t, tl, "patch", map[string]any{"path": tc.path, "old_string": "code", "new_string": "evil"})
+			assert.Equal(t, map[string]any{"success": false, "error": cacheMsg("Write", tc.shown, tc.dir)}, res)
+		})
+	}
+	assert.NoDirExists(t, filepath.Join(wasmReal, "new-dir"))
+	assert.NoDirExists(t, filepath.Join(e.hermes, "cache", "web"))
+	assert.NoDirExists(t, filepath.Join(e.home, ".hermes"))
+
+	// V4A, from a working dir holding the cache: every path is checked.
+	tl, err = New(Options{Workdir: e.hermes, HermesHome: e.hermes})
+	require.NoError(t, err)
+	writeTestFile(t, e.hermes, "notes.txt", "one\n")
+	for _, tc := range []struct{ name, patch, denied string }{
+		{"add", "*** Begin Patch\n*** Add File: cache/wasm/pyc-k/x.pyc\n+x\n*** End Patch", cacheMsg("Write", "cache/wasm/pyc-k/x.pyc", filepath.Join(e.hermes, "cache"))},
+		{"update", "*** Begin Patch\n*** Update File: cache/wasm/pyc-k/SHA256SUMS\n@@\n-abc  hermes_tools.pyc\n+def  hermes_tools.pyc\n*** End Patch", cacheMsg("Write", "cache/wasm/pyc-k/SHA256SUMS", filepath.Join(e.hermes, "cache"))},
+		{"delete", "*** Begin Patch\n*** Delete File: cache/wasm/pyc-k/hermes_tools.pyc\n*** End Patch", cacheMsg("Delete", "cache/wasm/pyc-k/hermes_tools.pyc", filepath.Join(e.hermes, "cache"))},
+		{"move into", "*** Begin Patch\n*** Update File: notes.txt\n*** Move to: cache/wasm/pyc-k/hermes_tools.pyc\n*** End Patch", cacheMsg("Move", "cache/wasm/pyc-k/hermes_tools.pyc", filepath.Join(e.hermes, "cache"))},
+		{"move out of", "*** Begin Patch\n*** Update File: cache/wasm/pyc-k/SHA256SUMS\n*** Move to: sums.txt\n*** End Patch", cacheMsg("Move", "cache/wasm/pyc-k/SHA256SUMS", filepath.Join(e.hermes, "cache"))},
+	} {
+		t.Run("v4a "+tc.name, func(t *testing.T) {
+			res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": tc.patch})
+			assert.Equal(t, map[string]any{"success": false, "error": tc.denied}, res)
+		})
+	}
+	for p, want := range map[string]string{compiled: "compiled code\n", pyc: "bytecode\n", sums: "abc  hermes_tools.pyc\n",
+		filepath.Join(e.hermes, "notes.txt"): "one\n"} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), p)
+	}
+	assert.NoFileExists(t, filepath.Join(e.hermes, "sums.txt"))
+	assert.NoFileExists(t, filepath.Join(e.hermes, "cache", "wasm", "pyc-k", "x.pyc"))
+
+	// Without the option, $HERMES_WASM_CACHE_DIR names the cache dir.
+	other := t.TempDir()
+	t.Setenv(wasmCacheDirEnv, other)
+	tl = e.tools(t, nil)
+	res := callJSON(t, tl, "write_file", map[string]any{"path": filepath.Join(other, "f"), "content": "x"})
+	assert.Equal(t, map[string]any{"error": cacheMsg("Write", filepath.Join(realOrSelf(other), "f"), realOrSelf(other))}, res)
+	// Reads of the caches stay allowed (spills and saved pages are meant
+	// to be read; nothing there is secret), as do writes elsewhere.
+	res = callJSON(t, tl, "read_file", map[string]any{"path": sums})
+	assert.Equal(t, "1|abc  hermes_tools.pyc", res["content"])
+	res = callJSON(t, tl, "write_file", map[string]any{"path": "fine.txt", "content": "ok"})
+	assert.NotContains(t, res, "error")
+}
+
+// TestPatchRefusesReadProtected: patch shows the file's content (its diff,
+// a "closest line" hint), so it refuses what read_file refuses, before
+// reading: a replace_all that changes every newline of .env or auth.json
+// would otherwise return every secret in its diff.
+func TestPatchRefusesReadProtected(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	env := writeTestFile(t, e.workdir, ".env", "API_KEY=sk-secret\n")
+	auth := writeTestFile(t, e.hermes, "auth.json", `{"token": "sk-secret"}`+"\n")
+	envMsg := "Access denied: " + env + " is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
+		"If you need to check the file structure, read .env.example instead." + notABoundary
+	authMsg := "Access denied: " + auth + " is a Hermes credential store and cannot be read directly. " +
+		"Provider tools consume these credentials through internal channels." + notABoundary
+	for path, msg := range map[string]string{".env": envMsg, auth: authMsg} {
+		for _, old := range []string{"\n", "no such text"} { // a match, and a miss (the hint quotes a line)
+			res := callJSON(t, tl, "patch", map[string]any{"path": path, "old_string": old, "new_string": "\n\n", "replace_all": true})
+			assert.Equal(t, map[string]any{"success": false, "error": msg}, res)
+		}
+	}
+	// V4A: an update or a deletion shows the old content; so does a move.
+	for name, patch := range map[string]string{
+		"update": "*** Begin Patch\n*** Update File: .env\n@@\n-API_KEY=wrong\n+API_KEY=x\n*** End Patch",
+		"delete": "*** Begin Patch\n*** Delete File: .env\n*** End Patch",
+		"move":   "*** Begin Patch\n*** Update File: .env\n*** Move to: leaked.txt\n*** End Patch",
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": patch})
+			assert.Equal(t, map[string]any{"success": false, "error": envMsg}, res)
+		})
+	}
+	for p, want := range map[string]string{env: "API_KEY=sk-secret\n", auth: `{"token": "sk-secret"}` + "\n"} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	assert.NoFileExists(t, filepath.Join(e.workdir, "leaked.txt"))
+	// Adding a new env file shows only what the patch itself brings.
+	require.NoError(t, os.Remove(env))
+	res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": "*** Begin Patch\n*** Add File: .env\n+DEBUG=1\n*** End Patch"})
+	assert.Equal(t, true, res["success"], res)
+}
+
+// TestWriteRefusesRunStagingDirs: another run's private dir holds the code
+// that run (a live session kernel) imports next; the file tools never write
+// there. A temp dir of another name stays writable.
+func TestWriteRefusesRunStagingDirs(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	for _, prefix := range stagingPrefixes {
+		dir, err := os.MkdirTemp("", prefix)
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		target := filepath.Join(dir, "hermes_tools.py")
+		res := callJSON(t, tl, "write_file", map[string]any{"path": target, "content": "evil = 1\n"})
+		require.Contains(t, res["error"], "is in a run's private staging dir")
+		require.NoFileExists(t, target)
+	}
+	other := t.TempDir()
+	res := callJSON(t, tl, "write_file", map[string]any{"path": filepath.Join(other, "ok.txt"), "content": "fine\n"})
+	require.Nil(t, res["error"], res)
 }

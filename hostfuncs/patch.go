@@ -29,6 +29,38 @@ const patchNewFilePerm fs.FileMode = 0o644
 // patchBinarySniff is how many leading bytes are checked for NUL.
 const patchBinarySniff = 8192
 
+// Bounds on what one patch call may cost the host. patch holds a file, its
+// new content and a diff in memory at once, and replace_all multiplies
+// (4 MB of "a" replaced by 150 bytes each is 600 MB), so the limits are
+// checked before anything is built. 32 MiB is half the 64 MiB a tool
+// request may carry: write_file can still replace any file patch refuses.
+const (
+	// patchMaxBytes bounds the files patch reads and the content it writes.
+	patchMaxBytes = 32 << 20
+	// patchMaxMatches bounds the replacements of one replace_all.
+	patchMaxMatches = 100_000
+	// patchMaxLines bounds the lines of a V4A patch text and of a file a
+	// V4A update splits into lines.
+	patchMaxLines = 1 << 20
+)
+
+// patchMiB formats a byte count in MiB for limit messages.
+func patchMiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// patchResultTooBig is the refusal for a V4A result over patchMaxBytes.
+func patchResultTooBig(path string, size int) string {
+	return fmt.Sprintf("Cannot write %s: the patch would make it %s, over the %d MiB patch writes. "+
+		"Use write_file with the full new content, or terminal. No files were modified.",
+		path, patchMiB(int64(size)), patchMaxBytes>>20)
+}
+
+// patchTooBig is the refusal for a file over patchMaxBytes.
+func patchTooBig(path string, size int64) string {
+	return fmt.Sprintf("Cannot patch %s: it is %s, over the %d MiB patch reads and writes. "+
+		"Use write_file with the full new content, or terminal (e.g. sed) to edit a file this large.",
+		path, patchMiB(size), patchMaxBytes>>20)
+}
+
 func patchFail(msg string) Result {
 	return Result{"success": false, "error": msg}
 }
@@ -83,6 +115,11 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	if msg := t.checkWrite("Write", path, abs, false); msg != "" {
 		return patchFail(msg)
 	}
+	// The diff (and a "closest line" hint) shows the file's content, so
+	// patch may only edit what read_file may read.
+	if msg := t.checkRead(path, abs); msg != "" {
+		return patchFail(msg)
+	}
 
 	info, err := os.Stat(abs)
 	switch {
@@ -94,6 +131,8 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 		return patchFail("Path is a directory, not a file: " + path)
 	case !info.Mode().IsRegular():
 		return patchFail("Not a regular file: " + path)
+	case info.Size() > patchMaxBytes:
+		return patchFail(patchTooBig(path, info.Size()))
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
@@ -104,19 +143,37 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	}
 	content := string(data)
 
-	spans, _ := patchFindMatches(content, oldS, newS)
-	if len(spans) == 0 {
+	replaceAll := a.ReplaceAll != nil && *a.ReplaceAll
+	keep := 1
+	if replaceAll {
+		keep = patchMaxMatches
+	}
+	found := patchFindMatches(content, oldS, newS, keep)
+	spans := found.spans
+	switch {
+	case found.count == 0:
 		msg := "Could not find a match for old_string in the file"
 		if n, line, ok := patchClosestLine(content, oldS); ok {
 			msg += fmt.Sprintf(". Closest line (%d): %q", n, v4aClip(line))
 		}
 		return patchFail(msg)
-	}
-	if len(spans) > 1 && (a.ReplaceAll == nil || !*a.ReplaceAll) {
-		return patchFail(fmt.Sprintf("Found %d matches for old_string. Provide more context to make it unique, or use replace_all=True.", len(spans)))
+	case found.count > 1 && !replaceAll:
+		return patchFail(fmt.Sprintf("Found %d matches for old_string. Provide more context to make it unique, or use replace_all=True.", found.count))
+	case found.count > patchMaxMatches:
+		return patchFail(fmt.Sprintf("Found %d matches for old_string, more than the %d patch replaces in one call. "+
+			"Use terminal (e.g. sed) for a bulk edit this large, or write_file with the full new content.", found.count, patchMaxMatches))
+	case found.atLeast || found.size > patchMaxBytes:
+		size := patchMiB(int64(found.size))
+		if found.atLeast {
+			size = "at least " + size
+		}
+		return patchFail(fmt.Sprintf("Patch refused: replacing %d match(es) would make %s %s, over the %d MiB patch writes. "+
+			"Nothing was changed. Use write_file with the full new content, or terminal (e.g. sed) for an edit this large.",
+			found.count, path, size, patchMaxBytes>>20))
 	}
 
 	var b strings.Builder
+	b.Grow(found.size + 2)
 	prev := 0
 	for _, s := range spans {
 		b.WriteString(content[prev:s.start])
@@ -143,11 +200,12 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 		}
 	}
 	rel := t.patchDisplayPath(abs)
-	return Result{
+	var diff patchDiffWriter
+	diff.file(content, updated, "a/"+rel, "b/"+rel, false, func() []patchRegion { return patchSpanRegions(content, updated, spans, restoredNL) })
+	return diff.result(Result{
 		"success":        true,
-		"diff":           patchUnifiedDiff(content, updated, "a/"+rel, "b/"+rel, patchSpanRegions(content, updated, spans, restoredNL)),
 		"files_modified": []string{abs},
-	}
+	})
 }
 
 // patchIsBinary reports whether data looks binary (a NUL byte early on).
@@ -222,6 +280,10 @@ type patchVFile struct {
 
 // patchApplyV4A implements mode "patch".
 func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
+	if n := strings.Count(text, "\n") + 1; n > patchMaxLines {
+		return patchFail(fmt.Sprintf("The patch has %d lines, more than the %d one patch call takes. "+
+			"Split it into several patches, or use write_file for whole files.", n, patchMaxLines))
+	}
 	ops, err := v4aParse(text)
 	if err != nil {
 		return patchFail(err.Error())
@@ -230,11 +292,18 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 	files := map[string]*patchVFile{}
 	var order []*patchVFile
 	// get loads the file at p; verb says what the patch does to it, for
-	// the file-safety refusal.
-	get := func(p, verb string) (*patchVFile, string) {
+	// the file-safety refusal. read says the patch shows the file's
+	// current content (an update's diff and hints, a deletion's diff), so
+	// read_file's refusals apply too.
+	get := func(p, verb string, read bool) (*patchVFile, string) {
 		abs, real, msg := t.patchV4APath(p, verb)
 		if msg != "" {
 			return nil, msg
+		}
+		if read {
+			if msg := t.checkRead(p, abs); msg != "" {
+				return nil, msg
+			}
 		}
 		if f, ok := files[abs]; ok {
 			return f, ""
@@ -249,6 +318,8 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 			return nil, "Path is a directory, not a file: " + p
 		case !info.Mode().IsRegular():
 			return nil, "Not a regular file: " + p
+		case info.Size() > patchMaxBytes:
+			return nil, patchTooBig(p, info.Size())
 		default:
 			data, err := os.ReadFile(abs)
 			if err != nil {
@@ -273,7 +344,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 		case op.Kind == v4aOpUpdate && op.MoveTo != "":
 			verb = "Move"
 		}
-		f, msg := get(op.Path, verb)
+		f, msg := get(op.Path, verb, op.Kind != v4aOpAdd)
 		if msg != "" {
 			return patchFail(msg)
 		}
@@ -281,6 +352,9 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 		case v4aOpAdd:
 			if f.cur != nil {
 				return patchFail(fmt.Sprintf("Cannot add %s: file already exists (use *** Update File to change it). No files were modified.", op.Path))
+			}
+			if len(op.Content) > patchMaxBytes {
+				return patchFail(patchResultTooBig(op.Path, len(op.Content)))
 			}
 			c := op.Content
 			f.cur = &c
@@ -297,10 +371,18 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 			}
 			updated := *f.cur
 			var regions []patchRegion
+			if n := strings.Count(updated, "\n") + 1; len(op.Hunks) > 0 && n > patchMaxLines {
+				return patchFail(fmt.Sprintf("Cannot update %s: it has %d lines, more than the %d a V4A patch edits. "+
+					"Use mode=\"replace\", write_file with the full new content, or terminal (e.g. sed). No files were modified.",
+					op.Path, n, patchMaxLines))
+			}
 			if len(op.Hunks) > 0 {
 				updated, regions, err = v4aApplyHunks(*f.cur, op.Hunks, op.Path)
 				if err != nil {
 					return patchFail(err.Error())
+				}
+				if len(updated) > patchMaxBytes {
+					return patchFail(patchResultTooBig(op.Path, len(updated)))
 				}
 			}
 			f.edits++
@@ -311,7 +393,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
 			}
 			dst := f
 			if op.MoveTo != "" {
-				if dst, msg = get(op.MoveTo, "Move"); msg != "" {
+				if dst, msg = get(op.MoveTo, "Move", false); msg != "" {
 					return patchFail(msg)
 				}
 			}
@@ -351,7 +433,8 @@ func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 	}
 	real, err := realPath(abs)
 	if err != nil {
-		return "", "", fmt.Sprintf("Cannot resolve %s: %v", p, err)
+		return "", "", fmt.Sprintf("Cannot resolve %s: %v. Fix or remove the symlink loop (or unreadable symlink) on that path, "+
+			"or use a path that does not go through it.", p, err)
 	}
 	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
 		return "", "", escape
@@ -436,7 +519,7 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		return patchFail("Patch partially applied; these files could not be written: " + strings.Join(failures, "; "))
 	}
 
-	var diff strings.Builder
+	var diff patchDiffWriter
 	modified, added, deleted := []string{}, []string{}, []string{}
 	done := map[*patchVFile]bool{}
 	for _, f := range changed {
@@ -463,11 +546,7 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		done[f] = true
 		if dst, ok := moveDst[f]; ok && !done[dst] {
 			done[dst] = true
-			d := patchUnifiedDiff(*f.orig, *dst.cur, "a/"+f.display, "b/"+dst.display, dst.regions)
-			if d == "" {
-				d = fmt.Sprintf("--- a/%s\n+++ b/%s\n", f.display, dst.display)
-			}
-			diff.WriteString(d)
+			diff.file(*f.orig, *dst.cur, "a/"+f.display, "b/"+dst.display, true, func() []patchRegion { return dst.regions })
 			continue
 		}
 		from, to := "a/"+f.display, "b/"+f.display
@@ -486,22 +565,19 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		if f.edits == 1 {
 			regions = f.regions
 		}
-		d := patchUnifiedDiff(oldText, newText, from, to, regions)
-		if d == "" { // adding or deleting an empty file
-			d = fmt.Sprintf("--- %s\n+++ %s\n", from, to)
-		}
-		diff.WriteString(d)
+		// Headers even when the texts are equal: adding or deleting an
+		// empty file.
+		diff.file(oldText, newText, from, to, true, func() []patchRegion { return regions })
 	}
 	sort.Strings(modified)
 	sort.Strings(added)
 	sort.Strings(deleted)
-	return Result{
+	return diff.result(Result{
 		"success":        true,
-		"diff":           diff.String(),
 		"files_modified": modified,
 		"files_added":    added,
 		"files_deleted":  deleted,
-	}
+	})
 }
 
 // patchMkdirs creates dir and its missing parents, returning the ones it

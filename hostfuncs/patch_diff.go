@@ -1,6 +1,7 @@
 package hostfuncs
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -17,6 +18,76 @@ import (
 // patchDiffContext is the number of context lines around each change.
 const patchDiffContext = 3
 
+// Bounds on the diff a patch result carries. Splitting texts into lines
+// costs 16 bytes a line on top of the texts, and a replace_all over a large
+// file changes every line, so files past these sizes get a note instead of
+// a diff, and the whole diff is cut at patchDiffMaxOutput.
+const (
+	// patchDiffMaxInput bounds a file's old plus new size for its diff.
+	patchDiffMaxInput = 8 << 20
+	// patchDiffMaxLines bounds a file's old plus new line count.
+	patchDiffMaxLines = 250_000
+	// patchDiffMaxOutput bounds the diff text of one patch call.
+	patchDiffMaxOutput = 1 << 20
+)
+
+// patchDiffWriter gathers the diffs of one patch call within the bounds
+// above.
+type patchDiffWriter struct {
+	b         strings.Builder
+	truncated bool
+}
+
+// file adds the diff from oldText (at from) to newText (at to). regions is
+// called only when the diff is computed. With headers, a file whose texts
+// are equal (an empty file added, deleted, or moved unchanged) still shows
+// its "---"/"+++" lines.
+func (w *patchDiffWriter) file(oldText, newText, from, to string, headers bool, regions func() []patchRegion) {
+	if oldText == newText && !headers {
+		return
+	}
+	head := "--- " + from + "\n+++ " + to + "\n"
+	room := patchDiffMaxOutput - w.b.Len()
+	if room <= 0 {
+		w.truncated = true
+		return
+	}
+	var d string
+	size := len(oldText) + len(newText)
+	lines := strings.Count(oldText, "\n") + strings.Count(newText, "\n")
+	switch {
+	case oldText == newText:
+		d = head
+	case size > patchDiffMaxInput || lines > patchDiffMaxLines:
+		w.truncated = true
+		d = head + fmt.Sprintf("# Diff omitted: the file is %s (%d lines) before and after the patch together, "+
+			"over the %d MiB (%d lines) patch shows a diff for. The patch was applied; "+
+			"use read_file to check the changed part.\n", patchMiB(int64(size)), lines, patchDiffMaxInput>>20, patchDiffMaxLines)
+	default:
+		d = patchUnifiedDiffLimit(oldText, newText, from, to, regions(), room)
+		if d == "" {
+			d = head
+		}
+	}
+	if len(d) > room {
+		w.truncated = true
+		cut := strings.LastIndexByte(d[:room], '\n') + 1
+		d = d[:cut] + fmt.Sprintf("# Diff truncated: patch shows at most %d MiB of diff. "+
+			"The patch was applied in full; use read_file to check the rest.\n", patchDiffMaxOutput>>20)
+	}
+	w.b.WriteString(d)
+}
+
+// result sets r's "diff", and "diff_truncated" when a diff was omitted or
+// cut, and returns r.
+func (w *patchDiffWriter) result(r Result) Result {
+	r["diff"] = w.b.String()
+	if w.truncated {
+		r["diff_truncated"] = true
+	}
+	return r
+}
+
 // patchRegion says lines [a0, a1) of the old text became lines [b0, b1) of
 // the new one; lines outside all regions are equal and aligned. A region
 // may include unchanged lines.
@@ -29,6 +100,13 @@ type patchRegion struct {
 // fall back to diffing everything between the common prefix and suffix). A
 // missing final newline is marked the way diff does.
 func patchUnifiedDiff(oldText, newText, from, to string, regions []patchRegion) string {
+	return patchUnifiedDiffLimit(oldText, newText, from, to, regions, -1)
+}
+
+// patchUnifiedDiffLimit is patchUnifiedDiff that stops adding hunks once
+// the diff is longer than limit bytes (when limit >= 0); the caller cuts
+// it.
+func patchUnifiedDiffLimit(oldText, newText, from, to string, regions []patchRegion, limit int) string {
 	if oldText == newText {
 		return ""
 	}
@@ -50,6 +128,9 @@ func patchUnifiedDiff(oldText, newText, from, to string, regions []patchRegion) 
 			continue
 		}
 		out.WriteString(patchShiftHunks(s, wa0, wb0))
+		if limit >= 0 && out.Len() > limit {
+			break
+		}
 	}
 	if out.Len() == 0 {
 		return ""

@@ -26,14 +26,6 @@ type patchSpan struct {
 	repl       string
 }
 
-// patchLineSpan is one line of the raw content.
-type patchLineSpan struct {
-	start      int    // offset of the line's first byte
-	contentEnd int    // offset of its terminator ("\r\n" or "\n"), or of EOF
-	end        int    // offset after the terminator
-	text       string // the line without its terminator
-}
-
 // patchUsesCRLF reports whether CRLF is content's dominant line ending.
 func patchUsesCRLF(content string) bool {
 	crlf := strings.Count(content, "\r\n")
@@ -52,104 +44,162 @@ func patchToEOL(s string, crlf bool) string {
 	return s
 }
 
+// patchMatches is what patchFindMatches found.
+type patchMatches struct {
+	kind patchMatchKind
+	// count is the number of matches at that level; spans holds them all
+	// unless there are more than keep or the result would be too large.
+	count int
+	spans []patchSpan
+	// size is the size of the content with the matches replaced (0 when
+	// there are more than keep). Over patchMaxBytes, it may be a lower
+	// bound: atLeast says so, and spans may stop short.
+	size    int
+	atLeast bool
+}
+
+// patchCollector gathers matches up to a limit, so that a file of a
+// million one-byte matches costs a count, not a million spans.
+type patchCollector struct {
+	keep int
+	m    patchMatches
+}
+
+// add records the match [start, end); repl is only called for a match
+// that is kept.
+func (c *patchCollector) add(start, end int, repl func() string) {
+	c.m.count++
+	if c.m.count > c.keep || c.m.size > patchMaxBytes {
+		return
+	}
+	r := repl()
+	c.m.size += len(r) - (end - start)
+	c.m.spans = append(c.m.spans, patchSpan{start: start, end: end, repl: r})
+}
+
 // patchFindMatches finds old in content at the strictest level that matches
 // anything and returns the matches with their replacement text, already in
 // the file's line-ending style and, for indentation-tolerant matches,
-// re-indented.
-func patchFindMatches(content, old, new string) ([]patchSpan, patchMatchKind) {
+// re-indented. It keeps at most keep spans, and stops keeping them once
+// the result would exceed patchMaxBytes; it allocates nothing per match
+// beyond those, so the caller can refuse a patch before building it.
+func patchFindMatches(content, old, new string, keep int) patchMatches {
 	crlf := patchUsesCRLF(content)
+	newEOL := patchToEOL(new, crlf)
+	// collect counts the matches of a level first, then gathers them only
+	// when there are at most keep: more would be refused anyway.
+	collect := func(kind patchMatchKind, find func(c *patchCollector)) (patchMatches, bool) {
+		count := patchCollector{keep: 0}
+		find(&count)
+		if n := count.m.count; n == 0 || n > keep {
+			return patchMatches{kind: kind, count: n}, n > 0
+		}
+		c := patchCollector{keep: keep, m: patchMatches{kind: kind, size: len(content)}}
+		find(&c)
+		c.m.atLeast = len(c.m.spans) < c.m.count
+		return c.m, true
+	}
 
-	// 1. Exact.
-	if spans := patchFindExact(content, old, patchToEOL(new, crlf)); len(spans) > 0 {
-		return spans, patchMatchExact
+	// 1. Exact: counted first, so a huge number of matches or a huge
+	// result is known before any span is allocated.
+	if n := strings.Count(content, old); n > 0 {
+		size := len(content) + n*(len(newEOL)-len(old))
+		if n > keep || size > patchMaxBytes {
+			if n > keep {
+				size = 0
+			}
+			return patchMatches{kind: patchMatchExact, count: n, size: size}
+		}
+		m, _ := collect(patchMatchExact, func(c *patchCollector) { patchFindExact(content, old, newEOL, c) })
+		return m
 	}
 
 	// 2. Line endings only.
 	if strings.Contains(content, "\r") || strings.Contains(old, "\r") {
-		if spans := patchFindIgnoringCR(content, old, patchToEOL(new, crlf)); len(spans) > 0 {
-			return spans, patchMatchLineEndings
+		if m, ok := collect(patchMatchLineEndings, func(c *patchCollector) { patchFindIgnoringCR(content, old, newEOL, c) }); ok {
+			return m
 		}
 	}
 
 	// 3 and 4. Whole lines, ignoring trailing then surrounding whitespace.
-	lines := patchSplitLines(content)
-	if spans := patchFindLines(lines, old, new, crlf, patchMatchTrailingWS); len(spans) > 0 {
-		return spans, patchMatchTrailingWS
+	for _, kind := range []patchMatchKind{patchMatchTrailingWS, patchMatchIndent} {
+		if m, ok := collect(kind, func(c *patchCollector) { patchFindLines(content, old, new, crlf, kind, c) }); ok {
+			return m
+		}
 	}
-	if spans := patchFindLines(lines, old, new, crlf, patchMatchIndent); len(spans) > 0 {
-		return spans, patchMatchIndent
-	}
-	return nil, patchMatchNone
+	return patchMatches{kind: patchMatchNone, size: len(content)}
 }
 
-func patchFindExact(content, old, repl string) []patchSpan {
-	var spans []patchSpan
+func patchFindExact(content, old, repl string, c *patchCollector) {
+	if old == "" {
+		return
+	}
 	for off := 0; off <= len(content); {
 		i := strings.Index(content[off:], old)
 		if i < 0 {
 			break
 		}
 		start := off + i
-		spans = append(spans, patchSpan{start: start, end: start + len(old), repl: repl})
+		c.add(start, start+len(old), func() string { return repl })
 		off = start + len(old)
 	}
-	return spans
 }
 
 // patchFindIgnoringCR matches old against content with CRLF read as LF on
 // both sides, mapping the matches back to raw offsets.
-func patchFindIgnoringCR(content, old, repl string) []patchSpan {
-	var norm strings.Builder
-	pos := make([]int, 0, len(content)+1) // raw offset of each normalized byte
-	for i := 0; i < len(content); i++ {
-		if content[i] == '\r' && i+1 < len(content) && content[i+1] == '\n' {
-			pos = append(pos, i)
-			norm.WriteByte('\n')
-			i++
-			continue
-		}
-		pos = append(pos, i)
-		norm.WriteByte(content[i])
-	}
-	pos = append(pos, len(content))
+func patchFindIgnoringCR(content, old, repl string, c *patchCollector) {
 	normOld := patchToLF(old)
 	if normOld == "" {
-		return nil
+		return
 	}
-	spans := patchFindExact(norm.String(), normOld, repl)
-	for i := range spans {
-		spans[i].start, spans[i].end = pos[spans[i].start], pos[spans[i].end]
+	norm := patchToLF(content)
+	first := len(c.m.spans)
+	patchFindExact(norm, normOld, repl, c)
+	// Map normalized offsets (increasing) back to raw ones in one pass:
+	// a normalized "\n" from "\r\n" stands at the raw '\r'.
+	raw, at := 0, 0
+	toRaw := func(n int) int {
+		for ; at < n; at++ {
+			if content[raw] == '\r' && raw+1 < len(content) && content[raw+1] == '\n' {
+				raw++
+			}
+			raw++
+		}
+		return raw
 	}
-	return spans
+	size := len(content)
+	for i := first; i < len(c.m.spans); i++ {
+		s := &c.m.spans[i]
+		s.start = toRaw(s.start)
+		s.end = toRaw(s.end)
+		size += len(s.repl) - (s.end - s.start)
+	}
+	if len(c.m.spans) == c.m.count {
+		// Exact now; when collection stopped short, the estimate that
+		// stopped it stands.
+		c.m.size = size
+	}
 }
 
-// patchSplitLines splits raw content into lines. A final terminator does
-// not start another (empty) line.
-func patchSplitLines(content string) []patchLineSpan {
-	var lines []patchLineSpan
-	for start := 0; start < len(content); {
-		nl := strings.IndexByte(content[start:], '\n')
-		var l patchLineSpan
-		l.start = start
-		if nl < 0 {
-			l.contentEnd, l.end = len(content), len(content)
-		} else {
-			l.contentEnd, l.end = start+nl, start+nl+1
-			if l.contentEnd > start && content[l.contentEnd-1] == '\r' {
-				l.contentEnd--
-			}
-		}
-		l.text = content[l.start:l.contentEnd]
-		lines = append(lines, l)
-		start = l.end
+// patchNextLine returns the line of content starting at start: the offset
+// of its terminator ("\r\n" or "\n", or EOF) and the offset after it.
+func patchNextLine(content string, start int) (contentEnd, end int) {
+	nl := strings.IndexByte(content[start:], '\n')
+	if nl < 0 {
+		return len(content), len(content)
 	}
-	return lines
+	contentEnd, end = start+nl, start+nl+1
+	if contentEnd > start && content[contentEnd-1] == '\r' {
+		contentEnd--
+	}
+	return contentEnd, end
 }
 
 // patchFindLines matches old as a run of whole lines at a tolerant level.
 // The replacement spans the matched lines' text (and the last line's
-// terminator when old ends with a newline).
-func patchFindLines(lines []patchLineSpan, old, new string, crlf bool, kind patchMatchKind) []patchSpan {
+// terminator when old ends with a newline). Lines are walked in place: a
+// file of millions of short lines costs no per-line memory.
+func patchFindLines(content, old, new string, crlf bool, kind patchMatchKind, c *patchCollector) {
 	normOld := patchToLF(old)
 	oldTrail := strings.HasSuffix(normOld, "\n")
 	oldLines := strings.Split(strings.TrimSuffix(normOld, "\n"), "\n")
@@ -162,37 +212,43 @@ func patchFindLines(lines []patchLineSpan, old, new string, crlf bool, kind patc
 		eq = func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) }
 	}
 
-	var spans []patchSpan
 	n := len(oldLines)
-	for i := 0; i+n <= len(lines); {
-		ok := true
+	matched := make([]string, n) // the file lines of the current candidate
+	for start := 0; start < len(content); {
+		pos, ok := start, true
+		var lastEnd, lastContentEnd int
 		for j := 0; j < n; j++ {
-			if !eq(lines[i+j].text, oldLines[j]) {
+			if pos >= len(content) {
 				ok = false
 				break
 			}
+			ce, e := patchNextLine(content, pos)
+			if matched[j] = content[pos:ce]; !eq(matched[j], oldLines[j]) {
+				ok = false
+				break
+			}
+			lastContentEnd, lastEnd, pos = ce, e, e
 		}
 		if !ok {
-			i++
+			_, start = patchNextLine(content, start)
 			continue
 		}
-		last := lines[i+n-1]
-		span := patchSpan{start: lines[i].start, end: last.contentEnd}
+		end := lastContentEnd
 		text := normNew
 		if oldTrail {
-			span.end = last.end
-			if last.end == last.contentEnd { // last line of a file without a final newline
+			end = lastEnd
+			if lastEnd == lastContentEnd { // last line of a file without a final newline
 				text = strings.TrimSuffix(text, "\n")
 			}
 		}
-		if kind == patchMatchIndent {
-			text = patchIndentDeltaFor(oldLines, lines[i:i+n]).applyAll(text)
-		}
-		span.repl = patchToEOL(text, crlf)
-		spans = append(spans, span)
-		i += n
+		c.add(start, end, func() string {
+			if kind == patchMatchIndent {
+				text = patchIndentDeltaFor(oldLines, matched).applyAll(text)
+			}
+			return patchToEOL(text, crlf)
+		})
+		start = lastEnd
 	}
-	return spans
 }
 
 // patchIndentDelta re-indents text written for one indentation (from) to
@@ -203,10 +259,10 @@ type patchIndentDelta struct {
 
 // patchIndentDeltaFor compares the first non-blank line of old with the
 // file line it matched.
-func patchIndentDeltaFor(oldLines []string, matched []patchLineSpan) patchIndentDelta {
+func patchIndentDeltaFor(oldLines, matched []string) patchIndentDelta {
 	for j, l := range oldLines {
 		if strings.TrimSpace(l) != "" && j < len(matched) {
-			return patchIndentDelta{from: patchLeadingWS(l), to: patchLeadingWS(matched[j].text)}
+			return patchIndentDelta{from: patchLeadingWS(l), to: patchLeadingWS(matched[j])}
 		}
 	}
 	return patchIndentDelta{}
@@ -270,16 +326,16 @@ func patchClosestLine(content, old string) (lineNo int, text string, ok bool) {
 	}
 	const maxLines, maxLen = 20000, 1000
 	best := 0.0
-	for i, l := range patchSplitLines(content) {
-		if i == maxLines {
-			break
-		}
-		t := strings.TrimSpace(l.text)
+	for i, start := 0, 0; i < maxLines && start < len(content); i++ {
+		ce, end := patchNextLine(content, start)
+		line := content[start:ce]
+		start = end
+		t := strings.TrimSpace(line)
 		if t == "" || len(t) > maxLen {
 			continue
 		}
 		if s := patchSimilarity(want, t); s > best {
-			best, lineNo, text = s, i+1, l.text
+			best, lineNo, text = s, i+1, line
 		}
 	}
 	return lineNo, text, best >= 0.6

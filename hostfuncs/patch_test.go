@@ -86,6 +86,12 @@ func TestPatchReplaceTable(t *testing.T) {
 			want: "func f() {\n\tif x {\n\t\treturn 2\n\t}\n}\n"},
 		{name: "CRLF file with LF old_string stays CRLF",
 			file: "a\r\nb\r\nc\r\n", old: "a\nb", new: "x\ny", want: "x\r\ny\r\nc\r\n"},
+		{name: "CRLF file replace_all maps every match back",
+			file: "a\r\nb\r\nmid\r\na\r\nb\r\nend\r\na\r\nb", old: "a\nb", new: "x\ny\nz", replaceAll: true,
+			want: "x\r\ny\r\nz\r\nmid\r\nx\r\ny\r\nz\r\nend\r\nx\r\ny\r\nz"},
+		{name: "indentation drift replace_all, each match its own indent",
+			file: "  k = 1\n    k = 1\n", old: "      k = 1", new: "      k = 2\n      j = 3", replaceAll: true,
+			want: "  k = 2\n  j = 3\n    k = 2\n    j = 3\n"},
 		{name: "CRLF file single line new gets CRLF",
 			file: "a\r\nb\r\n", old: "b", new: "b\nc", want: "a\r\nb\r\nc\r\n"},
 		{name: "CRLF old_string against LF file",
@@ -379,10 +385,9 @@ func TestPatchUnifiedDiffLargeFileWindows(t *testing.T) {
 		fmt.Fprintf(&b, "line %d\n", i)
 	}
 	old := b.String()
-	spans, _ := patchFindMatches(old, "line 10\n", "ten\n")
+	spans := patchFindMatches(old, "line 10\n", "ten\n", 1).spans
 	require.Len(t, spans, 1)
-	spans2, _ := patchFindMatches(old, "line 1990\n", "nineteen-ninety\n")
-	spans = append(spans, spans2...)
+	spans = append(spans, patchFindMatches(old, "line 1990\n", "nineteen-ninety\n", 1).spans...)
 	updated := old[:spans[0].start] + spans[0].repl + old[spans[0].end:spans[1].start] + spans[1].repl + old[spans[1].end:]
 	d := patchUnifiedDiff(old, updated, "a/f", "b/f", patchSpanRegions(old, updated, spans, false))
 	assert.Equal(t, "--- a/f\n+++ b/f\n"+

@@ -39,6 +39,12 @@ type Options struct {
 	// separated by os.PathListSeparator outside which write_file and patch
 	// refuse to write. Empty means writes are not confined.
 	WriteSafeRoot string
+	// WasmCacheDir is the executor's wasm compilation cache dir (which
+	// also holds its .pyc cache), resolved as the strict runtime uses it.
+	// write_file and patch never write in it, nor anywhere under a Hermes
+	// home's cache/ (see filesafety.go). Empty means $HERMES_WASM_CACHE_DIR
+	// when set; the default location is under cache/ anyway.
+	WasmCacheDir string
 	// ConfineToWorkdir makes read_file, write_file, patch and search_files
 	// refuse any path that resolves (through symlinks) outside Workdir
 	// (code_execution.confine_tools_to_workdir). Default false.
@@ -53,6 +59,7 @@ type Tools struct {
 	web           WebOptions
 	hermesHome    string
 	writeSafeRoot string
+	wasmCacheDir  string
 	confine       bool
 }
 
@@ -73,6 +80,7 @@ func New(opts Options) (*Tools, error) {
 		web:           opts.Web,
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,
+		wasmCacheDir:  opts.WasmCacheDir,
 		confine:       opts.ConfineToWorkdir,
 	}, nil
 }

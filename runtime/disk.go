@@ -20,27 +20,37 @@ import (
 // (code_execution.disk_limit_mb). One budget serves an instance's whole
 // life: a one-shot run, or every cell of a kernel.
 //
-// Usage is the total size of the regular files under the dir, each inode
-// counted once: what was there when the budget was made (the staged files),
-// plus every write, ftruncate or fallocate that makes a file larger, minus
-// every truncation, and minus a file's size when its last link is removed
-// (unlink, or rename over it). A file unlinked while the guest still has it
-// open stays counted until its last descriptor is closed, as the disk space
-// does. Sizes are apparent sizes: a hole left by a write past the end
-// counts as written, so a sparse file cannot hide from the budget.
+// Usage has two parts, in the same bytes:
+//
+//   - Data: the total size of the regular files under the dir, each inode
+//     counted once: what was there when the budget was made (the staged
+//     files), plus every write, ftruncate or fallocate that makes a file
+//     larger, minus every truncation, and minus a file's size when its last
+//     link is removed (unlink, or rename over it). A file unlinked while the
+//     guest still has it open stays counted until its last descriptor is
+//     closed, as the disk space does. Sizes are apparent sizes: a hole left
+//     by a write past the end counts as written, so a sparse file cannot
+//     hide from the budget.
+//   - Entries: every name in the tree (file, directory, hard link) costs
+//     entryCost, about what a file system spends on it (an inode or block
+//     plus the name), from mkdir, an open that creates, link or a rename to
+//     a longer name until rmdir, unlink or a rename over it. Without this a
+//     guest could fill the host's disk with directories or empty files that
+//     hold no data.
 //
 // A write that would go past the limit writes what fits (a short write);
-// the next one fails with ENOSPC, and so do an ftruncate or fallocate that
-// would. wazero's file-system interface has no ENOSPC (an unknown errno
-// becomes EIO), so the file returns EIO and marks the budget full, and the
-// WASI functions that write (see instantiateWASI) turn that EIO into ENOSPC
-// (WASI errno 51; Python raises OSError(errno.ENOSPC, "No space left on
-// device")).
+// the next one fails with ENOSPC, and so do an ftruncate or fallocate, and
+// a mkdir, create, link or rename, that would. wazero's file-system
+// interface has no ENOSPC (an unknown errno becomes EIO), so the jail
+// returns EIO and marks the budget full, and the WASI functions that can
+// take room (see wasiWrapped) turn that EIO into ENOSPC (WASI errno 51;
+// Python raises OSError(errno.ENOSPC, "No space left on device")).
 //
 // # Notes
 //
-//   - Directories and empty files cost nothing: the budget is bytes, not
-//     inodes; the run's timeout bounds how many a guest can make.
+//   - Entries are charged by name, not by inode: a hard link costs an entry
+//     (its data counts once). A directory's own size as the host reports it
+//     is not counted; its entries' names are.
 //   - Only the engine's own staging dir has a budget. A working dir mounted
 //     as the root (OverWorkdir, project mode without a host python) is the
 //     user's own dir, as it is for a native python, and has none.
@@ -68,17 +78,32 @@ func statID(st sys.Stat_t) fileID {
 	return fileID{st.Dev, st.Ino}
 }
 
+// entryBlock is the fixed part of an entry's cost: a block, what a
+// directory takes on common file systems (ext4, xfs, APFS, NTFS); an empty
+// file (an inode, 256 bytes on ext4) is charged generously.
+const entryBlock = 4096
+
+// entryCost is what the directory entry name costs the budget.
+func entryCost(name string) int64 { return entryBlock + int64(len(name)) }
+
 // newDiskBudget returns a budget of limitMB MiB over dir, counting what dir
-// holds now, or nil when limitMB is zero or less (no cap).
+// holds now (its files' data and every entry under it), or nil when
+// limitMB is zero or less (no cap).
 func newDiskBudget(dir string, limitMB int) (*diskBudget, error) {
 	if limitMB <= 0 {
 		return nil, nil
 	}
 	b := &diskBudget{limit: int64(limitMB) << 20, open: map[fileID]int{}}
 	seen := map[fileID]bool{}
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
 			return err
+		}
+		if p != dir {
+			b.used += entryCost(d.Name())
+		}
+		if !d.Type().IsRegular() {
+			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
@@ -113,6 +138,22 @@ func (b *diskBudget) grow(size, end int64) int64 {
 	end = min(end, size+room)
 	b.used += end - size
 	return end
+}
+
+// take reserves n bytes, all or nothing: false (with nothing taken) when
+// they do not fit.
+func (b *diskBudget) take(n int64) bool {
+	if n <= 0 {
+		b.shrink(-n)
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
 }
 
 // shrink releases n bytes.
@@ -288,9 +329,13 @@ const (
 	wasiErrnoNoSpc = 51
 )
 
-// wasiWrapped are the WASI functions through which a guest makes a file
-// larger: their EIO after a refused write becomes ENOSPC.
-var wasiWrapped = map[string]bool{"fd_write": true, "fd_pwrite": true, "fd_filestat_set_size": true, "fd_allocate": true}
+// wasiWrapped are the WASI functions through which a guest takes room:
+// making a file larger, or making a directory entry. Their EIO after a
+// refusal becomes ENOSPC. Each has a single result, its errno.
+var wasiWrapped = map[string]bool{
+	"fd_write": true, "fd_pwrite": true, "fd_filestat_set_size": true, "fd_allocate": true,
+	"path_create_directory": true, "path_open": true, "path_link": true, "path_rename": true,
+}
 
 // instantiateWASI instantiates wazero's WASI preview 1 functions as the
 // module wasi_snapshot_preview1, with those in wasiWrapped reporting a

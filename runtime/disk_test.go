@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -130,7 +133,8 @@ func TestJailFSDiskBudget(t *testing.T) {
 	defer j.close()
 	j.budget, err = newDiskBudget(dir, 1)
 	require.NoError(t, err)
-	require.Equal(t, int64(512<<10), j.budget.Used(), "files present at start count, each inode once")
+	staged := entryCost("staged") + entryCost("staged-link")
+	require.Equal(t, 512<<10+staged, j.budget.Used(), "files present at start count, each inode once, and each entry")
 
 	f, errno := j.OpenFile("f", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
 	require.Zero(t, errno)
@@ -139,7 +143,8 @@ func TestJailFSDiskBudget(t *testing.T) {
 	require.Equal(t, 400<<10, n)
 	n, errno = f.Write(make([]byte, 400<<10))
 	require.Zero(t, errno, "a write that does not fit is short")
-	require.Equal(t, 112<<10, n)
+	entries := staged + entryCost("f")
+	require.Equal(t, 112<<10-int(entries), n)
 	require.False(t, j.budget.full.Load())
 	n, errno = f.Write([]byte("x"))
 	require.Equal(t, experimentalsys.EIO, errno)
@@ -147,13 +152,176 @@ func TestJailFSDiskBudget(t *testing.T) {
 	require.True(t, j.budget.full.Load(), "a refusal marks the budget full")
 	require.Equal(t, int64(1<<20), j.budget.Used())
 
-	// Removing one link of a file with two frees nothing; the last frees it.
+	// Removing one link of a file with two frees only its entry; the last
+	// frees the data too.
 	require.Zero(t, j.Unlink("staged-link"))
-	require.Equal(t, int64(1<<20), j.budget.Used())
+	require.Equal(t, int64(1<<20)-entryCost("staged-link"), j.budget.Used())
 	require.Zero(t, j.Unlink("staged"))
-	require.Equal(t, int64(512<<10), j.budget.Used())
+	require.Equal(t, int64(512<<10)-staged, j.budget.Used(), "f's data and entry")
 	require.Zero(t, f.Close())
 	st, errno := j.Stat("f")
 	require.Zero(t, errno)
-	require.Equal(t, int64(512<<10), st.Size)
+	require.Equal(t, int64(512<<10)-entries, st.Size)
+}
+
+// entryHelpers make directory entries until the budget refuses one: make
+// returns how many it made (at most cap) and whether it stopped on ENOSPC
+// (None when it reached cap).
+const entryHelpers = `import errno, os
+LONG = "x" * 236
+def make(kind, prefix, cap=5000):
+    n = 0
+    try:
+        while n < cap:
+            name = prefix + "%04d" % n
+            if kind == "dir":
+                os.mkdir(name)
+            elif kind == "file":
+                open(name, "x").close()
+            else:
+                os.link(kind, name)
+            n += 1
+    except OSError as e:
+        return n, e.errno == errno.ENOSPC
+    return n, None
+def clear(prefix):
+    for name in os.listdir("."):
+        if name.startswith(prefix):
+            (os.rmdir if os.path.isdir(name) else os.remove)(name)
+`
+
+// TestStrictDiskLimitEntries: every directory entry the guest makes costs
+// entryCost against code_execution.disk_limit_mb, so a script cannot fill
+// the host's disk with directories or empty files (a red team made ~180k
+// directories with 240-char names, 410 MB on disk, under a 5 MiB limit).
+// Under 5 MiB, mkdir, creating empty files and hard links stop with ENOSPC
+// after at most ~1300 entries; removing them gives the room back.
+func TestStrictDiskLimitEntries(t *testing.T) {
+	res := run(t, entryHelpers+`
+n, nospc = make("dir", LONG)
+print("dirs", nospc, 1000 < n <= 1300)
+clear(LONG)
+n2, nospc = make("file", LONG)
+print("files", nospc, n2 == n)
+clear(LONG)
+open("t", "w").close()
+n3, nospc = make("t", LONG)
+print("links", nospc, 1000 < n3 <= 1300)
+os.rename(LONG + "0000", LONG + "zzzz")             # no new entry: fits when full
+clear(LONG)
+for _ in range(3):                                  # removal frees the entries
+    print("again", make("dir", "d", 1000)); clear("d")
+    print("again", make("file", "f", 1000)); clear("f")
+make("dir", "d")
+os.mkdir("one-too-many")
+`, withDisk(5))
+	require.Equal(t, shared.StatusError, res.Status, res.Output)
+	require.Contains(t, res.Output, "dirs True True\nfiles True True\nlinks True True\n"+
+		strings.Repeat("again (1000, None)\n", 6))
+	require.Contains(t, res.Output, "No space left on device")
+	require.Contains(t, res.Hint, "code_execution.disk_limit_mb")
+}
+
+// TestStrictDiskLimitEntriesKernel: a kernel's entries count across its
+// cells, what it leaves on the host stays within the limit, and its staging
+// dir is removed promptly when it closes after hitting the limit.
+func TestStrictDiskLimitEntriesKernel(t *testing.T) {
+	e := testEngine(t)
+	k := startKernel(t, e, shared.KernelSpec{Env: kernelEnv, DiskLimitMB: 5}, false)
+	require.Equal(t, "700 None\n", okCell(t, k, entryHelpers+`n, why = make("dir", LONG, 700); print(n, why)`))
+	out := okCell(t, k, `n, why = make("dir", "d"); print(why, n <= 600)`)
+	require.Equal(t, "True True\n", out)
+	entries := 0
+	require.NoError(t, filepath.WalkDir(k.staging, func(_ string, _ fs.DirEntry, err error) error {
+		entries++
+		return err
+	}))
+	require.LessOrEqual(t, entries, 1300)
+
+	start := time.Now()
+	require.NoError(t, k.Close())
+	requireGone(t, k)
+	took := time.Since(start)
+	t.Logf("%d entries; close and removal took %v", entries, took)
+	require.Less(t, took, 5*time.Second, "closing and removing the staging dir")
+}
+
+// TestJailFSEntryBudget checks entry accounting at the file-system level:
+// staged entries count, mkdir, O_CREAT, link and rename charge their name,
+// a refusal is EIO with the budget marked full, and removal gives back.
+func TestJailFSEntryBudget(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "a"), []byte("abc"), 0o600))
+	j, err := newJailFS(dir)
+	require.NoError(t, err)
+	defer j.close()
+	j.budget, err = newDiskBudget(dir, 1)
+	require.NoError(t, err)
+	want := entryCost("sub") + entryCost("a") + 3
+	require.Equal(t, want, j.budget.Used(), "staged entries count")
+
+	require.Zero(t, j.Mkdir("d", 0o700))
+	want += entryCost("d")
+	require.Equal(t, want, j.budget.Used())
+	require.Equal(t, experimentalsys.EEXIST, j.Mkdir("d", 0o700))
+	require.Equal(t, want, j.budget.Used(), "a failed mkdir gives back")
+
+	f, errno := j.OpenFile("d/new", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+	require.Zero(t, errno)
+	require.Zero(t, f.Close())
+	want += entryCost("new")
+	require.Equal(t, want, j.budget.Used())
+	f, errno = j.OpenFile("d/new", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+	require.Zero(t, errno)
+	require.Zero(t, f.Close())
+	require.Equal(t, want, j.budget.Used(), "opening an existing file with O_CREAT makes no entry")
+	_, errno = j.OpenFile("missing/new", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+	require.Equal(t, experimentalsys.ENOENT, errno)
+	require.Equal(t, want, j.budget.Used())
+
+	require.Zero(t, j.Link("sub/a", "hard"))
+	want += entryCost("hard")
+	require.Equal(t, want, j.budget.Used(), "a hard link is an entry; its data counts once")
+	require.Zero(t, j.Rename("hard", "hard-renamed"))
+	want += int64(len("hard-renamed") - len("hard"))
+	require.Equal(t, want, j.budget.Used())
+	require.Zero(t, j.Rename("hard-renamed", "d/new"))
+	want -= entryCost("hard-renamed")
+	require.Equal(t, want, j.budget.Used(), "renaming over an entry removes one")
+
+	// Fill the budget with entries until one is refused.
+	n := 0
+	for ; ; n++ {
+		errno := j.Mkdir(fmt.Sprintf("fill%04d", n), 0o700)
+		if errno != 0 {
+			require.Equal(t, experimentalsys.EIO, errno)
+			break
+		}
+	}
+	require.True(t, j.budget.full.Load(), "a refusal marks the budget full")
+	require.LessOrEqual(t, j.budget.Used(), int64(1<<20))
+	require.Greater(t, n, 200)
+	j.budget.full.Store(false)
+	_, errno = j.OpenFile("d/other", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+	require.Equal(t, experimentalsys.EIO, errno)
+	require.Equal(t, experimentalsys.EIO, j.Link("sub/a", "hard2"))
+	// Take the last bytes with data, so that even a longer name does not fit.
+	f, errno = j.OpenFile("sub/a", experimentalsys.O_RDWR|experimentalsys.O_APPEND, 0)
+	require.Zero(t, errno)
+	room := int(j.budget.limit - j.budget.Used())
+	require.Less(t, room, int(entryCost("fill0000")))
+	written, errno := f.Write(make([]byte, room))
+	require.Zero(t, errno)
+	require.Equal(t, room, written)
+	require.Zero(t, f.Close())
+	require.Equal(t, experimentalsys.EIO, j.Rename("fill0000", "fill00000"))
+	require.Zero(t, j.Rename("fill0000", "fill-000"), "a rename that needs no room works when full")
+	require.Zero(t, j.Rename("fill-000", "fill0000"))
+	for i := range n {
+		require.Zero(t, j.Rmdir(fmt.Sprintf("fill%04d", i)))
+	}
+	require.Zero(t, j.Unlink("d/new"))
+	require.Zero(t, j.Rmdir("d"))
+	require.Equal(t, entryCost("sub")+entryCost("a")+3+int64(room), j.budget.Used(), "removal gives every entry back")
 }

@@ -33,7 +33,8 @@ import (
 //     process between the check and the open is detected and the file is
 //     closed unread. O_TRUNC is applied only after that check.
 //
-// With a budget, it also counts what the guest stores (see diskBudget).
+// With a budget, it also counts what the guest stores, data and directory
+// entries (see diskBudget).
 type jailFS struct {
 	experimentalsys.UnimplementedFS
 	dir  string
@@ -94,9 +95,17 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	if errno := j.check(p, flag&experimentalsys.O_NOFOLLOW == 0); errno != 0 {
 		return nil, errno
 	}
+	var entry int64
+	if flag&experimentalsys.O_CREAT != 0 {
+		var errno experimentalsys.Errno
+		if entry, errno = j.takeEntry(p); errno != 0 {
+			return nil, errno
+		}
+	}
 	trunc := flag&experimentalsys.O_TRUNC != 0
 	f, errno := j.fs.OpenFile(p, flag&^experimentalsys.O_TRUNC, perm)
 	if errno != 0 {
+		j.giveBack(entry)
 		return nil, errno
 	}
 	if errno := j.sameFile(p, f); errno != 0 {
@@ -113,6 +122,33 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 		}
 	}
 	return f, 0
+}
+
+// takeEntry charges the budget for the entry p when p does not exist yet
+// (an operation is about to create it). It returns what it charged, to
+// give back with giveBack if the operation fails, or EIO with the budget
+// marked full when the entry does not fit (see diskBudget). An existing p
+// is charged nothing, so the operation reports EEXIST (or succeeds, for an
+// open), not ENOSPC, as a full file system would.
+func (j *jailFS) takeEntry(p string) (int64, experimentalsys.Errno) {
+	if j.budget == nil {
+		return 0, 0
+	}
+	if _, err := j.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return 0, 0
+	}
+	n := entryCost(path.Base(p))
+	if !j.budget.take(n) {
+		return 0, j.budget.refuse()
+	}
+	return n, 0
+}
+
+// giveBack releases n bytes of the budget, if any.
+func (j *jailFS) giveBack(n int64) {
+	if j.budget != nil {
+		j.budget.shrink(n)
+	}
 }
 
 // sameFile verifies that the opened f is the file os.Root sees at p, that
@@ -168,7 +204,15 @@ func (j *jailFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 	if errno := j.check(p, false); errno != 0 {
 		return errno
 	}
-	return experimentalsys.UnwrapOSError(j.root.Mkdir(p, perm))
+	entry, errno := j.takeEntry(p)
+	if errno != 0 {
+		return errno
+	}
+	if errno := experimentalsys.UnwrapOSError(j.root.Mkdir(p, perm)); errno != 0 {
+		j.giveBack(entry)
+		return errno
+	}
+	return 0
 }
 
 // Chmod implements experimentalsys.FS.
@@ -192,19 +236,33 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	if errno := j.check(to, false); errno != 0 {
 		return errno
 	}
-	// A file renamed over loses a link: the budget may get its size back.
+	// The entry from becomes to: to a new name, the budget is charged the
+	// difference in length; over an existing entry, from's entry is freed
+	// and the file renamed over loses a link (its size may come back).
+	// Names of the same file (hard links) are left alone by rename.
 	var replaced *sys.Stat_t
+	var delta int64
 	if j.budget != nil {
 		fromInfo, err1 := j.root.Lstat(from)
 		toInfo, err2 := j.root.Lstat(to)
-		if err1 == nil && err2 == nil && !os.SameFile(fromInfo, toInfo) {
+		switch {
+		case err1 != nil, err2 == nil && os.SameFile(fromInfo, toInfo):
+		case err2 == nil:
 			st := sys.NewStat_t(toInfo)
 			replaced = &st
+			delta = -entryCost(path.Base(from))
+		default:
+			delta = entryCost(path.Base(to)) - entryCost(path.Base(from))
+		}
+		if delta > 0 && !j.budget.take(delta) {
+			return j.budget.refuse()
 		}
 	}
 	if errno := experimentalsys.UnwrapOSError(j.root.Rename(from, to)); errno != 0 {
+		j.giveBack(max(delta, 0))
 		return errno
 	}
+	j.giveBack(-min(delta, 0))
 	if replaced != nil {
 		j.budget.removed(*replaced)
 	}
@@ -227,7 +285,11 @@ func (j *jailFS) Rmdir(p string) experimentalsys.Errno {
 	if !fi.IsDir() {
 		return experimentalsys.ENOTDIR
 	}
-	return experimentalsys.UnwrapOSError(j.root.Remove(p))
+	if errno := experimentalsys.UnwrapOSError(j.root.Remove(p)); errno != 0 {
+		return errno
+	}
+	j.giveBack(entryCost(path.Base(p)))
+	return 0
 }
 
 // Unlink implements experimentalsys.FS.
@@ -248,6 +310,7 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 	}
 	if j.budget != nil {
 		j.budget.removed(sys.NewStat_t(fi))
+		j.budget.shrink(entryCost(path.Base(p)))
 	}
 	return 0
 }
@@ -261,7 +324,15 @@ func (j *jailFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if errno := j.check(newPath, false); errno != 0 {
 		return errno
 	}
-	return experimentalsys.UnwrapOSError(j.root.Link(oldPath, newPath))
+	entry, errno := j.takeEntry(newPath)
+	if errno != 0 {
+		return errno
+	}
+	if errno := experimentalsys.UnwrapOSError(j.root.Link(oldPath, newPath)); errno != 0 {
+		j.giveBack(entry)
+		return errno
+	}
+	return 0
 }
 
 // Symlink implements experimentalsys.FS: the guest may not create

@@ -33,6 +33,11 @@ import (
 //     then would crash the process on the guest's next access, so Free
 //     defers the release to the end of [Strict.start].
 
+// GuestMemoryInGoHeap reports that guest memory lives in the Go heap on
+// this platform (no reservation: see memory_other.go), so a Go memory limit
+// must leave room for it.
+const GuestMemoryInGoHeap = !canReserve
+
 // liveReservations counts the reserved ranges not yet released, for tests
 // (no mapping may outlive its instance).
 var liveReservations atomic.Int64

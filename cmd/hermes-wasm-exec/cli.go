@@ -11,12 +11,16 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
+	wasmruntime "github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
@@ -24,6 +28,11 @@ import (
 // Version is the program's version, set at build time with
 // -ldflags "-X main.Version=...".
 var Version = "0.1.0-dev"
+
+// hostHeapLimit is the Go heap size at which a one-shot run collects
+// garbage: the interpreter's standard library, tool results and the
+// captured output fit well within it.
+const hostHeapLimit = 256 << 20
 
 // Exit codes.
 const (
@@ -181,11 +190,16 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	// A run is one short-lived process: collect garbage only when the heap
-	// nears a bound (the guest's memory cap plus room for the host), rather
-	// than every few megabytes while the interpreter loads. This saves
-	// about a tenth of a second on every run.
+	// nears a bound, rather than every few megabytes while the interpreter
+	// loads. This saves about a tenth of a second on every run. The bound
+	// is the host's own room only: the guest's linear memory is a mapping
+	// outside the Go heap (runtime/memory.go), bounded by its own cap.
 	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(int64(cfg.CodeExecution.MemoryLimitMB+256) << 20)
+	limit := int64(hostHeapLimit)
+	if wasmruntime.GuestMemoryInGoHeap {
+		limit += int64(cfg.CodeExecution.MemoryLimitMB) << 20
+	}
+	debug.SetMemoryLimit(limit)
 
 	logf := debugLogf(*logLevel, stderr)
 	// Approvals: --yes approves everything; a user at a terminal is asked
@@ -318,7 +332,7 @@ drain:
 		lines := strings.Count(strings.TrimRight(req.Code, "\n"), "\n") + 1
 		fmt.Fprintf(p.out, "\nhermes-wasm-exec: scripts of %s sessions need approval before they run.\nApprove running this script (%d lines) in session %q? %s", p.kind, lines, req.Session, choices)
 	} else {
-		fmt.Fprintf(p.out, "\nhermes-wasm-exec: the script wants to run a command that needs approval (%s):\n    %s\nApprove this command? %s", req.Reason, req.Command, choices)
+		fmt.Fprintf(p.out, "\nhermes-wasm-exec: the script wants to run a command that needs approval (%s):\n    %s\nApprove this command? %s", req.Reason, displayCommand(req.Command), choices)
 	}
 	select {
 	case line, ok := <-p.lines:
@@ -339,6 +353,29 @@ drain:
 		fmt.Fprintln(p.out, "\n(no answer in time: not approved)")
 		return executor.Decision{}, context.Cause(ctx)
 	}
+}
+
+// displayCommand makes a command safe to show at a prompt: control
+// characters (a carriage return or an escape sequence could redraw the line
+// as something harmless), and Unicode's invisible and direction-changing
+// format characters are shown escaped, and each further line is indented
+// like the first.
+func displayCommand(cmd string) string {
+	var b strings.Builder
+	for _, r := range cmd {
+		switch {
+		case r == '\n':
+			b.WriteString("\n    ")
+		case r == '\t':
+			b.WriteByte('\t')
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // loadConfig loads the configuration (path "" means the default file) and

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,7 +271,9 @@ attempt("own file", lambda: open("/mine.txt", "w").write("ok"))
 print(json.dumps(results, sort_keys=True))
 print(sorted(os.listdir("/")))
 `
-	code, res, _ := e.run(strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1))
+	// --yes: the planting command (ln with run-time arguments) would
+	// otherwise need approval; here it plays a hostile host process.
+	code, res, _ := e.run(strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1), "--yes")
 	require.Equal(t, 0, code, res.Output)
 	lines := strings.SplitN(res.Output, "\n", 2)
 	var got map[string]string
@@ -337,6 +340,49 @@ print(json.dumps({"write": w.get("error"), "env": r.get("error"), "outside": o.g
 		require.True(t, strings.HasPrefix(got["outside"], "Read denied: '~/notes.txt' resolves to "), got["outside"])
 		require.Contains(t, got["outside"], "code_execution.confine_tools_to_workdir is true")
 		require.NoDirExists(t, filepath.Join(home, ".ssh"))
+	})
+}
+
+// TestFileToolsRefuseExecutorCache: a script's write_file and patch never
+// write the executor's caches. wazero's compilation cache holds native code
+// it checks only by CRC32 and the .pyc cache beside it holds bytecode every
+// strict run imports, so a script that rewrote them ran its own code in the
+// host process on the next run. Canary files stand in for real entries, so
+// a regression cannot damage the shared cache.
+func TestFileToolsRefuseExecutorCache(t *testing.T) {
+	forModes(t, allModes, func(t *testing.T, m runMode) {
+		e := newEnvIn(t, m)
+		cacheDir := os.Getenv("HERMES_WASM_CACHE_DIR") // set by TestMain, as the executor resolves it
+		require.NotEmpty(t, cacheDir)
+		require.NoError(t, os.MkdirAll(cacheDir, 0o700))
+		canary := filepath.Join(cacheDir, fmt.Sprintf("canary-%s-%d", m.name, os.Getpid()))
+		require.NoError(t, os.WriteFile(canary, []byte("compiled code\n"), 0o600))
+		t.Cleanup(func() { os.Remove(canary) })
+		newEntry := filepath.Join(cacheDir, fmt.Sprintf("pyc-canary-%s-%d", m.name, os.Getpid()), "hermes_tools.pyc")
+		t.Cleanup(func() { os.RemoveAll(filepath.Dir(newEntry)) }) // only if the refusal failed
+		homeEntry := filepath.Join(e.home, "cache", "wasm", "wazero-canary", "0123abcd")
+		script := fmt.Sprintf(`import json
+from hermes_tools import write_file, patch
+print(json.dumps({
+    "overwrite": write_file(%[1]s, "native code").get("error"),
+    "patch": patch(%[1]s, "compiled", "native", replace_all=True).get("error"),
+    "new": write_file(%[2]s, "bytecode").get("error"),
+    "home": write_file(%[3]s, "native code").get("error"),
+}))
+`, jsonString(canary), jsonString(newEntry), jsonString(homeEntry))
+		code, res, _ := e.run(script)
+		require.Equal(t, 0, code, res.Output)
+		var got map[string]string
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
+		for _, k := range []string{"overwrite", "patch", "new", "home"} {
+			require.Contains(t, got[k], "is in the executor's cache", k)
+			require.Contains(t, got[k], "which the file tools never write", k)
+		}
+		b, err := os.ReadFile(canary)
+		require.NoError(t, err)
+		require.Equal(t, "compiled code\n", string(b), "the cache file was changed")
+		require.NoDirExists(t, filepath.Dir(newEntry))
+		require.NoDirExists(t, filepath.Join(e.home, "cache", "wasm"))
 	})
 }
 

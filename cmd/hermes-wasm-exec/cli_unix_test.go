@@ -51,10 +51,10 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 	forModes(t, []runMode{projectUnix}, func(t *testing.T, m runMode) {
 		e := newEnvIn(t, m)
 		start := time.Now()
-		code, res, _ := e.run(`import signal, subprocess, sys, time
+		code, res, _ := e.run(procStartPy+`import signal, subprocess, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 gc = subprocess.Popen([sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('grandchild', flush=True)\ntime.sleep(600)"])
-print("pids", gc.pid, flush=True)
+print("pids", gc.pid, proc_start(gc.pid), flush=True)
 time.sleep(600)
 `, "--timeout", "2")
 		elapsed := time.Since(start)
@@ -64,19 +64,20 @@ time.sleep(600)
 		require.GreaterOrEqual(t, elapsed, 6*time.Second, "the grace period is given")
 		require.Contains(t, res.Output, "grandchild")
 		var pid int
+		var gcStart uint64
 		for _, line := range strings.Split(res.Output, "\n") {
 			if rest, ok := strings.CutPrefix(line, "pids "); ok {
-				pid, _ = strconv.Atoi(rest)
+				pid, gcStart = parsePidStart(rest)
 			}
 		}
 		require.NotZero(t, pid, res.Output)
 		// SIGKILL went to the group before the run returned; the kernel
 		// may take a moment to tear the process down.
 		deadline := time.Now().Add(2 * time.Second)
-		for !gone(pid) && time.Now().Before(deadline) {
+		for !gone(pid, gcStart) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		require.True(t, gone(pid), "grandchild %d survived", pid)
+		require.True(t, gone(pid, gcStart), "grandchild %d survived", pid)
 	})
 }
 
@@ -88,10 +89,12 @@ func TestDetachedProcessesDieWithTheRun(t *testing.T) {
 	if goruntime.GOOS != "linux" {
 		t.Skip("orphans are adopted and killed on Linux only (subreaper)")
 	}
-	// Each script prints "pid NAME N" for every process it leaves behind.
-	const script = `import os, subprocess
+	// Each script prints "pid NAME N START" for every process it leaves
+	// behind, START its start time (so that a pid reused by the time it is
+	// checked is not taken for it, nor killed).
+	const script = procStartPy + `import os, subprocess
 def note(name, pid):
-    print("pid", name, pid, flush=True)
+    print("pid", name, pid, proc_start(pid), flush=True)
 note("new-session", subprocess.Popen(["sleep", "300"], start_new_session=True).pid)
 note("new-group", subprocess.Popen(["sleep", "300"], process_group=0).pid)
 r, w = os.pipe()
@@ -107,8 +110,9 @@ note("daemon", int(os.read(r, 32)))
 	// The setsid command returns only once the sleep leads its own session:
 	// a kill of the shell's group before that would catch it too.
 	const terminalScript = `from hermes_tools import terminal
-for name, cmd in [("setsid", "setsid sleep 300 > /dev/null 2>&1 & p=$!; until [ \"$(cut -d' ' -f6 /proc/$p/stat)\" = $p ]; do sleep 0.01; done; echo $p"),
-                  ("nohup", "nohup sleep 300 > /dev/null 2>&1 & echo $!")]:
+start = "; echo $p $(cut -d' ' -f22 /proc/$p/stat)"  # comm is (sleep) or (nohup): no spaces
+for name, cmd in [("setsid", "setsid sleep 300 > /dev/null 2>&1 & p=$!; until [ \"$(cut -d' ' -f6 /proc/$p/stat)\" = $p ]; do sleep 0.01; done" + start),
+                  ("nohup", "nohup sleep 300 > /dev/null 2>&1 & p=$!" + start)]:
     r = terminal(cmd)
     assert r["exit_code"] == 0, r
     print("pid", name, r["output"].strip(), flush=True)
@@ -132,20 +136,22 @@ for name, cmd in [("setsid", "setsid sleep 300 > /dev/null 2>&1 & p=$!; until [ 
 				require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 				for _, name := range tc.pids {
 					var pid int
+					var start uint64
 					for _, line := range strings.Split(res.Output, "\n") {
 						if rest, ok := strings.CutPrefix(line, "pid "+name+" "); ok {
-							pid, _ = strconv.Atoi(rest)
+							pid, start = parsePidStart(rest)
 						}
 					}
 					require.Greater(t, pid, 1, "no pid for %s in %q", name, res.Output)
+					require.NotZero(t, start, "no start time for %s in %q", name, res.Output)
 					// SIGKILL went out before the run returned; the kernel may
 					// take a moment to tear the process down.
 					deadline := time.Now().Add(10 * time.Second)
-					for !gone(pid) && time.Now().Before(deadline) {
+					for !gone(pid, start) && time.Now().Before(deadline) {
 						time.Sleep(20 * time.Millisecond)
 					}
-					if !gone(pid) {
-						syscall.Kill(pid, syscall.SIGKILL)
+					if !gone(pid, start) {
+						killIfSame(pid, start)
 						t.Errorf("%s process %d outlived the run", name, pid)
 					}
 				}
@@ -154,16 +160,64 @@ for name, cmd in [("setsid", "setsid sleep 300 > /dev/null 2>&1 & p=$!; until [ 
 	}
 }
 
-// gone reports whether a process no longer runs (absent, or a zombie
-// waiting for a parent that is not ours to reap it).
-func gone(pid int) bool {
+// procStartPy defines proc_start(pid) in a script: the start time of pid
+// (field 22 of /proc/<pid>/stat), or 0 where there is no /proc.
+const procStartPy = `def proc_start(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except OSError:
+        return 0
+`
+
+// parsePidStart parses "PID START" (START may be missing: 0).
+func parsePidStart(s string) (pid int, start uint64) {
+	f := strings.Fields(s)
+	if len(f) > 0 {
+		pid, _ = strconv.Atoi(f[0])
+	}
+	if len(f) > 1 {
+		start, _ = strconv.ParseUint(f[1], 10, 64)
+	}
+	return pid, start
+}
+
+// procStat reads the state and start time of pid from /proc/<pid>/stat;
+// exists is false when there is no such process (or no /proc).
+func procStat(pid int) (state string, start uint64, exists bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	// The command name may hold spaces and parentheses: fields start after
+	// the last ')'; f[0] is field 3 (state), f[19] field 22 (start time).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 20 {
+		return "", 0, false
+	}
+	start, _ = strconv.ParseUint(f[19], 10, 64)
+	return f[0], start, true
+}
+
+// gone reports whether the process pid that started at start (0: not
+// known) no longer runs: absent, a zombie waiting for a parent that is
+// not ours to reap it, or its pid now names a later process.
+func gone(pid int, start uint64) bool {
 	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
 		return true
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return os.IsNotExist(err)
+	state, st, ok := procStat(pid)
+	if !ok {
+		_, err := os.Stat("/proc/self/stat")
+		return err == nil // no such process; without /proc, Kill said it runs
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+	return start != 0 && st != start || state == "Z" || state == "X"
+}
+
+// killIfSame sends SIGKILL to pid if it still names the process that
+// started at start, never to a later process that reused the pid.
+func killIfSame(pid int, start uint64) {
+	if _, st, ok := procStat(pid); ok && st == start {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }

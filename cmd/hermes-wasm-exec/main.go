@@ -21,6 +21,7 @@ func main() {
 // program goes on without it.
 func harden() {
 	for _, err := range executor.HardenProcess(executor.Hardening{HideSecrets: true, NonDumpable: true, ReapOrphans: true}) {
-		os.Stderr.WriteString("hermes-wasm-exec: warning: " + err.Error() + "\n")
+		os.Stderr.WriteString("hermes-wasm-exec: warning: " + err.Error() +
+			" (going on without it; SECURITY.md says what this protection is for)\n")
 	}
 }

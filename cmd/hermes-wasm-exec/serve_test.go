@@ -1085,6 +1085,15 @@ func TestPromptApprover(t *testing.T) {
 	require.True(t, d.Approved)
 	require.Contains(t, out.String(), "needs approval (recursive delete):\n    rm -rf build\nApprove this command?")
 
+	// A command cannot redraw the prompt line: control and format characters
+	// are shown escaped (a red team showed "rm -rf X" as "git status").
+	answer("n")
+	_, err = p.Approve(ctx, executor.ApprovalRequest{Type: "command", Command: "rm -rf X #\r\x1b[2K    git status\u202e", Reason: "recursive delete"})
+	require.NoError(t, err)
+	require.Contains(t, out.String(), `rm -rf X #\r\x1b[2K    git status\u202e`)
+	require.NotContains(t, out.String(), "\r")
+	require.NotContains(t, out.String(), "\x1b")
+
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err = p.Approve(tctx, executor.ApprovalRequest{Type: "script", Code: "x"})

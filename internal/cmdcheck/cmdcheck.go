@@ -21,9 +21,12 @@
 // that deletes files itself, or a function or alias defined by an earlier
 // command are not seen. What it cannot read for certain is flagged rather
 // than passed: a command whose name is only known at run time ($X,
-// $(...), a glob), eval, a program fed to a shell or interpreter on stdin,
-// a line that does not parse, and a line too long or too deeply nested to
-// check.
+// $(...), a glob), a program that has rules (rm, chmod, git push, kill,
+// ...) given an argument only known at run time, eval, a program fed to a
+// shell or interpreter on stdin (or named as /dev/stdin or <(...)), a
+// line that does not parse, and a line too long or too deeply nested to
+// check. The line is read both as bash and as POSIX sh (dash, which is
+// /bin/sh on Debian), and what either would run is checked.
 package cmdcheck
 
 import (
@@ -65,6 +68,10 @@ const (
 	reasonEtc             = "writes to /etc (system configuration)"
 	reasonSSH             = "writes to ~/.ssh"
 	reasonTooComplex      = "too deeply nested to check automatically"
+	reasonKillParent      = "kills the process that runs the command, or the processes it started (kill $PPID, pkill -P): they would escape cleanup"
+	reasonTarRemove       = "deletes the files it archives (tar --remove-files)"
+	reasonSyncDelete      = "deletes files (rsync --delete, --remove-source-files)"
+	reasonGitCode         = "defines a git alias that runs shell code (git -c alias.x='!...')"
 
 	// What the check cannot see through.
 	reasonDynamic     = "runs a command whose name or code is only known at run time ($VAR, $(...), a glob)"
@@ -73,6 +80,12 @@ const (
 	reasonUnparseable = "not valid shell syntax, so it cannot be checked"
 	reasonTooLong     = "too long to check automatically"
 )
+
+// reasonDynamicArgs is the reason for a program that has rules (rm, git,
+// chmod, kill, ...) run with an argument only known at run time.
+func reasonDynamicArgs(program string) string {
+	return "runs " + program + " with arguments only known at run time ($VAR, $(...), a glob)"
+}
 
 // Check returns the reasons cmd needs approval, each once, in the order
 // found; none means it matched no rule. It never fails: input it cannot
@@ -105,6 +118,12 @@ const (
 type checker struct {
 	reasons []string
 	work    int // bytes parsed so far, re-read strings included
+	seen    map[checked]bool
+}
+
+type checked struct {
+	src   string
+	depth int
 }
 
 func (c *checker) add(reason string) {
@@ -122,6 +141,17 @@ func (c *checker) check(src string, depth int) {
 	if strings.TrimSpace(src) == "" {
 		return
 	}
+	// Each dialect's reading finds the same strings run as code; one
+	// check of each is enough (and keeps nested code from doubling per
+	// level).
+	key := checked{src, depth}
+	if c.seen[key] {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[checked]bool{}
+	}
+	c.seen[key] = true
 	c.work += len(src)
 	switch {
 	case len(src) > maxInput || c.work > maxWork:
@@ -131,14 +161,28 @@ func (c *checker) check(src string, depth int) {
 		c.add(reasonTooComplex)
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
-		c.add(reasonUnparseable)
-		return
+	// The terminal runs the line with /bin/sh, which is dash on Debian
+	// and bash elsewhere, and the two read some lines differently:
+	// ((rm -rf x)) is arithmetic to bash and two subshells to dash. So
+	// the line is read in each dialect that parses it, and what either
+	// would run is checked.
+	parsed := false
+	for _, lang := range dialects {
+		f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
+		if err != nil {
+			continue
+		}
+		parsed = true
+		s := &scan{c: c, src: src, depth: depth, stdin: map[*syntax.Stmt]*pipeInput{}, staged: map[*syntax.Stmt]bool{}, cmds: map[*syntax.CallExpr]*command{}}
+		syntax.Walk(f, s.visit)
 	}
-	s := &scan{c: c, src: src, depth: depth, stdin: map[*syntax.Stmt]*pipeInput{}, staged: map[*syntax.Stmt]bool{}, cmds: map[*syntax.CallExpr]*command{}}
-	syntax.Walk(f, s.visit)
+	if !parsed {
+		c.add(reasonUnparseable)
+	}
 }
+
+// dialects are the shells a line is read as: bash, and POSIX sh (dash).
+var dialects = []syntax.LangVariant{syntax.LangBash, syntax.LangPOSIX}
 
 // nesting estimates how deep src nests brackets: ( { [ and their $
 // forms. Quotes are not tracked, so a bracket in a string moves the
@@ -223,15 +267,61 @@ func (s *scan) run(cmd *command) {
 	for _, code := range cmd.code {
 		s.code(code)
 	}
+	if cmd.tooComplex {
+		s.add(reasonTooComplex)
+	}
+	if cmd.tooLong {
+		s.add(reasonTooLong)
+	}
 	switch {
 	case cmd.name == "":
 	case cmd.dynamic:
 		s.add(reasonDynamic)
 	default:
-		if r := rules[family(cmd.name)]; r != nil {
-			r(s, cmd)
+		s.rules(cmd)
+	}
+	// Other readings of the wrappers' options: only their rules count (a
+	// name only known at run time there is most likely an option's value,
+	// and the reading above has already flagged one in the command's
+	// place).
+	for _, alt := range cmd.alts {
+		if alt.name != "" && !alt.dynamic {
+			alt.stmt = cmd.stmt
+			s.rules(alt)
 		}
 	}
+}
+
+// rules holds a command whose name is known against its program's rule.
+func (s *scan) rules(cmd *command) {
+	fam := family(cmd.name)
+	r := rules[fam]
+	if r == nil {
+		return
+	}
+	// An argument only known at run time can be any option or path
+	// ("$X" can be -rf, a=-rf; rm $a x), so a program that has rules
+	// about its arguments is not passed with one.
+	if argRules[fam] && fam != "git" { // gitRule knows where it matters
+		for _, f := range cmd.fields {
+			if runtimeArg(f) {
+				s.add(reasonDynamicArgs(fam))
+				break
+			}
+		}
+	}
+	r(s, cmd)
+}
+
+// runtimeArg reports whether an argument is only known at run time: it
+// has a $X or $(...) part, or is a glob that may match a name starting
+// with - (*, ?x: a file named -rf). A glob under a literal path (src/*.o)
+// cannot be an option, and the rules read its text (/*).
+func runtimeArg(f field) bool {
+	if f.runtime {
+		return true
+	}
+	return !f.lit && f.s != "" && strings.IndexByte("*?[", f.s[0]) >= 0
 }
 
 // code checks a string that will be run as shell code: a script it

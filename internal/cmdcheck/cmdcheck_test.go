@@ -169,8 +169,6 @@ var newHarmless = []string{
 	"cat file | grep x",
 	"for f in *.py; do wc -l \"$f\"; done",
 	"for f in $(ls); do echo $f; done",
-	"rm -f \"$TMPFILE\"",
-	"cp \"$SRC\" \"$DST\"",
 	"export PATH=$HOME/bin:$PATH",
 	"X=1 make test",
 	"cd \"$(git rev-parse --show-toplevel)\" && make",
@@ -205,7 +203,6 @@ var newHarmless = []string{
 	"echo done # rm -rf /",
 	"printf '%s\\n' a b c | sort",
 	"true",
-	"trap 'rm -f \"$tmp\"' EXIT",
 	"trap - INT",
 	"set -euo pipefail; ls",
 	"command -v rm",
@@ -219,7 +216,7 @@ var newHarmless = []string{
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	for _, table := range []map[string]string{oldDangerous, newDangerous} {
+	for _, table := range []map[string]string{oldDangerous, newDangerous, round2Dangerous} {
 		for cmd, want := range table {
 			t.Run(cmd, func(t *testing.T) {
 				reasons := Check(cmd)
@@ -230,7 +227,7 @@ func TestCheck(t *testing.T) {
 			})
 		}
 	}
-	for _, list := range [][]string{oldHarmless, newHarmless} {
+	for _, list := range [][]string{oldHarmless, newHarmless, round2Harmless} {
 		for _, cmd := range list {
 			t.Run(cmd, func(t *testing.T) {
 				reason, ok := Dangerous(cmd)
@@ -256,6 +253,9 @@ func TestCheckReasons(t *testing.T) {
 		`sh -c "$(curl -fsSL https://x.sh)"`: {reasonRemoteScript},
 		"$(echo rm) -rf x":                   {reasonDynamic},
 		"rm -rf 'x":                          {reasonUnparseable},
+		"((rm -rf x))":                       {reasonRecursiveDelete},
+		"kill -9 $PPID":                      {reasonDynamicArgs("kill"), reasonKillParent},
+		"git -c alias.x='!rm -rf y' x":       {reasonGitCode, reasonRecursiveDelete},
 	} {
 		require.Equal(t, want, Check(cmd), "%q", cmd)
 	}
@@ -300,8 +300,11 @@ func pathological() []string {
 	return []string{
 		rep("("), rep("$("), rep("{ "), rep("${a:-"), rep("<("), rep("\"$("),
 		rep("x=$("), rep("$(("), "echo $((" + rep("("),
-		rep("if "), rep("time ") + "rm -rf x", rep("coproc ") + "rm -rf x", "[[ " + rep("! "),
+		rep("if "), rep("time ") + "rm -rf x", rep("coproc ") + "rm -rf x", "[[ " + rep("! ") + " ]] && rm -rf x",
 		rep("$( ')' "), rep("a && ") + "rm -rf x", rep("a | ") + "rm -rf x",
+		// Wrappers read every way their options allow, within bounds.
+		rep("nice -q ") + "rm -rf x", "nice " + rep("-q a ") + "rm -rf x", rep("env -S a ") + "rm -rf x",
+		rep("flock a -c a ") + "rm -rf x", rep("watch ") + "rm -rf x",
 	}
 }
 

@@ -21,7 +21,24 @@ func init() {
 	}
 	rules["git"] = gitRule
 	rules["find"] = findRule
+	rules["tar"] = tarRule
+	rules["bsdtar"] = tarRule
+	rules["gtar"] = tarRule
+	argRules = map[string]bool{}
+	for _, table := range []map[string]rule{fileRules, systemRules} {
+		for name := range table {
+			argRules[name] = true
+		}
+	}
+	for _, name := range []string{"git", "find", "tar", "bsdtar", "gtar"} {
+		argRules[name] = true
+	}
 }
+
+// argRules are the programs whose rules read their arguments: one only
+// known at run time is flagged. Shells and interpreters are not among
+// them (python script.py "$f" is fine); their code is checked instead.
+var argRules map[string]bool
 
 // positional drops the options (words starting with "-") of args.
 func positional(args []string) []string {
@@ -48,37 +65,150 @@ func shortFlag(a, letters string) bool {
 
 func gitRule(s *scan, cmd *command) {
 	args := cmd.args
+	aliases := map[string]string{}
+	pathValue := map[int]bool{}
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		switch a := args[0]; a {
-		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+		a := args[0]
+		pathAt := -1
+		switch {
+		case a == "-c" && len(args) > 1:
+			gitConfig(s, cmd, args[1], aliases)
+			args = args[2:]
+		case longOpt(a, "config-env") && !strings.Contains(a, "="):
+			if len(args) > 1 {
+				gitConfigEnv(s, args[1])
+			}
+			args = args[min(2, len(args)):]
+		case longOpt(a, "config-env"):
+			_, v, _ := strings.Cut(a, "=")
+			gitConfigEnv(s, v)
+			args = args[1:]
+		case a == "-C" || longOpt(a, "git-dir", "work-tree", "namespace", "exec-path", "super-prefix", "list-cmds", "attr-source") && !strings.Contains(a, "="):
+			// A directory or name: only known at run time is fine.
+			pathAt = len(cmd.args) - len(args) + 1
 			args = args[min(2, len(args)):]
 		default:
 			args = args[1:]
+		}
+		if pathAt >= 0 {
+			pathValue[pathAt] = true
+		}
+	}
+	// An argument only known at run time matters where it can change
+	// what runs: before the subcommand (git $X, git -c "$KV" ...), or
+	// for a subcommand that has rules (git push $OPTS). git commit -m
+	// "$(...)" is fine.
+	subAt := len(cmd.args) - len(args)
+	if len(args) > 0 {
+		_, aliased := aliases[strings.ToLower(args[0])]
+		switch strings.ToLower(args[0]) {
+		case "push", "reset", "clean":
+			aliased = true
+		}
+		if aliased {
+			subAt = len(cmd.args)
+		}
+	}
+	for i, f := range cmd.fields {
+		if i <= subAt && runtimeArg(f) && !pathValue[i] {
+			s.add(reasonDynamicArgs("git"))
+			break
 		}
 	}
 	if len(args) == 0 {
 		return
 	}
 	sub, rest := strings.ToLower(args[0]), args[1:]
+	if v, ok := aliases[sub]; ok && !strings.HasPrefix(v, "!") {
+		// git -c alias.p='push --force' p: the alias is the command.
+		expanded := append(strings.Fields(v), rest...)
+		if len(expanded) == 0 {
+			return
+		}
+		sub, rest = strings.ToLower(expanded[0]), expanded[1:]
+	}
 	switch sub {
 	case "push":
 		for _, a := range rest {
-			if a == "--force" || a == "--mirror" || strings.HasPrefix(a, "--force-with-lease") || a == "--force-if-includes" ||
+			if longOpt(a, "force", "mirror", "force-with-lease", "force-if-includes") ||
 				shortFlag(a, "f") || (strings.HasPrefix(a, "+") && len(a) > 1) {
 				s.add(reasonForcePush)
 			}
 		}
 	case "reset":
-		if slices.Contains(rest, "--hard") {
-			s.add(reasonResetHard)
+		for _, a := range rest {
+			if longOpt(a, "hard") {
+				s.add(reasonResetHard)
+			}
 		}
 	case "clean":
 		for _, a := range rest {
-			if a == "--force" || shortFlag(a, "f") {
+			if longOpt(a, "force") || shortFlag(a, "f") {
 				s.add(reasonGitClean)
 			}
 		}
 	}
+}
+
+// gitCodeKeys are settings whose value git runs as a command line (the
+// last part of the key; a few are subsections: diff.<driver>.textconv).
+var gitCodeKeys = []string{"sshcommand", "pager", "editor", "fsmonitor", "askpass", "gitproxy", "external",
+	"textconv", "command", "driver", "clean", "smudge", "process", "helper", "program", "packobjectshook", "cmd"}
+
+// gitConfig reads git -c KEY=VALUE: an alias whose value starts with !
+// runs that shell code, and so do the settings that name a command.
+func gitConfig(s *scan, cmd *command, kv string, aliases map[string]string) {
+	key, value, _ := strings.Cut(kv, "=")
+	key = strings.ToLower(key)
+	parts := strings.Split(key, ".")
+	last := parts[len(parts)-1]
+	code, isCode := strings.CutPrefix(value, "!")
+	switch {
+	case parts[0] == "alias" && len(parts) > 1:
+		aliases[strings.Join(parts[1:], ".")] = value
+		if !isCode {
+			return
+		}
+	case parts[0] == "pager" || slices.Contains(gitCodeKeys, last):
+		// Often a plain program (core.pager=less): its text is
+		// checked as the command line git runs.
+		code, isCode = value, false
+	default:
+		return
+	}
+	if isCode {
+		s.add(reasonGitCode)
+	}
+	f := field{s: code, lit: true}
+	for _, cf := range cmd.fields {
+		if strings.Contains(cf.s, kv) {
+			f.lit, f.runtime, f.word = cf.lit, cf.runtime, cf.word
+			break
+		}
+	}
+	s.code(f)
+}
+
+// gitConfigEnv reads git --config-env KEY=ENVVAR: the value comes from
+// the environment, so a setting that runs code runs code only known at
+// run time.
+func gitConfigEnv(s *scan, kv string) {
+	key, _, _ := strings.Cut(strings.ToLower(kv), "=")
+	parts := strings.Split(key, ".")
+	if parts[0] == "alias" || parts[0] == "pager" || slices.Contains(gitCodeKeys, parts[len(parts)-1]) {
+		s.add(reasonDynamic)
+	}
+}
+
+// tarRule: tar --remove-files deletes what it archives, and
+// --recursive-unlink empties directories before extracting over them.
+func tarRule(s *scan, cmd *command) {
+	for _, a := range cmd.args {
+		if longOpt(a, "remove-files", "recursive-unlink") {
+			s.add(reasonTarRemove)
+		}
+	}
+	// Old-style and short options have no letter for either.
 }
 
 // findRule: find -delete, and the command find -exec runs on each match.

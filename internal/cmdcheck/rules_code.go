@@ -1,6 +1,7 @@
 package cmdcheck
 
 import (
+	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -52,31 +53,59 @@ func specOf(cmd *command) progSpec {
 
 // readsStdin reports whether a program reads the code it runs from stdin
 // (sh, bash -s, python3 -, node), and whether it says so explicitly (-s,
-// -). A script file, -c CODE, -e CODE or -m MODULE means stdin is data.
-func readsStdin(sp progSpec, args []string) (reads, explicit bool) {
+// -). A script file, -c CODE, -e CODE or -m MODULE means stdin is data;
+// script is the index of the script file's argument, or -1.
+func readsStdin(sp progSpec, args []string) (reads, explicit bool, script int) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-":
-			return true, true
+			return true, true, -1
 		case strings.HasPrefix(a, "--"):
 			// Long options (--norc, --) say nothing about stdin.
 		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
 			letters := a[1:]
 			if strings.ContainsAny(letters, sp.code) {
-				return false, false
+				return false, false, -1
 			}
 			if sp.shell && a[0] == '-' && strings.Contains(letters, "s") {
-				return true, true
+				return true, true, -1
 			}
 			if len(letters) == 1 && strings.Contains(sp.withArg, letters) {
 				i++
 			}
 		default:
-			return false, false // a script file
+			return false, false, i // a script file
 		}
 	}
-	return true, false
+	return true, false, -1
+}
+
+var procFdRe = regexp.MustCompile(`^/proc/[^/]+/fd/([0-9]+)$`)
+
+// fdPath reports whether a script path names an open file descriptor
+// (/dev/stdin, /dev/fd/N, /proc/self/fd/N), and which one: the program
+// comes from a pipe or a redirection, like sh reading stdin.
+func fdPath(p string) (string, bool) {
+	switch {
+	case p == "/dev/stdin":
+		return "0", true
+	case strings.HasPrefix(p, "/dev/fd/") && len(p) > len("/dev/fd/") && strings.Trim(p[len("/dev/fd/"):], "0123456789") == "":
+		return p[len("/dev/fd/"):], true
+	}
+	if m := procFdRe.FindStringSubmatch(p); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// procSubst is the <(...) a field is, or nil.
+func procSubst(f field) *syntax.ProcSubst {
+	if f.word == nil || len(f.word.Parts) != 1 {
+		return nil
+	}
+	ps, _ := f.word.Parts[0].(*syntax.ProcSubst)
+	return ps
 }
 
 // shellCodeArg finds the CODE of sh -c CODE: the first operand after an
@@ -160,6 +189,14 @@ func sourceRule(s *scan, cmd *command) {
 		s.add(reasonRemoteScript)
 	case !f.lit:
 		s.add(reasonDynamic)
+		if ps := procSubst(f); ps != nil {
+			s.procProgram(ps, true)
+		}
+	default:
+		// source /dev/stdin <<< CODE
+		if fd, ok := fdPath(f.s); ok {
+			s.fedProgram(cmd, true, fd, true)
+		}
 	}
 }
 
@@ -175,17 +212,49 @@ func (s *scan) remoteArgs(cmd *command) {
 }
 
 // stdinCode checks a shell or interpreter that runs what it reads on
-// stdin: fed by a pipe or a file its program is not known here (a
-// download makes it a remote script); fed a here-document, a shell's
-// program is right there and is checked as a command line.
+// stdin (or from a file descriptor or <(...) named as its script): fed by
+// a pipe or a file its program is not known here (a download makes it a
+// remote script); fed a here-document, a shell's program is right there
+// and is checked as a command line.
 func (s *scan) stdinCode(cmd *command, sp progSpec) {
-	reads, explicit := readsStdin(sp, cmd.args)
-	if !reads {
-		return
+	reads, explicit, script := readsStdin(sp, cmd.args)
+	fd := "0"
+	if script >= 0 && script < len(cmd.fields) {
+		f := cmd.fields[script]
+		if ps := procSubst(f); ps != nil {
+			s.procProgram(ps, sp.shell)
+			return
+		}
+		fd, reads = fdPath(f.s)
+		explicit = reads
 	}
+	if reads {
+		s.fedProgram(cmd, sp.shell, fd, explicit)
+	}
+}
+
+// procProgram checks a program read from <(...) (bash <(echo CODE)): not
+// in plain sight, like one on stdin; what echo or printf gives a shell is
+// read as the command line it is.
+func (s *scan) procProgram(ps *syntax.ProcSubst, shell bool) {
+	if ps.Op != syntax.CmdIn || s.downloads(ps) {
+		return // a download is flagged by remoteArgs
+	}
+	s.add(reasonStdinCode)
+	if shell {
+		for _, st := range ps.Stmts {
+			s.echoed(st)
+		}
+	}
+}
+
+// fedProgram checks a program read from file descriptor fd; explicit: the
+// command line says so (sh -s, python3 -, sh /dev/stdin), so with nothing
+// feeding it the program comes from wherever the executor's fd points.
+func (s *scan) fedProgram(cmd *command, shell bool, fd string, explicit bool) {
 	fed := false
 	if cmd.stmt != nil {
-		if in := s.stdin[cmd.stmt]; in != nil {
+		if in := s.stdin[cmd.stmt]; in != nil && fd == "0" {
 			fed = true
 			if in.download {
 				s.add(reasonRemoteScript)
@@ -195,7 +264,7 @@ func (s *scan) stdinCode(cmd *command, sp progSpec) {
 			}
 		}
 		for _, r := range cmd.stmt.Redirs {
-			fed = s.stdinRedirect(r, sp.shell) || fed
+			fed = s.stdinRedirect(r, shell, fd) || fed
 		}
 	}
 	if explicit && !fed {
@@ -216,9 +285,13 @@ func (s *scan) echoed(prev *syntax.Stmt) {
 }
 
 // stdinRedirect checks one redirection of a program that reads its code
-// from stdin; it reports whether r feeds stdin.
-func (s *scan) stdinRedirect(r *syntax.Redirect, shell bool) bool {
-	if r.N != nil && r.N.Value != "0" {
+// from file descriptor fd (stdin: "0"); it reports whether r feeds it.
+func (s *scan) stdinRedirect(r *syntax.Redirect, shell bool, fd string) bool {
+	n := "0"
+	if r.N != nil {
+		n = r.N.Value
+	}
+	if n != fd {
 		return false
 	}
 	switch r.Op {

@@ -16,7 +16,8 @@ var fileRules = map[string]rule{
 	"sgdisk": formatRule, "parted": formatRule, "cfdisk": formatRule,
 	"dd":  ddRule,
 	"tee": teeRule,
-	"cp":  copyRule, "mv": copyRule, "install": copyRule, "ln": copyRule, "rsync": copyRule, "truncate": copyRule,
+	"cp":  copyRule, "mv": copyRule, "install": copyRule, "ln": copyRule, "truncate": copyRule,
+	"rsync": rsyncRule,
 	"sed":   inPlaceRule,
 	"chmod": chmodRule,
 	"chown": chownRule, "chgrp": chownRule,
@@ -31,11 +32,14 @@ func rmRule(s *scan, cmd *command) {
 		switch {
 		case opts && a == "--":
 			opts = false
-		case opts && a == "--no-preserve-root":
-			broad = true
-		case opts && (a == "--recursive" || a == "--dir"):
-			recursive = recursive || a == "--recursive"
 		case opts && strings.HasPrefix(a, "--"):
+			// GNU rm takes any unambiguous abbreviation (--recu).
+			if longOpt(a, "no-preserve-root") {
+				broad = true
+			}
+			if longOpt(a, "recursive") {
+				recursive = true
+			}
 		case opts && shortFlag(a, "rR"):
 			recursive = true
 		case opts && strings.HasPrefix(a, "-") && a != "-":
@@ -106,11 +110,28 @@ func copyRule(s *scan, cmd *command) {
 	}
 }
 
+// rsyncRule: the destination is written, and --delete (in all its forms:
+// --del, --delete-after, --delete-excluded, ...) and --remove-source-files
+// delete files.
+func rsyncRule(s *scan, cmd *command) {
+	copyRule(s, cmd)
+	for _, a := range cmd.args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		// --del is --delete-during; --delay-updates deletes nothing.
+		if strings.HasPrefix(a, "--") && (name == "del" || strings.HasPrefix(name, "dele") || longOpt(a, "remove-source-files", "remove-sent-files")) {
+			s.add(reasonSyncDelete)
+		}
+	}
+}
+
 // inPlaceRule: sed -i (and perl -i) write the files they are given.
 func inPlaceRule(s *scan, cmd *command) {
 	inPlace := false
 	for _, a := range cmd.args {
-		if strings.HasPrefix(a, "-i") || strings.HasPrefix(a, "--in-place") || (family(cmd.name) == "perl" && shortFlag(a, "i")) {
+		if strings.HasPrefix(a, "-i") || longOpt(a, "in-place") || (family(cmd.name) == "perl" && shortFlag(a, "i")) {
 			inPlace = true
 		}
 	}
@@ -125,7 +146,7 @@ func chmodRule(s *scan, cmd *command) {
 	recursive, open, broad := false, false, false
 	for _, a := range cmd.args {
 		switch {
-		case a == "--recursive" || (shortFlag(a, "R") && !isMode(a)):
+		case longOpt(a, "recursive") || (shortFlag(a, "R") && !isMode(a)):
 			recursive = true
 		case isWorldWritable(a):
 			open = true
@@ -146,7 +167,7 @@ func chownRule(s *scan, cmd *command) {
 	pos := 0
 	for _, a := range cmd.args {
 		switch {
-		case a == "--recursive" || shortFlag(a, "R"):
+		case longOpt(a, "recursive") || shortFlag(a, "R"):
 			recursive = true
 		case strings.HasPrefix(a, "-"):
 		default:

@@ -57,28 +57,34 @@ func serviceRule(s *scan, cmd *command) {
 }
 
 // killRule: kill -1 (every process the user may signal), whatever the
-// signal.
+// signal; and kill $PPID (the executor that runs the command: what the
+// command started would outlive its cleanup) or 0 (the process group).
 func killRule(s *scan, cmd *command) {
-	args := cmd.args
+	args := cmd.fields
 	i := 0
 	if i < len(args) {
-		switch a := args[i]; {
-		case a == "-l" || a == "-L":
+		switch a := args[i].s; {
+		case a == "-l" || a == "-L" || longOpt(a, "list", "table"):
 			return
-		case a == "-s" || a == "-n":
+		case a == "-s" || a == "-n" || longOpt(a, "signal") && !strings.Contains(a, "="):
 			i += 2
 		case a == "--":
 		case strings.HasPrefix(a, "-"):
 			i++ // the signal
 		}
 	}
-	for _, a := range args[min(i, len(args)):] {
-		if a == "-1" {
+	for _, f := range args[min(i, len(args)):] {
+		switch {
+		case f.s == "-1":
 			s.add(reasonKillAll)
+		case f.s == "0" || f.s == "-0" || strings.Contains(f.s, "PPID"):
+			s.add(reasonKillParent)
 		}
 	}
 }
 
+// pkillRule: pkill -9 (by name, with no way out), and pkill -P PID (the
+// children of a process: of the executor, they would escape cleanup).
 func pkillRule(s *scan, cmd *command) {
 	args := cmd.args
 	for i, a := range args {
@@ -87,12 +93,15 @@ func pkillRule(s *scan, cmd *command) {
 			((l == "--signal" || l == "-s") && i+1 < len(args) && (args[i+1] == "9" || strings.EqualFold(args[i+1], "kill"))) {
 			s.add(reasonKillByName)
 		}
+		if shortFlag(a, "P") || longOpt(a, "parent") || strings.Contains(a, "PPID") {
+			s.add(reasonKillParent)
+		}
 	}
 }
 
 func iptablesRule(s *scan, cmd *command) {
 	for _, a := range cmd.args {
-		if a == "-F" || a == "--flush" || a == "-X" || a == "--delete-chain" || (strings.HasPrefix(a, "-F") && len(a) > 2 && a[1] != '-') {
+		if a == "-F" || longOpt(a, "flush", "delete-chain") || a == "-X" || (strings.HasPrefix(a, "-F") && len(a) > 2 && a[1] != '-') {
 			s.add(reasonFirewall)
 		}
 	}

@@ -2,6 +2,7 @@ package cmdcheck
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -26,6 +27,14 @@ type command struct {
 	// stmt is the statement it runs in (for its redirections and stdin);
 	// nil for a command found inside another's arguments (find -exec).
 	stmt *syntax.Stmt
+	// alts are the other commands the words may run, when a wrapper has
+	// an option that may or may not take a value (nice --foo 5 rm: is 5
+	// the command, or --foo's value?). Each is checked too.
+	alts []*command
+	// tooComplex: the wrappers had more readings than are checked.
+	tooComplex bool
+	// tooLong: the wrappers run more code than is checked.
+	tooLong bool
 }
 
 // cmdName is the base name of a command word, lower-case: on a
@@ -71,139 +80,454 @@ func isAssignment(w string) bool {
 	return true
 }
 
-// shellKeywords can appear as words after a wrapper (sudo time rm) or
-// come from a re-read string; they are not the command.
-var shellKeywords = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true, "while": true, "until": true, "time": true, "coproc": true}
+// shellKeywords can appear as words after a wrapper (sudo ! rm) or come
+// from a re-read string; they are not the command. time is a wrapper
+// (/usr/bin/time, and the keyword in a shell that has none).
+var shellKeywords = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true, "while": true, "until": true, "coproc": true}
 
-// skipOptions skips leading options of a wrapper; withArg lists the options
-// that take the next word as their value.
-func skipOptions(args []field, withArg string) []field {
-	for len(args) > 0 && strings.HasPrefix(args[0].s, "-") && args[0].s != "-" {
-		a := args[0].s
-		args = args[1:]
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") && len(a) == 2 && strings.Contains(withArg, a[1:]) && len(args) > 0 {
-			args = args[1:]
+// longOpt reports whether a is the long option --full or a GNU
+// abbreviation of it (--recu for --recursive), with or without =VALUE.
+// An ambiguous abbreviation counts too: it fails rather than runs, so
+// flagging it costs nothing.
+func longOpt(a string, full ...string) bool {
+	name, ok := strings.CutPrefix(a, "--")
+	if !ok {
+		return false
+	}
+	name, _, _ = strings.Cut(name, "=")
+	if name == "" {
+		return false
+	}
+	for _, f := range full {
+		if strings.HasPrefix(f, name) {
+			return true
 		}
 	}
-	return args
+	return false
 }
 
-// wrapperValueOptions lists, per wrapper, the short options that take the
-// next word as their value (nice -n 5, exec -a NAME).
-var wrapperValueOptions = map[string]string{"exec": "a", "stdbuf": "ioe", "nice": "n", "ionice": "cnp"}
+// wrapSpec says how a wrapper reads its options, so that the command it
+// runs can be found. An option not listed may or may not take a value:
+// every reading is checked.
+type wrapSpec struct {
+	values   string // short options that take a value (-n 5, -n5)
+	flags    string // short options that take none
+	optional string // short options whose value can only be attached (-i{})
+	code     string // short options whose value is shell code (su -c)
+
+	longValues, longFlags, longCode []string
+
+	positional int  // operands before the command (timeout's duration)
+	privileged bool // runs the command as another user
+	assigns    bool // NAME=VALUE words before the command (env)
+	permute    bool // code options may come after the operands (su root -c)
+	joinsRest  bool // the code option's value and the rest are one command line (env -S)
+	joined     bool // the command words are joined and run by a shell (watch, parallel)
+	noCommand  bool // runs no command from its words, only code (su, script)
+}
+
+// wrappers run the command their arguments name.
+var wrappers = map[string]*wrapSpec{
+	"sudo": {values: "ugpChDrtURT", flags: "AbEeHiKklnPSsVvBN", privileged: true,
+		longValues: []string{"user", "group", "prompt", "close-from", "chdir", "role", "type", "other-user", "command-timeout", "host", "chroot"},
+		longFlags:  []string{"askpass", "background", "preserve-env", "edit", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate", "version", "bell", "no-update", "help"}},
+	"doas":   {values: "uC", flags: "nsL", privileged: true},
+	"pkexec": {longValues: []string{"user"}, longFlags: []string{"disable-internal-agent", "keep-cwd", "help", "version"}, privileged: true},
+	"run0":   {privileged: true, longFlags: []string{"no-ask-password", "help", "version"}},
+	"su": {values: "gGsw", flags: "lmpfPhV", code: "c", privileged: true, permute: true, noCommand: true,
+		longCode: []string{"command", "session-command"}, longValues: []string{"group", "supp-group", "shell", "whitelist-environment"}},
+	"runuser": {values: "ugGsw", flags: "lmpfPhV", code: "c", privileged: true, permute: true,
+		longCode: []string{"command", "session-command"}, longValues: []string{"user", "group", "supp-group", "shell", "whitelist-environment"},
+		longFlags: []string{"login", "preserve-environment", "pty", "help", "version"}},
+	"env": {values: "uCa", flags: "i0v", code: "S", assigns: true, joinsRest: true,
+		longValues: []string{"unset", "chdir", "argv0"}, longCode: []string{"split-string"},
+		longFlags: []string{"ignore-environment", "null", "debug", "list-signal-handling", "block-signal", "default-signal", "ignore-signal", "help", "version"}},
+	"nohup":     {longFlags: []string{"help", "version"}},
+	"command":   {flags: "pvV"},
+	"builtin":   {},
+	"exec":      {values: "a", flags: "cl"},
+	"setsid":    {flags: "cfw", longFlags: []string{"ctty", "fork", "wait", "help", "version"}},
+	"unbuffer":  {flags: "p"},
+	"busybox":   {},
+	"catchsegv": {},
+	"nocache":   {},
+	"eatmydata": {},
+	"fakeroot":  {longValues: []string{"lib", "faked"}, values: "lsi", flags: "u"},
+	"stdbuf":    {values: "ioe", longValues: []string{"input", "output", "error"}, longFlags: []string{"help", "version"}},
+	"nice":      {values: "n", flags: "0123456789", longValues: []string{"adjustment"}, longFlags: []string{"help", "version"}},
+	"ionice": {values: "cnpPu", flags: "t", longValues: []string{"class", "classdata", "pid", "pgid", "uid"},
+		longFlags: []string{"ignore", "help", "version"}},
+	"timeout": {values: "sk", flags: "v", positional: 1, longValues: []string{"signal", "kill-after"},
+		longFlags: []string{"preserve-status", "foreground", "verbose", "help", "version"}},
+	"chroot": {positional: 1, longValues: []string{"userspec", "groups"}, longFlags: []string{"skip-chdir", "help", "version"}},
+	"xargs": {values: "ILnPsdEa", flags: "0rtpxo", optional: "ile",
+		longValues: []string{"max-args", "max-procs", "max-chars", "delimiter", "arg-file", "process-slot-var"},
+		longFlags:  []string{"null", "no-run-if-empty", "verbose", "interactive", "exit", "open-tty", "show-limits", "replace", "max-lines", "eof", "help", "version"}},
+	"time": {values: "fo", flags: "apqvV", longValues: []string{"format", "output"},
+		longFlags: []string{"append", "portability", "verbose", "quiet", "help", "version"}},
+	"flock": {values: "wE", flags: "sexnouvFh", code: "c", positional: 1, permute: true,
+		longValues: []string{"timeout", "wait", "conflict-exit-code"}, longCode: []string{"command"},
+		longFlags: []string{"shared", "exclusive", "unlock", "nonblock", "nb", "close", "no-fork", "verbose", "help", "version"}},
+	"script": {values: "EIOBTmo", flags: "aefqVh", optional: "t", code: "c", permute: true, noCommand: true,
+		longCode:   []string{"command"},
+		longValues: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
+		longFlags:  []string{"append", "return", "flush", "force", "quiet", "timing", "help", "version"}},
+	"watch": {values: "nq", flags: "bcegtxprwhv", optional: "d", joined: true,
+		longValues: []string{"interval", "equexit"},
+		longFlags:  []string{"beep", "color", "no-color", "differences", "errexit", "chgexit", "no-title", "exec", "precise", "no-wrap", "no-linewrap", "help", "version"}},
+	"parallel": {values: "jPSadEILnNsCX", flags: "0kqrtuvmgHe", joined: true,
+		longValues: []string{"jobs", "sshlogin", "arg-file", "delimiter", "max-args", "max-replace-args", "max-chars", "colsep", "tagstring", "results", "joblog", "timeout", "delay", "memfree", "load", "env", "workdir", "basefile", "shebang-wrap", "retries", "halt"},
+		longFlags:  []string{"keep-order", "quote", "null", "tag", "ungroup", "verbose", "dry-run", "progress", "eta", "bar", "pipe", "xargs", "group", "line-buffer", "no-notice", "citation", "help", "version"}},
+	"sem":              {values: "jPS", flags: "0kqutv", joined: true, longValues: []string{"jobs", "id"}, longFlags: []string{"wait", "fg", "bg"}},
+	"unshare":          {values: "SGRw", flags: "frc", optional: "muinpUCT", longValues: []string{"setuid", "setgid", "root", "wd", "propagation", "map-user", "map-group", "map-users", "map-groups", "setgroups", "monotonic", "boottime"}},
+	"setpriv":          {flags: "dh", longValues: []string{"reuid", "regid", "groups", "inh-caps", "ambient-caps", "bounding-set", "securebits", "pdeathsig", "selinux-label", "apparmor-profile", "landlock-access", "landlock-rule", "ruid", "euid", "rgid", "egid"}, longFlags: []string{"dump", "nnp", "no-new-privs", "clear-groups", "keep-groups", "init-groups", "reset-env", "help", "version"}},
+	"strace":           {values: "abeIoOpPsSuXEU", flags: "cCdDfFhiknqrtTvVwxyzZY"},
+	"ltrace":           {values: "aADeFlnopsuwx", flags: "bcCfhiLrStTV"},
+	"taskset":          {flags: "acp", positional: 1, longFlags: []string{"all-tasks", "cpu-list", "pid", "help", "version"}},
+	"prlimit":          {values: "po", optional: "cdefilmnqrstuvxy", longValues: []string{"pid", "output"}, longFlags: []string{"noheadings", "raw", "verbose", "help", "version"}},
+	"chrt":             {values: "TPD", flags: "abdefimoprRv", positional: 1, longValues: []string{"sched-runtime", "sched-period", "sched-deadline"}},
+	"nsenter":          {values: "tSGe", flags: "FaZ", optional: "muinpUCTrw", longValues: []string{"target", "setuid", "setgid"}},
+	"systemd-run":      {values: "upEMH", flags: "tPGqrdS", longValues: []string{"unit", "property", "setenv", "machine", "host", "description", "slice", "uid", "gid", "nice", "working-directory", "service-type", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "timer-property", "path-property", "socket-property"}},
+	"cpulimit":         {values: "lpeP", flags: "ikrzvbq", longValues: []string{"limit", "pid", "exe", "path", "cpu"}, longFlags: []string{"include-children", "kill", "restore", "lazy", "verbose", "background", "quiet", "help"}},
+	"firejail":         {},
+	"bwrap":            {},
+	"valgrind":         {},
+	"numactl":          {values: "CNmipPlw", flags: "abHs"},
+	"cgexec":           {values: "g", longFlags: []string{"sticky"}},
+	"xvfb-run":         {values: "fnpsew", flags: "ah", longValues: []string{"auth-file", "server-num", "xauth-protocol", "server-args", "error-file", "wait"}},
+	"dbus-run-session": {},
+	"dbus-launch":      {},
+	"ssh-agent":        {values: "aEPt", flags: "cdDks"},
+	"proxychains":      {values: "f", flags: "q"},
+	"proxychains4":     {values: "f", flags: "q"},
+	"torsocks":         {values: "uapP", flags: "diq"},
+	"tsocks":           {},
+	"trickle":          {values: "udwtlnL", flags: "sv"},
+	"faketime":         {values: "mf", positional: 1},
+	"setarch":          {flags: "vRFZLXBIST3", positional: 1},
+	"linux32":          {flags: "vRFZLXBIST3"},
+	"linux64":          {flags: "vRFZLXBIST3"},
+	"systemd-inhibit":  {longValues: []string{"what", "who", "why", "mode"}},
+	"chpst":            {values: "uUbenlmdofpc", flags: "PvV012"},
+	"rlwrap":           {},
+	"caffeinate":       {values: "tw", flags: "dimsu"},
+	"sg":               {code: "c", positional: 1, permute: true, joined: true},
+}
+
+// unwrapper reads one command's words, following every reading of its
+// wrappers' options.
+type unwrapper struct {
+	words      []field
+	seen       map[int]bool // word indexes already read as a command's start
+	queue      []pending
+	code       []field
+	codeAt     map[int]bool
+	permuted   map[int]bool // words a permuted scan has read
+	dynamicAt  map[int]bool // xargs -I{} {} ...: the name comes from the input
+	privileged bool
+	steps      int
+	tooComplex bool
+	tooLong    bool
+	codeBytes  int   // bytes of code recorded, bounded by maxWork
+	suffixLen  []int // restLen's table, built on first use
+}
+
+type pending struct {
+	start int
+	via   []string
+}
+
+// Bounds on the readings of one command's wrappers.
+const (
+	maxAlts  = 64
+	maxSteps = 4096
+)
 
 // unwrap takes the wrappers off a simple command. It only reads: what the
 // wrappers imply (sudo, su -c CODE) is recorded for the caller to judge.
 func unwrap(words []field) *command {
-	u := &command{}
+	w := &unwrapper{words: words, seen: map[int]bool{}, codeAt: map[int]bool{}, dynamicAt: map[int]bool{}, permuted: map[int]bool{}}
+	w.seen[0] = true
+	root := w.from(0, nil)
+	for len(w.queue) > 0 {
+		if len(root.alts) == maxAlts {
+			w.tooComplex = true
+			break
+		}
+		p := w.queue[0]
+		w.queue = w.queue[1:]
+		root.alts = append(root.alts, w.from(p.start, p.via))
+	}
+	root.privileged = root.privileged || w.privileged
+	root.code = w.code
+	root.tooComplex = w.tooComplex
+	root.tooLong = w.tooLong
+	return root
+}
+
+// from reads the command starting at word i, behind the wrappers in via.
+func (w *unwrapper) from(i int, via []string) *command {
+	u := &command{via: slices.Clone(via)}
 	for {
-		for len(words) > 0 && words[0].lit && (isAssignment(words[0].s) || shellKeywords[words[0].s]) {
-			words = words[1:]
+		for i < len(w.words) && w.words[i].lit && (isAssignment(w.words[i].s) || shellKeywords[w.words[i].s]) {
+			i++
 		}
-		if len(words) == 0 {
-			u.name, u.dynamic = "", false
-			u.args, u.fields = nil, nil
+		if i >= len(w.words) {
+			u.name, u.dynamic, u.args, u.fields = "", false, nil, nil
 			return u
 		}
-		u.name, u.dynamic = cmdName(words[0].s), !words[0].lit
-		u.fields = words[1:]
-		u.args = texts(u.fields)
-		if u.dynamic {
-			return u
-		}
-		next, wrapper := u.unwrapOne()
-		if !wrapper {
+		u.name, u.dynamic = cmdName(w.words[i].s), !w.words[i].lit || w.dynamicAt[i]
+		sp := wrappers[u.name]
+		if u.dynamic || sp == nil {
+			// Only now: a chain of wrappers would otherwise copy
+			// the rest of the line once per wrapper.
+			u.fields = w.words[i+1:]
+			u.args = texts(u.fields)
 			return u
 		}
 		if len(u.via) == 0 || u.via[len(u.via)-1] != u.name {
 			u.via = append(u.via, u.name)
 		}
-		words = next
-	}
-}
-
-// unwrapOne returns the words a wrapper named u.name runs, and false when
-// u.name is no wrapper.
-func (u *command) unwrapOne() ([]field, bool) {
-	args := u.fields
-	switch u.name {
-	case "sudo", "doas", "pkexec", "run0":
-		u.privileged = true
-		return skipOptions(args, "ugpChDrtUT"), true
-	case "su":
-		u.privileged = true
-		for i, a := range args {
-			if (a.s == "-c" || a.s == "--command") && i+1 < len(args) {
-				u.code = append(u.code, args[i+1])
-			} else if v, ok := strings.CutPrefix(a.s, "--command="); ok {
-				u.code = append(u.code, field{s: v, lit: a.lit, word: a.word})
+		w.privileged = w.privileged || sp.privileged
+		starts := w.wrapper(u.name, sp, i+1)
+		if len(starts) == 0 {
+			u.name, u.dynamic, u.args, u.fields = "", false, nil, nil
+			return u
+		}
+		for _, s := range starts[1:] {
+			if !w.seen[s] {
+				w.seen[s] = true
+				w.queue = append(w.queue, pending{s, slices.Clone(u.via)})
 			}
 		}
-		return nil, false
-	case "env":
-		return u.envArgs(args)
-	case "nohup", "command", "builtin", "exec", "setsid", "unbuffer", "busybox", "stdbuf", "nice", "ionice":
-		return skipOptions(args, wrapperValueOptions[u.name]), true
-	case "timeout":
-		rest := skipOptions(args, "sk")
-		if len(rest) > 0 {
-			rest = rest[1:] // the duration
-		}
-		return rest, true
-	case "chroot":
-		rest := skipOptions(args, "")
-		if len(rest) > 0 {
-			rest = rest[1:] // the new root
-		}
-		return rest, true
-	case "xargs":
-		return xargsArgs(args), true
+		i = starts[0]
+		w.seen[i] = true
 	}
-	return nil, false
 }
 
-// envArgs skips env's options and assignments; env -S STRING runs STRING
-// as a command line.
-func (u *command) envArgs(rest []field) ([]field, bool) {
-	for len(rest) > 0 {
-		a := rest[0].s
+// wrapper reads the options of a wrapper whose arguments start at word
+// start, records the code it runs, and returns where the command it runs
+// may start, the likeliest reading first.
+func (w *unwrapper) wrapper(name string, sp *wrapSpec, start int) []int {
+	if sp.permute {
+		w.permutedCode(sp, start)
+	}
+	type state struct {
+		i, k int
+		done bool // after --
+	}
+	var starts []int
+	seen := map[state]bool{}
+	stack := []state{{start, sp.positional, false}}
+	for len(stack) > 0 {
+		st := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if st.i >= len(w.words) || seen[st] {
+			continue
+		}
+		seen[st] = true
+		if w.steps++; w.steps > maxSteps {
+			w.tooComplex = true
+			break
+		}
+		f := w.words[st.i]
 		switch {
-		case a == "-S" || a == "--split-string":
-			if len(rest) > 1 {
-				u.code = append(u.code, joinFields(rest[1:]))
+		case !st.done && f.lit && f.s == "--":
+			stack = append(stack, state{st.i + 1, st.k, true})
+		case !st.done && len(f.s) > 1 && f.s[0] == '-':
+			next := w.option(sp, st.i)
+			for j := len(next) - 1; j >= 0; j-- {
+				stack = append(stack, state{next[j], st.k, false})
 			}
-			return nil, false
-		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
-			rest = rest[min(2, len(rest)):]
-		case a == "--":
-			rest = rest[1:]
-		case strings.HasPrefix(a, "-") || rest[0].lit && isAssignment(a):
-			rest = rest[1:]
+		case sp.assigns && f.lit && isAssignment(f.s):
+			stack = append(stack, state{st.i + 1, st.k, st.done})
+		case st.k > 0:
+			stack = append(stack, state{st.i + 1, st.k - 1, st.done})
+		case !slices.Contains(starts, st.i):
+			starts = append(starts, st.i)
+		}
+	}
+	if name == "xargs" {
+		w.xargsReplace(start, starts)
+	}
+	switch {
+	case sp.noCommand:
+		return nil
+	case sp.joined:
+		for _, s := range starts {
+			w.joinedCode(name, s)
+		}
+		return nil
+	}
+	return starts
+}
+
+// option reads the option at word i and returns where the next word may
+// be: after it, or after the one or two values it may take.
+func (w *unwrapper) option(sp *wrapSpec, i int) []int {
+	f := w.words[i]
+	a := f.s
+	unknown := []int{i + 1, i + 2, i + 3}
+	if !f.lit {
+		return unknown // -$X: any option
+	}
+	if strings.HasPrefix(a, "--") {
+		_, val, attached := strings.Cut(a[2:], "=")
+		isCode, isValue, isFlag := longOpt(a, sp.longCode...), longOpt(a, sp.longValues...), longOpt(a, sp.longFlags...)
+		switch {
+		case isCode && attached:
+			w.addCode(sp, i, field{s: val, lit: f.lit, runtime: f.runtime, word: f.word})
+		case isCode:
+			w.addCode(sp, i+1, w.at(i+1))
+		}
+		switch {
+		case attached:
+			return []int{i + 1}
+		case isCode || isValue && !isFlag:
+			return []int{i + 2}
+		case isFlag && !isValue:
+			return []int{i + 1}
+		}
+		return unknown
+	}
+	for j := 1; j < len(a); j++ {
+		c, rest := a[j], a[j+1:]
+		switch {
+		case strings.IndexByte(sp.code, c) >= 0:
+			if rest != "" {
+				w.addCode(sp, i, field{s: rest, lit: f.lit, runtime: f.runtime, word: f.word})
+				return []int{i + 1}
+			}
+			w.addCode(sp, i+1, w.at(i+1))
+			return []int{i + 2}
+		case strings.IndexByte(sp.values, c) >= 0:
+			if rest != "" {
+				return []int{i + 1}
+			}
+			return []int{i + 2}
+		case strings.IndexByte(sp.optional, c) >= 0:
+			return []int{i + 1}
+		case strings.IndexByte(sp.flags, c) >= 0:
 		default:
-			return rest, true
+			return unknown
 		}
 	}
-	return rest, true
+	return []int{i + 1}
 }
 
-// xargsArgs skips xargs' options. With -I/-i the command it runs may
-// contain the replace string, filled from its input: a name that does is
-// only known at run time.
-// xargsValueOptions take the next word as their value (-i, -l and -e
-// only take one attached: -i{}).
-const xargsValueOptions = "ILnPsdEa"
+// at is word i, or an empty field past the end.
+func (w *unwrapper) at(i int) field {
+	if i < len(w.words) {
+		return w.words[i]
+	}
+	return field{lit: true}
+}
 
-func xargsArgs(args []field) []field {
+// addCode records the code a wrapper's option gives, once per word; env
+// -S runs its string with the words after it as one command line.
+func (w *unwrapper) addCode(sp *wrapSpec, i int, f field) {
+	if i >= len(w.words) || w.codeAt[i] {
+		return
+	}
+	w.codeAt[i] = true
+	if sp.joinsRest {
+		// env -S splits its string itself; \_ is a space to it.
+		f.s = strings.ReplaceAll(f.s, `\_`, " ")
+		if !w.spend(len(f.s) + w.restLen(i+1)) {
+			return
+		}
+		f = joinFields(append([]field{f}, w.words[i+1:]...))
+	} else if !w.spend(len(f.s)) {
+		return
+	}
+	w.code = append(w.code, f)
+}
+
+// spend counts n bytes of code towards maxWork, and reports whether they
+// fit: env -S -S -S ... would otherwise join the rest of a long line
+// once per option.
+func (w *unwrapper) spend(n int) bool {
+	w.codeBytes += n
+	if w.codeBytes > maxWork {
+		w.tooLong = true
+		return false
+	}
+	return true
+}
+
+// restLen is the length of words[i:] joined with spaces.
+func (w *unwrapper) restLen(i int) int {
+	if w.suffixLen == nil {
+		w.suffixLen = make([]int, len(w.words)+1)
+		for j := len(w.words) - 1; j >= 0; j-- {
+			w.suffixLen[j] = w.suffixLen[j+1] + len(w.words[j].s) + 1
+		}
+	}
+	return w.suffixLen[min(i, len(w.words))]
+}
+
+// permutedCode finds code options anywhere in a wrapper's arguments (su
+// root -c CODE, flock FILE -c CODE): these read options after operands.
+func (w *unwrapper) permutedCode(sp *wrapSpec, start int) {
+	// A scan that reaches a word an outer wrapper's scan has read goes
+	// on as that one did, to the same -- or the end.
+	for i := start; i < len(w.words) && !w.permuted[i]; i++ {
+		w.permuted[i] = true
+		a := w.words[i].s
+		if a == "--" {
+			return
+		}
+		if len(a) > 1 && a[0] == '-' && w.words[i].lit {
+			w.option(sp, i)
+		}
+	}
+}
+
+// joinedCode records what a wrapper that joins its command words into a
+// shell command line runs (watch CMD..., parallel CMD ::: ARGS, sg GROUP
+// CMD): parallel appends its inputs, so they are read as arguments.
+func (w *unwrapper) joinedCode(name string, start int) {
+	if w.codeAt[start] {
+		return
+	}
+	w.codeAt[start] = true
+	if !w.spend(w.restLen(start)) {
+		return
+	}
+	words := w.words[start:]
+	var inputs []field
+	if name == "parallel" || name == "sem" {
+		for j, f := range words {
+			if f.lit && strings.HasPrefix(f.s, ":::") {
+				words, inputs = words[:j], words[j:]
+				break
+			}
+		}
+	}
+	if len(words) == 0 {
+		return
+	}
+	code := joinFields(words)
+	// The inputs are quoted by parallel: they add arguments (parallel rm
+	// ::: -rf x), never shell syntax, so they do not make the line itself
+	// only known at run time.
+	for _, f := range inputs {
+		if !strings.HasPrefix(f.s, ":::") {
+			code.s += " " + f.s
+		}
+	}
+	w.code = append(w.code, code)
+}
+
+// xargsReplace: with -I/-i, a command name that contains the replace
+// string is filled from xargs' input, so it is only known at run time.
+func (w *unwrapper) xargsReplace(start int, starts []int) {
 	replace := ""
-	// Only xargs' own options, before the command it runs.
-	for i := 0; i < len(args) && strings.HasPrefix(args[i].s, "-") && args[i].s != "--"; i++ {
-		a := args[i].s
+	for i := start; i < len(w.words) && strings.HasPrefix(w.words[i].s, "-") && w.words[i].s != "--"; i++ {
+		a := w.words[i].s
 		switch {
-		case a == "-I" && i+1 < len(args):
-			replace = args[i+1].s
+		case a == "-I" && i+1 < len(w.words):
+			replace = w.words[i+1].s
 		case strings.HasPrefix(a, "-I"):
 			replace = a[2:]
 		case a == "-i" || a == "--replace":
@@ -213,15 +537,18 @@ func xargsArgs(args []field) []field {
 		case strings.HasPrefix(a, "--replace="):
 			replace = strings.TrimPrefix(a, "--replace=")
 		}
-		if len(a) == 2 && strings.Contains(xargsValueOptions, a[1:]) {
+		if len(a) == 2 && strings.Contains(wrappers["xargs"].values, a[1:]) {
 			i++ // the option's value
 		}
 	}
-	rest := skipOptions(args, xargsValueOptions)
-	if replace != "" && len(rest) > 0 && strings.Contains(rest[0].s, replace) {
-		rest = append([]field{{s: rest[0].s, word: rest[0].word}}, rest[1:]...)
+	if replace == "" {
+		return
 	}
-	return rest
+	for _, s := range starts {
+		if strings.Contains(w.words[s].s, replace) {
+			w.dynamicAt[s] = true
+		}
+	}
 }
 
 func texts(fs []field) []string {
@@ -238,6 +565,7 @@ func joinFields(fs []field) field {
 	j := field{s: strings.Join(texts(fs), " "), lit: true}
 	for _, f := range fs {
 		j.lit = j.lit && f.lit
+		j.runtime = j.runtime || f.runtime
 		j.joined = append(j.joined, f.words()...)
 	}
 	return j

@@ -18,6 +18,9 @@ type field struct {
 	// lit: every part of s is known before the command runs, and s has
 	// no unquoted glob (*, ?, [) that the shell would expand.
 	lit bool
+	// runtime: a part of s is only known at run time ($X, $(...)), as
+	// opposed to a glob, whose literal prefix is known.
+	runtime bool
 	// word is the word s came from (several fields share it when $IFS
 	// splits it); nil for fields joined into one (eval a b, env -S a b),
 	// which keep theirs in joined.
@@ -61,7 +64,7 @@ func (s *scan) wordFields(w *syntax.Word) []field {
 	var out []field
 	for bw, err := range expand.BracesSeq(nil, cp) {
 		if err != nil || len(out) == maxBraceFields {
-			return []field{{s: s.text(w), word: w}}
+			return []field{{s: s.text(w), runtime: true, word: w}}
 		}
 		for _, f := range s.split(bw) {
 			f.word = w
@@ -89,6 +92,7 @@ type wordBuilder struct {
 	out     []field
 	cur     strings.Builder
 	lit     bool
+	runtime bool
 	started bool // a (possibly empty) quoted part was seen: "" is a field
 }
 
@@ -108,7 +112,7 @@ func (s *scan) literalText(w *syntax.Word) field {
 	for _, p := range w.Parts {
 		b.part(p, true)
 	}
-	return field{s: b.cur.String(), lit: b.lit, word: w}
+	return field{s: b.cur.String(), lit: b.lit, runtime: b.runtime, word: w}
 }
 
 func (b *wordBuilder) write(s string) {
@@ -119,15 +123,15 @@ func (b *wordBuilder) write(s string) {
 // dynamic writes a part only known at run time, as it was written.
 func (b *wordBuilder) dynamic(n syntax.Node) {
 	b.write(b.s.text(n))
-	b.lit = false
+	b.lit, b.runtime = false, true
 }
 
 func (b *wordBuilder) flush() {
 	if b.started {
-		b.out = append(b.out, field{s: b.cur.String(), lit: b.lit, word: b.word})
+		b.out = append(b.out, field{s: b.cur.String(), lit: b.lit, runtime: b.runtime, word: b.word})
 	}
 	b.cur.Reset()
-	b.lit, b.started = true, false
+	b.lit, b.runtime, b.started = true, false, false
 }
 
 func (b *wordBuilder) part(p syntax.WordPart, quoted bool) {

@@ -34,13 +34,21 @@ const fdEnv = "HERMES_WASM_EXEC_ENV_FD"
 // of an environment; Linux caps a whole environment at 2 MiB by default).
 const maxHandover = 8 << 20
 
+// runtimeSettings stay in the initial environment although a script does
+// not get them: the Go runtime and the dynamic loader read them from there
+// when the image starts, before any os.Setenv could put them back. None is
+// a secret.
+var runtimeSettings = []string{
+	"GOMAXPROCS", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "GODEBUG", "LD_LIBRARY_PATH",
+}
+
 // Split divides environ (KEY=VALUE entries, as from os.Environ) into what
 // stays in the process's initial environment and what is hidden: exactly
 // the variables that [shared.ScrubEnv] with no passthrough would keep stay,
 // so the executor's /proc/<pid>/environ shows no more than a script's own
 // environment does.
 func Split(environ []string) (visible, hidden []string) {
-	visible, _ = shared.ScrubEnv(environ, shared.EnvOptions{Windows: goruntime.GOOS == "windows"})
+	visible, _ = shared.ScrubEnv(environ, shared.EnvOptions{Windows: goruntime.GOOS == "windows", Passthrough: runtimeSettings})
 	keep := make(map[string]int, len(visible))
 	for _, kv := range visible {
 		keep[kv]++
@@ -87,7 +95,10 @@ func HideSecrets() error {
 		return err
 	}
 	visible, _ := Split(os.Environ())
-	return reexec(data, visible)
+	if err := reexec(data, visible); err != nil {
+		return fmt.Errorf("%w: the hidden variables stay readable in /proc/%d/environ (is /proc mounted? or start the program with fewer secrets in its environment)", err, os.Getpid())
+	}
+	return nil
 }
 
 // restore reads the hidden entries back from the descriptor named by v.
@@ -95,7 +106,7 @@ func restore(v string) error {
 	os.Unsetenv(fdEnv)
 	var fd int
 	if _, err := fmt.Sscanf(v, "%d", &fd); err != nil || fd < 3 {
-		return fmt.Errorf("hardening: bad %s=%q", fdEnv, v)
+		return fmt.Errorf("hardening: %s=%q is not a descriptor number; it is internal to the re-executed program: unset it", fdEnv, v)
 	}
 	f := os.NewFile(uintptr(fd), "hidden-env")
 	if f == nil {

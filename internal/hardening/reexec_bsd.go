@@ -34,7 +34,7 @@ func reexec(data []byte, env []string) error {
 	unix.Close(w)
 	if err != nil {
 		unix.Close(r)
-		return fmt.Errorf("%w (the environment to hide is larger than a pipe holds)", err)
+		return fmt.Errorf("%w: the %d bytes of variables to hide are more than a pipe holds; start the program with fewer or shorter non-allow-listed variables", err, len(data))
 	}
 	if _, err := unix.FcntlInt(uintptr(r), unix.F_SETFD, 0); err != nil {
 		unix.Close(r)

@@ -46,6 +46,39 @@ func info(kp *unix.KinfoProc) procInfo {
 	}
 }
 
+// waitExited blocks until our child pid has exited, without reaping it
+// (kqueue NOTE_EXIT): the caller may rely on the pid staying taken until
+// the reap. A zombie cannot be watched (ESRCH): it has exited. The wait
+// wakes up every second to check, so that an exit it missed does not
+// block it for good.
+func waitExited(pid int) bool {
+	kq, err := unix.Kqueue()
+	if err != nil {
+		return false
+	}
+	defer unix.Close(kq)
+	var change unix.Kevent_t
+	unix.SetKevent(&change, pid, unix.EVFILT_PROC, unix.EV_ADD|unix.EV_ONESHOT)
+	change.Fflags = unix.NOTE_EXIT
+	if _, err := unix.Kevent(kq, []unix.Kevent_t{change}, nil, nil); err != nil {
+		return errors.Is(err, unix.ESRCH)
+	}
+	events := make([]unix.Kevent_t, 1)
+	tick := unix.NsecToTimespec(int64(time.Second))
+	for {
+		n, err := unix.Kevent(kq, nil, events, &tick)
+		if err == nil && n > 0 {
+			return true
+		}
+		if err != nil && err != unix.EINTR {
+			return false
+		}
+		if p, ok := lookup(pid); !ok || p.zombie {
+			return true
+		}
+	}
+}
+
 // open returns a handle by pid (checked against the start time before each
 // signal: there are no pidfds here).
 func open(pid int, start uint64) (handle, bool) {

@@ -58,18 +58,32 @@ func lookup(pid int) (procInfo, bool) {
 		return procInfo{}, false
 	}
 	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3 (state): ppid is 4, pgrp 5, starttime 22.
+	// f[0] is field 3 (state): ppid is 4, pgrp 5, session 6, starttime 22.
 	if len(f) < 20 {
 		return procInfo{}, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgid, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	sid, err3 := strconv.Atoi(string(f[3]))
+	start, err4 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procInfo{}, false
 	}
 	state := f[0][0]
-	return procInfo{pid: pid, ppid: ppid, pgid: pgid, start: start, zombie: state == 'Z' || state == 'X'}, true
+	return procInfo{pid: pid, ppid: ppid, pgid: pgid, sid: sid, start: start, zombie: state == 'Z' || state == 'X'}, true
+}
+
+// waitExited blocks until our child pid has exited, without reaping it
+// (WNOWAIT): the caller may rely on the pid staying taken until the reap.
+func waitExited(pid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil
+	}
 }
 
 // pidfdHandle signals through a pidfd, which names one process for good:
@@ -135,8 +149,12 @@ func waitAny(hs []handle, d time.Duration) {
 var (
 	// subreaper is set once EnableSubreaper made this process a child
 	// subreaper: only then are our unregistered children adopted orphans.
-	subreaper   atomic.Bool
-	sigchldOnce sync.Once
+	subreaper atomic.Bool
+	// sigchldMu guards sigchld and sigchldDone: the SIGCHLD subscription
+	// of the sweeper goroutine, and a channel closed when it has ended.
+	sigchldMu   sync.Mutex
+	sigchld     chan os.Signal
+	sigchldDone chan struct{}
 )
 
 // EnableSubreaper makes this process a child subreaper
@@ -173,18 +191,31 @@ func setSubreaper(on bool) error {
 		return fmt.Errorf("making this process a child subreaper: %w", err)
 	}
 	subreaper.Store(on)
-	if on {
-		sigchldOnce.Do(func() {
-			ch := make(chan os.Signal, 1)
-			signal.Notify(ch, syscall.SIGCHLD)
-			go func() {
-				for range ch {
-					sweep()
-				}
-			}()
-		})
+	sigchldMu.Lock()
+	defer sigchldMu.Unlock()
+	switch {
+	case on && sigchld == nil:
+		sigchld, sigchldDone = make(chan os.Signal, 1), make(chan struct{})
+		signal.Notify(sigchld, syscall.SIGCHLD)
+		go sweepOnSIGCHLD(sigchld, sigchldDone)
+	case !on && sigchld != nil:
+		// After signal.Stop nothing sends on the channel: closing it
+		// ends the goroutine, which is waited for (it may be sweeping).
+		signal.Stop(sigchld)
+		close(sigchld)
+		<-sigchldDone
+		sigchld, sigchldDone = nil, nil
 	}
 	return nil
+}
+
+// sweepOnSIGCHLD sweeps on every SIGCHLD until ch is closed, then closes
+// done.
+func sweepOnSIGCHLD(ch <-chan os.Signal, done chan<- struct{}) {
+	defer close(done)
+	for range ch {
+		sweep()
+	}
 }
 
 // sweep kills the adopted orphans and reaps the dead ones. It never waits

@@ -6,16 +6,21 @@
 // project-mode python child, the terminal tool's shell, the interpreter
 // probe):
 //
-//   - Start puts the command in a new process group (Unix; Pdeathsig
-//     SIGKILL on Linux, so a crashed host takes the child with it) or a new
-//     process group plus a job object that kills every process in it when
-//     it is closed (Windows).
+//   - Start puts the command in a new session, which makes it lead a new
+//     process group and have no controlling terminal (Unix; Pdeathsig
+//     SIGKILL on Linux, so a crashed host takes the child with it), or in
+//     a new process group plus a job object that kills every process in it
+//     when it is closed (Windows).
 //   - Stop sends SIGTERM to the group and to every descendant found by
 //     walking the process table (so children that moved to another group
 //     or session while their parent is alive are signalled too), waits up
 //     to the grace period for them to be gone, then sends SIGKILL to
 //     whatever is left, walking again until nothing is (forks racing the
-//     kill). On Windows the job is terminated at once.
+//     kill). The group is signalled by its id only until the command is
+//     reaped: after that the id may name another tree's group, so its
+//     members are signalled one by one, and only while one process known
+//     to be the tree's still holds the id. On Windows the job is
+//     terminated at once.
 //   - EnableSubreaper (Linux) makes this process the child subreaper of
 //     every tree: processes that detach (setsid, double fork, nohup ... &)
 //     are re-parented to it instead of init when their parent exits, and
@@ -70,6 +75,15 @@ type Tree struct {
 	// waited is set once Wait has reaped the command.
 	waited atomic.Bool
 
+	// groupMu orders signals to the command's process group against the
+	// reaping of the command. Once the command is reaped its pid, which
+	// is the group's id, may name a new, unrelated group (a later Start
+	// under serve): reaped is set, under groupMu, before the reap where
+	// the platform can tell that the command exited (Linux, macOS), else
+	// right after it, and no group signal is sent once it is set.
+	groupMu sync.Mutex
+	reaped  bool
+
 	mu       sync.Mutex
 	stopping bool
 	stopped  chan struct{} // closed when a Stop has ended the tree
@@ -81,8 +95,10 @@ type Tree struct {
 
 // Start starts cmd in a process tree of its own (see the package doc).
 // cmd must not be started yet; its SysProcAttr, if set, is kept and
-// extended. Call Wait (not cmd.Wait) to wait for the command, Stop or Kill
-// to end the tree, and Release once both are done.
+// extended, except that on Unix the command always gets a new session
+// (Setsid) with no controlling terminal, so Setpgid, Setctty and
+// Foreground are turned off. Call Wait (not cmd.Wait) to wait for the
+// command, Stop or Kill to end the tree, and Release once both are done.
 func Start(cmd *exec.Cmd) (*Tree, error) {
 	prepare(cmd)
 	startMu.RLock()
@@ -114,7 +130,9 @@ func (t *Tree) Pid() int { return t.pid }
 // Wait waits for the command to exit (as cmd.Wait, which must not be
 // called as well) and lets the registry forget its pid.
 func (t *Tree) Wait() error {
+	t.sys.beforeReap(t)
 	err := t.cmd.Wait()
+	t.markReaped()
 	t.waited.Store(true)
 	regMu.Lock()
 	if children[t.pid]--; children[t.pid] <= 0 {
@@ -158,6 +176,14 @@ func (t *Tree) Release() {
 		t.Kill()
 		t.sys.release()
 	})
+}
+
+// markReaped records that the command is reaped or about to be: its
+// process group may no longer be signalled by its id.
+func (t *Tree) markReaped() {
+	t.groupMu.Lock()
+	t.reaped = true
+	t.groupMu.Unlock()
 }
 
 // killRequested reports whether Kill asked to skip the rest of the grace.

@@ -160,10 +160,21 @@ func TestTreeStopKillsDetachedWithSubreaper(t *testing.T) {
 	requireNoZombies(t)
 }
 
+// needPython fails the test at once, saying what to install, when there
+// is no python3 on PATH (the scripts below need os.fork and os.setpgid).
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		require.FailNow(t, "this test needs python3 on PATH: install it (apt-get install python3, "+
+			"dnf install python3, brew install python)", "%v", err)
+	}
+}
+
 func TestTreeStopWithoutSubreaperKillsAttached(t *testing.T) {
 	// Without the subreaper, the walk of the process table still finds
 	// every process attached to the tree by parent links, whatever its
 	// group or session.
+	needPython(t)
 	dir := t.TempDir()
 	tree, wait := startSh(t, dir, `
 setsid sh -c 'sleep 300 & echo $! > p2c; echo $$ > p2; wait' &
@@ -181,6 +192,7 @@ wait
 func TestTreeOrphansSweptWhenRootExits(t *testing.T) {
 	// The root exits at once, leaving a setsid'd daemon and a nohup'd one
 	// behind; its SIGCHLD sweeps them, without any Stop.
+	needPython(t)
 	withSubreaper(t)
 	dir := t.TempDir()
 	_, wait := startSh(t, dir, `

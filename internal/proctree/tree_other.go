@@ -23,6 +23,8 @@ func (*sysTree) stop(t *Tree, _ time.Duration) {
 	}
 }
 
+func (*sysTree) beforeReap(*Tree) {}
+
 func (*sysTree) release() {}
 
 // EnableSubreaper returns errors.ErrUnsupported on this system.

@@ -12,26 +12,38 @@ import (
 // procInfo is one process as a snapshot of the process table sees it.
 type procInfo struct {
 	pid, ppid, pgid int
+	sid             int    // session id; 0 where the table does not say (macOS)
 	start           uint64 // start time, to tell a process from a later one with its pid
 	zombie          bool
 }
 
 // sysTree is what a Unix tree needs beyond its pid: the start time of the
-// command, to recognise it in a process table snapshot.
+// command, to recognise it in a process table snapshot, and the processes
+// of its group and session when it exited.
 type sysTree struct {
 	rootStart uint64
 	rootKnown bool
+	// atExit holds (pid → start time) the processes in the command's
+	// group or session when the command had exited but was not reaped
+	// yet, so that its pid could not be reused; guarded by Tree.groupMu.
+	atExit map[int]uint64
 }
 
-// prepare makes cmd lead a new process group (and, on Linux, die with the
-// thread that started it, see platformPrepare).
+// prepare makes cmd lead a new session, and so a new process group whose
+// id is its pid, with no controlling terminal (and, on Linux, die with the
+// thread that started it, see platformPrepare). Without a controlling
+// terminal a script cannot open /dev/tty, and so cannot push input into
+// the user's terminal with TIOCSTI (to answer a prompt of the executor's
+// itself, say). A session leader cannot setpgid, so Setpgid is turned off.
 func prepare(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pgid = 0
-	platformPrepare(cmd.SysProcAttr)
+	a := cmd.SysProcAttr
+	a.Setsid = true
+	a.Setpgid, a.Pgid = false, 0
+	a.Setctty, a.Foreground = false, false
+	platformPrepare(a)
 }
 
 // attach records the started command's start time. The command is our
@@ -42,6 +54,27 @@ func attach(cmd *exec.Cmd) (sysTree, error) {
 }
 
 func (s *sysTree) release() {}
+
+// beforeReap waits, where the platform can tell, for the command to exit
+// without reaping it, notes what is left in its group and session and
+// marks it reaped: its pid, and so its group id, stays taken until the
+// reap, so nothing signalled by group id before this can be another tree.
+func (s *sysTree) beforeReap(t *Tree) {
+	if !waitExited(t.pid) {
+		return // Wait marks it reaped after the reap
+	}
+	left := map[int]uint64{}
+	procs, _ := snapshot()
+	for _, p := range procs {
+		if p.pid != t.pid && (p.pgid == t.pid || p.sid == t.pid) {
+			left[p.pid] = p.start
+		}
+	}
+	t.groupMu.Lock()
+	s.atExit = left
+	t.reaped = true
+	t.groupMu.Unlock()
+}
 
 // stop ends t: SIGTERM, up to grace for the tree to be gone, SIGKILL.
 func (s *sysTree) stop(t *Tree, grace time.Duration) {
@@ -115,10 +148,16 @@ type tracker struct {
 }
 
 // signal sends sig to the group and to every member found by the last
-// refresh and not signalled yet.
+// refresh and not signalled yet. The group gets it by id only while the
+// command is not reaped (its pid then still names our group); afterwards
+// the members, found by the walk, are signalled one by one.
 func (tr *tracker) signal(sig syscall.Signal) {
 	if sig != syscall.SIGTERM || !tr.termSent {
-		syscall.Kill(-tr.t.pid, sig)
+		tr.t.groupMu.Lock()
+		if !tr.t.reaped {
+			syscall.Kill(-tr.t.pid, sig)
+		}
+		tr.t.groupMu.Unlock()
 	}
 	if sig == syscall.SIGTERM {
 		tr.termSent = true
@@ -139,9 +178,10 @@ func (tr *tracker) signal(sig syscall.Signal) {
 }
 
 // refresh walks the process table: members are the command itself (until
-// it is waited for), every process in its group and every descendant of
-// a member, by parent links. New members are tracked, vanished or dead
-// ones marked dead.
+// it is reaped), every process in its group (once the command is reaped:
+// only while the group is still proven ours, see groupOurs) and every
+// descendant of a member, by parent links. New members are tracked,
+// vanished or dead ones marked dead.
 func (tr *tracker) refresh() {
 	procs, ok := snapshot()
 	tr.walked = ok
@@ -168,11 +208,15 @@ func (tr *tracker) refresh() {
 		}
 	}
 	root := tr.t.pid
-	if p, ok := byPid[root]; ok && !tr.t.waited.Load() && tr.sys.rootKnown && p.start == tr.sys.rootStart {
+	tr.t.groupMu.Lock()
+	reaped, atExit := tr.t.reaped, tr.sys.atExit
+	tr.t.groupMu.Unlock()
+	if p, ok := byPid[root]; ok && !reaped && tr.sys.rootKnown && p.start == tr.sys.rootStart {
 		add(root)
 	}
+	group := !reaped || tr.groupOurs(procs, atExit)
 	for _, p := range procs {
-		if p.pgid == root {
+		if p.pgid == root && group {
 			add(p.pid)
 		} else if m := tr.members[p.pid]; m != nil && m.start == p.start {
 			add(p.pid)
@@ -196,6 +240,29 @@ func (tr *tracker) refresh() {
 	}
 }
 
+// groupOurs reports whether, after the command was reaped, the processes
+// whose group id is the command's pid are still the tree's. The kernel
+// does not reuse a pid while a process has it as its group or session id:
+// the group is ours as long as one process known to be ours (left when
+// the command exited, or tracked since) still holds it. Otherwise the
+// group may have emptied and the pid gone to a new, unrelated process
+// that leads a group of its own (under serve, another run's tree).
+func (tr *tracker) groupOurs(procs []procInfo, atExit map[int]uint64) bool {
+	root := tr.t.pid
+	for _, p := range procs {
+		if p.pgid != root && p.sid != root {
+			continue
+		}
+		if start, ok := atExit[p.pid]; ok && start == p.start {
+			return true
+		}
+		if m := tr.members[p.pid]; m != nil && m.start == p.start {
+			return true
+		}
+	}
+	return false
+}
+
 func (tr *tracker) markDead(m *member) {
 	if !m.dead {
 		m.dead = true
@@ -209,7 +276,8 @@ func (tr *tracker) markDead(m *member) {
 func (tr *tracker) gone() bool {
 	if !tr.walked {
 		// Group only: gone once the command was waited for and nothing
-		// answers in its group.
+		// answers in its group (signal 0 only probes; a group that took
+		// the pid over keeps the loop going until killWait at worst).
 		return tr.t.waited.Load() && errors.Is(syscall.Kill(-tr.t.pid, 0), syscall.ESRCH)
 	}
 	for _, m := range tr.members {

@@ -90,6 +90,10 @@ func (s *sysTree) stop(_ *Tree, _ time.Duration) {
 	}
 }
 
+// beforeReap has nothing to do: the job, not a process group id, names
+// the tree.
+func (*sysTree) beforeReap(*Tree) {}
+
 // release closes the job (killing anything still in it).
 func (s *sysTree) release() {
 	if s.job != 0 {

@@ -131,6 +131,7 @@ type Executor struct {
 	kernels   *kernels
 	cfg       config.Config
 	home      string
+	cacheDir  string // wasm compilation (and .pyc) cache, see CacheDir
 	environ   []string
 	getenv    func(string) string
 	log       eventLog
@@ -177,13 +178,15 @@ func New(opts Options) *Executor {
 		}
 		return vars[k]
 	}
+	cacheDir := CacheDir(home)
 	e := &Executor{
 		cfg:       cfg,
 		home:      home,
+		cacheDir:  cacheDir,
 		environ:   environ,
 		getenv:    getenv,
 		log:       eventLog{logger: opts.Logger, logf: opts.Logf},
-		strict:    runtime.NewStrict(runtime.Options{CacheDir: CacheDir(home), Progress: opts.Progress}),
+		strict:    runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: opts.Progress}),
 		transport: opts.RPCTransport,
 		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second),
 		approver:  opts.Approver,
@@ -451,6 +454,8 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 		// Read from the executor's own environment: a script cannot set it.
 		WriteSafeRoot:    e.getenv(hostfuncs.WriteSafeRootEnv),
 		ConfineToWorkdir: e.cfg.CodeExecution.ConfineToolsToWorkdir,
+		// The file tools never write the caches the executor runs code from.
+		WasmCacheDir: e.cacheDir,
 	})
 	if err != nil {
 		return nil, failed(mode, err), err

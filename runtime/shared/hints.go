@@ -42,9 +42,10 @@ func Hint(mode string, rep *ExitReport) string {
 	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == ModeStrict:
 		return "Strict mode's WASI interpreter has no threads: call tools one after another (each call is fast), or use project mode for threads."
 	case mode == ModeStrict && strings.Contains(msg, "No space left on device"):
-		// The strict engine's disk budget: the jail fails writes past it with
-		// ENOSPC (errno 51 in WASI, 28 on Linux; the text is the same).
-		return "The script used up its disk space: strict mode caps what a script stores in its dir at code_execution.disk_limit_mb (default 1024 MiB, kept across a session's calls). Delete files it no longer needs, write less, or raise the limit."
+		// The strict engine's disk budget: the jail fails writes, and new
+		// files and directories, past it with ENOSPC (errno 51 in WASI, 28 on
+		// Linux; the text is the same).
+		return "The script used up its disk space: strict mode caps what a script stores in its dir (file data, plus 4 KiB per file or directory) at code_execution.disk_limit_mb (default 1024 MiB, kept across a session's calls). Delete files or directories it no longer needs, write less, or raise the limit."
 	case rep.Type == "EOFError":
 		return "Scripts run without input: stdin is empty, so input() and sys.stdin.read() get nothing. Put the data in the script or read it from a file."
 	case rep.Type == "TypeError" || rep.Type == "AttributeError":
