@@ -215,8 +215,11 @@ type safetyPolicy struct {
 // readDir is a directory whose contents are never read.
 type readDir struct{ path, dirMsg, fileMsg string }
 
-// policy builds the safety policy for a call.
-func (t *Tools) policy() safetyPolicy {
+// policy builds the safety policy for a call on paths (absolute). Every
+// Hermes home is protected, and so is every profile under one of them that
+// a path lies in, whether or not it exists yet: a profile's cache and
+// config are loaded by the executor that runs with it.
+func (t *Tools) policy(paths ...string) safetyPolicy {
 	var p safetyPolicy
 	both := func(list []string, abs string) []string {
 		return append(list, abs, realOrSelf(abs))
@@ -247,7 +250,21 @@ func (t *Tools) policy() safetyPolicy {
 			p.sensitiveDirs = both(p.sensitiveDirs, d)
 		}
 	}
-	for _, hd := range hermesDirs(t.hermesHome, home) {
+	homes := hermesDirs(t.hermesHome, home)
+	for _, hd := range slices.Clone(homes) {
+		existing, _ := filepath.Glob(filepath.Join(hd, "profiles", "*"))
+		for _, prof := range existing {
+			if !slices.Contains(homes, prof) {
+				homes = append(homes, prof)
+			}
+		}
+		for _, path := range paths {
+			if prof := profileOf(path, hd); prof != "" && !slices.Contains(homes, prof) {
+				homes = append(homes, prof)
+			}
+		}
+	}
+	for _, hd := range homes {
 		in := func(rel string) string { return realOrSelf(filepath.Join(hd, filepath.FromSlash(rel))) }
 		for _, f := range hermesWriteFiles {
 			p.writeFiles = append(p.writeFiles, in(f))
@@ -273,16 +290,36 @@ func (t *Tools) policy() safetyPolicy {
 		wasm = os.Getenv(wasmCacheDirEnv)
 	}
 	if wasm != "" {
-		if abs, err := filepath.Abs(expandHome(wasm)); err == nil {
-			p.cacheDirs = both(p.cacheDirs, abs)
+		// Both readings of a "~": the executor takes the value as it is
+		// (a literal "~" dir under its working dir), a shell would expand it.
+		for _, w := range []string{wasm, expandHome(wasm)} {
+			if abs, err := filepath.Abs(w); err == nil {
+				p.cacheDirs = both(p.cacheDirs, abs)
+			}
 		}
 	}
 	return p
 }
 
-// stagingPrefixes name the private dirs runs create under the temp dir
-// (runtime/strict.go, native/engine.go).
-var stagingPrefixes = []string{"hermes-strict-", "hermes-project-"}
+// stagingPrefixes name the private dirs runs create under the temp dir:
+// strict staging and bytecode builds (runtime/strict.go, bytecode.go), the
+// project child's and kernel's dirs and the RPC socket dir (native/).
+var stagingPrefixes = []string{"hermes-strict-", "hermes-pyc-", "hermes-project-", "hermes-kernel-", "hrpc-"}
+
+// profileOf returns the profile home (<root>/profiles/<name>) that path
+// lies in under the Hermes home root, or "".
+func profileOf(path, root string) string {
+	profiles := filepath.Join(root, "profiles")
+	if !within(path, profiles) {
+		return ""
+	}
+	rel, err := filepath.Rel(profiles, path)
+	if err != nil || rel == "." {
+		return ""
+	}
+	name, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	return filepath.Join(profiles, name)
+}
 
 // stagingDirOf returns the run staging dir path lies in, or "".
 func stagingDirOf(path string, tempRoots []string) string {
@@ -474,7 +511,7 @@ func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
 	if asGiven {
 		shown = given
 	}
-	p := t.policy()
+	p := t.policy(real, abs)
 	if msg := p.writeBlock(verb, shown, given, real); msg != "" {
 		return msg
 	}
@@ -496,5 +533,5 @@ func (t *Tools) checkRead(given, abs string) string {
 	if msg := t.confined("Read", given, real); msg != "" {
 		return msg
 	}
-	return t.policy().readBlock(real, filepath.Base(abs))
+	return t.policy(real, abs).readBlock(real, filepath.Base(abs))
 }

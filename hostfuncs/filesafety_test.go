@@ -1,6 +1,7 @@
 package hostfuncs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -558,4 +559,45 @@ func TestWriteRefusesRunStagingDirs(t *testing.T) {
 	other := t.TempDir()
 	res := callJSON(t, tl, "write_file", map[string]any{"path": filepath.Join(other, "ok.txt"), "content": "fine\n"})
 	require.Nil(t, res["error"], res)
+}
+
+// TestWriteRefusesOtherProfiles: a red team wrote another profile's
+// compilation cache (~/.hermes/profiles/work/cache/wasm/...) and config
+// from a run of the default profile; the executor of that profile would
+// have run it. Every profile under a Hermes home is protected, existing
+// or not, and search_files does not read another profile's secrets.
+func TestWriteRefusesOtherProfiles(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, nil)
+	for _, rel := range []string{
+		"profiles/work/cache/wasm/wazero-v1/0a1b",
+		"profiles/work/config.yaml",
+		"profiles/new/.env",
+	} {
+		for _, root := range []string{e.hermes, filepath.Join(e.home, ".hermes")} {
+			target := filepath.Join(root, filepath.FromSlash(rel))
+			res := callJSON(t, tl, "write_file", map[string]any{"path": target, "content": "x"})
+			require.NotNil(t, res["error"], target)
+			require.Regexp(t, "denied|Refusing", res["error"], target)
+			require.NoFileExists(t, target)
+		}
+	}
+	writeTestFile(t, e.hermes, "profiles/work/.env", "API_KEY=sekrit\n")
+	res := callJSON(t, tl, "search_files", map[string]any{"pattern": "sekrit", "path": e.hermes})
+	require.NotContains(t, fmt.Sprint(res), "sekrit=")
+	require.NotContains(t, fmt.Sprint(res), "API_KEY")
+}
+
+// TestWriteRefusesLiteralTildeCacheDir: HERMES_WASM_CACHE_DIR="~/c" is a
+// literal "~" dir to the executor; both readings are protected.
+func TestWriteRefusesLiteralTildeCacheDir(t *testing.T) {
+	e := newSafetyEnv(t)
+	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = "~/wasmcache" })
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
+	for _, target := range []string{filepath.Join(cwd, "~", "wasmcache", "x"), filepath.Join(e.home, "wasmcache", "x")} {
+		res := callJSON(t, tl, "write_file", map[string]any{"path": target, "content": "x"})
+		require.Contains(t, res["error"], "is in the executor's cache", target)
+		require.NoFileExists(t, target)
+	}
 }

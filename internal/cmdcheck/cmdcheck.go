@@ -30,6 +30,7 @@
 package cmdcheck
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -70,6 +71,7 @@ const (
 	reasonTooComplex      = "too deeply nested to check automatically"
 	reasonKillParent      = "kills the process that runs the command, or the processes it started (kill $PPID, pkill -P): they would escape cleanup"
 	reasonTarRemove       = "deletes the files it archives (tar --remove-files)"
+	reasonZipMove         = "deletes the files it archives (zip -m)"
 	reasonSyncDelete      = "deletes files (rsync --delete, --remove-source-files)"
 	reasonGitCode         = "defines a git alias that runs shell code (git -c alias.x='!...')"
 
@@ -303,11 +305,16 @@ func (s *scan) rules(cmd *command) {
 	// ("$X" can be -rf, a=-rf; rm $a x), so a program that has rules
 	// about its arguments is not passed with one.
 	if argRules[fam] && fam != "git" { // gitRule knows where it matters
+		// Under xargs or parallel the input supplies more arguments.
+		fed := slices.Contains(cmd.via, "xargs") || slices.Contains(cmd.via, "parallel")
 		for _, f := range cmd.fields {
-			if runtimeArg(f) {
+			if fed || runtimeArg(f) {
 				s.add(reasonDynamicArgs(fam))
 				break
 			}
+		}
+		if fed && len(cmd.fields) == 0 {
+			s.add(reasonDynamicArgs(fam))
 		}
 	}
 	r(s, cmd)

@@ -209,8 +209,6 @@ var newHarmless = []string{
 	"alias ll='ls -la'",
 	"nice -n 10 make",
 	"find . -name '*.go' | xargs grep -I gr",
-	"ls | xargs -I{} mv {} /tmp/",
-	"ls | xargs -i mv {} /tmp/",
 	"   ",
 }
 

@@ -14,7 +14,7 @@ var allReasons = []string{
 	reasonResetHard, reasonGitClean, reasonSQLDrop, reasonSQLTruncate, reasonSQLDelete, reasonService,
 	reasonFirewall, reasonHistory, reasonCrontab, reasonEtc, reasonSSH, reasonTooComplex,
 	reasonDynamic, reasonEval, reasonStdinCode, reasonUnparseable, reasonTooLong,
-	reasonKillParent, reasonTarRemove, reasonSyncDelete, reasonGitCode,
+	reasonKillParent, reasonTarRemove, reasonSyncDelete, reasonGitCode, reasonZipMove,
 }
 
 // knownReason reports whether r is a reason Check may give: one of

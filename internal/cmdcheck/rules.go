@@ -24,13 +24,14 @@ func init() {
 	rules["tar"] = tarRule
 	rules["bsdtar"] = tarRule
 	rules["gtar"] = tarRule
+	rules["zip"] = zipRule
 	argRules = map[string]bool{}
 	for _, table := range []map[string]rule{fileRules, systemRules} {
 		for name := range table {
 			argRules[name] = true
 		}
 	}
-	for _, name := range []string{"git", "find", "tar", "bsdtar", "gtar"} {
+	for _, name := range []string{"git", "find", "tar", "bsdtar", "gtar", "zip"} {
 		argRules[name] = true
 	}
 }
@@ -209,6 +210,18 @@ func tarRule(s *scan, cmd *command) {
 		}
 	}
 	// Old-style and short options have no letter for either.
+}
+
+// zipRule: zip -m (--move) deletes the files it archives.
+func zipRule(s *scan, cmd *command) {
+	for _, a := range cmd.args {
+		if a == "--" {
+			break
+		}
+		if shortFlag(a, "m") || longOpt(a, "move") {
+			s.add(reasonZipMove)
+		}
+	}
 }
 
 // findRule: find -delete, and the command find -exec runs on each match.
