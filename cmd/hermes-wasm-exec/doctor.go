@@ -72,13 +72,16 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		out, _ := yaml.Marshal(map[string]any{
 			"code_execution": map[string]any{
-				"mode":                cfg.CodeExecution.Mode,
-				"timeout":             cfg.CodeExecution.Timeout,
-				"max_tool_calls":      cfg.CodeExecution.MaxToolCalls,
-				"kernel_idle_timeout": cfg.CodeExecution.KernelIdleTimeout,
-				"max_session_kernels": cfg.CodeExecution.MaxSessionKernels,
-				"memory_limit_mb":     cfg.CodeExecution.MemoryLimitMB,
-				"timezone":            cfg.CodeExecution.Timezone,
+				"mode":                     cfg.CodeExecution.Mode,
+				"timeout":                  cfg.CodeExecution.Timeout,
+				"max_tool_calls":           cfg.CodeExecution.MaxToolCalls,
+				"kernel_idle_timeout":      cfg.CodeExecution.KernelIdleTimeout,
+				"max_session_kernels":      cfg.CodeExecution.MaxSessionKernels,
+				"memory_limit_mb":          cfg.CodeExecution.MemoryLimitMB,
+				"disk_limit_mb":            cfg.CodeExecution.DiskLimitMB,
+				"warm_pool":                cfg.CodeExecution.WarmPool,
+				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
+				"timezone":                 cfg.CodeExecution.Timezone,
 			},
 			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough},
 			"web": map[string]any{
