@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -198,9 +199,9 @@ func within(p, base string) bool {
 
 // safetyPolicy is the file-safety view of one tool call: the protected
 // locations with their symlinks resolved (so a symlinked ~/.ssh protects its
-// target, and /etc is also /private/etc on macOS). It is built at call time,
-// so a change of HOME or HERMES_HOME is honoured, and then only compares
-// strings.
+// target, and /etc is also /private/etc on macOS). It is built once per
+// Tools and again when HOME or HERMES_HOME changes (see policyCache), and
+// then only compares strings.
 type safetyPolicy struct {
 	writeFiles, writeDirs         []string // "protected system/credential file"
 	sensitiveFiles, sensitiveDirs []string // "sensitive system path"
@@ -215,19 +216,68 @@ type safetyPolicy struct {
 // readDir is a directory whose contents are never read.
 type readDir struct{ path, dirMsg, fileMsg string }
 
-// policy builds the safety policy for a call on paths (absolute). Every
+// policy returns the safety policy for a call on paths (absolute). Every
 // Hermes home is protected, and so is every profile under one of them that
 // a path lies in, whether or not it exists yet: a profile's cache and
 // config are loaded by the executor that runs with it.
 func (t *Tools) policy(paths ...string) safetyPolicy {
-	var p safetyPolicy
-	both := func(list []string, abs string) []string {
-		return append(list, abs, realOrSelf(abs))
+	p, homes := t.basePolicy()
+	var extra []string
+	for _, hd := range homes {
+		for _, path := range paths {
+			if prof := profileOf(path, hd); prof != "" && !slices.Contains(homes, prof) && !slices.Contains(extra, prof) {
+				extra = append(extra, prof)
+			}
+		}
 	}
+	for _, hd := range extra {
+		p.addHome(hd) // p's lists are clipped: this appends to copies
+	}
+	return p
+}
+
+// policyCache holds a Tools' policy for the inputs it was built from.
+// Resolving the protected locations takes ~0.1 ms (a hundred lstat calls),
+// more than a whole read_file of a small file, so it is built once per
+// Tools (a run) and again only when HOME, HERMES_HOME, the temp dir or the
+// cache dir changes.
+type policyCache struct {
+	mu    sync.Mutex
+	key   string
+	p     safetyPolicy
+	homes []string
+}
+
+// basePolicy returns the policy of the Hermes homes and their existing
+// profiles, and the homes, built or taken from t's cache.
+func (t *Tools) basePolicy() (safetyPolicy, []string) {
 	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
+	if err != nil {
 		home = ""
-	} else {
+	}
+	wasm := t.wasmCacheDir
+	if wasm == "" {
+		wasm = os.Getenv(wasmCacheDirEnv)
+	}
+	key := strings.Join([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, "\x00")
+	c := &t.policyCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key != key || c.homes == nil {
+		c.p, c.homes = buildPolicy(home, t.hermesHome, wasm)
+		c.key = key
+	}
+	return c.p, c.homes
+}
+
+// buildPolicy resolves every protected location: under home (the user's
+// home, "" when unknown), in every Hermes home (hermesHome, see hermesDirs)
+// and each of its existing profiles, the system's, the temp dir's run dirs
+// and the wasm cache dir. Its lists are clipped, so that appending to a
+// copy never writes into them.
+func buildPolicy(home, hermesHome, wasm string) (safetyPolicy, []string) {
+	var p safetyPolicy
+	if home != "" {
 		home = filepath.Clean(home)
 		for _, f := range protectedHomeFiles {
 			p.writeFiles = both(p.writeFiles, filepath.Join(home, filepath.FromSlash(f)))
@@ -250,7 +300,7 @@ func (t *Tools) policy(paths ...string) safetyPolicy {
 			p.sensitiveDirs = both(p.sensitiveDirs, d)
 		}
 	}
-	homes := hermesDirs(t.hermesHome, home)
+	homes := hermesDirs(hermesHome, home)
 	for _, hd := range slices.Clone(homes) {
 		existing, _ := filepath.Glob(filepath.Join(hd, "profiles", "*"))
 		for _, prof := range existing {
@@ -258,36 +308,12 @@ func (t *Tools) policy(paths ...string) safetyPolicy {
 				homes = append(homes, prof)
 			}
 		}
-		for _, path := range paths {
-			if prof := profileOf(path, hd); prof != "" && !slices.Contains(homes, prof) {
-				homes = append(homes, prof)
-			}
-		}
 	}
 	for _, hd := range homes {
-		in := func(rel string) string { return realOrSelf(filepath.Join(hd, filepath.FromSlash(rel))) }
-		for _, f := range hermesWriteFiles {
-			p.writeFiles = append(p.writeFiles, in(f))
-		}
-		for _, d := range hermesWriteDirs {
-			p.writeDirs = append(p.writeDirs, in(d))
-		}
-		p.configFiles = append(p.configFiles, in("config.yaml"))
-		p.cacheDirs = append(p.cacheDirs, in("cache"))
-		p.hubDirs = append(p.hubDirs, in("skills/.hub"))
-		for _, f := range hermesReadFiles {
-			p.readFiles = append(p.readFiles, in(f))
-		}
-		for _, d := range hermesReadDirs {
-			p.readDirs = append(p.readDirs, readDir{in(d.rel), d.dirMsg, d.fileMsg})
-		}
+		p.addHome(hd)
 	}
 	if tmp, err := filepath.Abs(os.TempDir()); err == nil {
 		p.tempRoots = both(p.tempRoots, tmp)
-	}
-	wasm := t.wasmCacheDir
-	if wasm == "" {
-		wasm = os.Getenv(wasmCacheDirEnv)
 	}
 	if wasm != "" {
 		// Both readings of a "~": the executor takes the value as it is
@@ -298,7 +324,36 @@ func (t *Tools) policy(paths ...string) safetyPolicy {
 			}
 		}
 	}
-	return p
+	p.writeFiles, p.writeDirs = slices.Clip(p.writeFiles), slices.Clip(p.writeDirs)
+	p.sensitiveFiles, p.sensitiveDirs = slices.Clip(p.sensitiveFiles), slices.Clip(p.sensitiveDirs)
+	p.configFiles, p.cacheDirs, p.tempRoots = slices.Clip(p.configFiles), slices.Clip(p.cacheDirs), slices.Clip(p.tempRoots)
+	p.hubDirs, p.readFiles, p.readDirs = slices.Clip(p.hubDirs), slices.Clip(p.readFiles), slices.Clip(p.readDirs)
+	return p, homes
+}
+
+// both appends abs and, when it differs, what it resolves to.
+func both(list []string, abs string) []string {
+	return append(list, abs, realOrSelf(abs))
+}
+
+// addHome adds the protected locations of the Hermes home hd.
+func (p *safetyPolicy) addHome(hd string) {
+	in := func(rel string) string { return realOrSelf(filepath.Join(hd, filepath.FromSlash(rel))) }
+	for _, f := range hermesWriteFiles {
+		p.writeFiles = append(p.writeFiles, in(f))
+	}
+	for _, d := range hermesWriteDirs {
+		p.writeDirs = append(p.writeDirs, in(d))
+	}
+	p.configFiles = append(p.configFiles, in("config.yaml"))
+	p.cacheDirs = append(p.cacheDirs, in("cache"))
+	p.hubDirs = append(p.hubDirs, in("skills/.hub"))
+	for _, f := range hermesReadFiles {
+		p.readFiles = append(p.readFiles, in(f))
+	}
+	for _, d := range hermesReadDirs {
+		p.readDirs = append(p.readDirs, readDir{in(d.rel), d.dirMsg, d.fileMsg})
+	}
 }
 
 // stagingPrefixes name the private dirs runs create under the temp dir:

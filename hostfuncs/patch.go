@@ -427,10 +427,7 @@ func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 		return "", "", escape
 	}
 	abs = filepath.Join(t.workdir, native)
-	root := t.workdir
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
+	root := t.workdirReal
 	real, err := realPath(abs)
 	if err != nil {
 		return "", "", fmt.Sprintf("Cannot resolve %s: %v. Fix or remove the symlink loop (or unreadable symlink) on that path, "+

@@ -60,6 +60,7 @@ type Tools struct {
 	hermesHome    string
 	writeSafeRoot string
 	wasmCacheDir  string
+	policyCache   policyCache // the file-safety policy (filesafety.go)
 	confine       bool
 }
 

@@ -193,21 +193,7 @@ func probe(ctx context.Context, path string) (string, error) {
 	// In a tree of its own like every process the executor starts: the
 	// registry of its children must know it (proctree.EnableSubreaper),
 	// and whatever it starts ends with it.
-	tree, err := proctree.Start(cmd)
-	if err != nil {
-		return "", fmt.Errorf("does not run: %v", err)
-	}
-	defer tree.Release()
-	waited := make(chan error, 1)
-	go func() { waited <- tree.Wait() }()
-	select {
-	case err = <-waited:
-	case <-ctx.Done():
-		tree.Kill()
-		<-waited
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := proctree.Run(ctx, cmd); err != nil {
 		return "", fmt.Errorf("does not run: %v", err)
 	}
 	v := strings.TrimSpace(out.String())

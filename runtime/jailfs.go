@@ -144,6 +144,20 @@ func (j *jailFS) takeEntry(p string) (int64, experimentalsys.Errno) {
 	return n, 0
 }
 
+// charged runs create, which makes the entry p, with the entry's cost
+// taken from the budget first and given back if create fails.
+func (j *jailFS) charged(p string, create func() experimentalsys.Errno) experimentalsys.Errno {
+	entry, errno := j.takeEntry(p)
+	if errno != 0 {
+		return errno
+	}
+	if errno := create(); errno != 0 {
+		j.giveBack(entry)
+		return errno
+	}
+	return 0
+}
+
 // giveBack releases n bytes of the budget, if any.
 func (j *jailFS) giveBack(n int64) {
 	if j.budget != nil {
@@ -204,15 +218,9 @@ func (j *jailFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 	if errno := j.check(p, false); errno != 0 {
 		return errno
 	}
-	entry, errno := j.takeEntry(p)
-	if errno != 0 {
-		return errno
-	}
-	if errno := experimentalsys.UnwrapOSError(j.root.Mkdir(p, perm)); errno != 0 {
-		j.giveBack(entry)
-		return errno
-	}
-	return 0
+	return j.charged(p, func() experimentalsys.Errno {
+		return experimentalsys.UnwrapOSError(j.root.Mkdir(p, perm))
+	})
 }
 
 // Chmod implements experimentalsys.FS.
@@ -324,15 +332,9 @@ func (j *jailFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if errno := j.check(newPath, false); errno != 0 {
 		return errno
 	}
-	entry, errno := j.takeEntry(newPath)
-	if errno != 0 {
-		return errno
-	}
-	if errno := experimentalsys.UnwrapOSError(j.root.Link(oldPath, newPath)); errno != 0 {
-		j.giveBack(entry)
-		return errno
-	}
-	return 0
+	return j.charged(newPath, func() experimentalsys.Errno {
+		return experimentalsys.UnwrapOSError(j.root.Link(oldPath, newPath))
+	})
 }
 
 // Symlink implements experimentalsys.FS: the guest may not create

@@ -137,12 +137,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 				t := time.Now()
 				// Through proctree: with the subreaper on, a child started
 				// any other way would be taken for an adopted orphan.
-				tree, err := proctree.Start(cmd)
-				if err == nil {
-					err = tree.Wait()
-					tree.Release()
-				}
-				if err != nil {
+				if err := proctree.Run(context.Background(), cmd); err != nil {
 					return fail("run print(1)", fmt.Errorf("%v: %s", err, out.String()))
 				}
 				whole = append(whole, time.Since(t))

@@ -86,7 +86,7 @@ func HideSecrets() error {
 	if v, ok := os.LookupEnv(fdEnv); ok {
 		return restore(v)
 	}
-	_, hidden := Split(os.Environ())
+	visible, hidden := Split(os.Environ())
 	if len(hidden) == 0 || !reexecSupported {
 		return nil
 	}
@@ -94,7 +94,6 @@ func HideSecrets() error {
 	if err != nil {
 		return err
 	}
-	visible, _ := Split(os.Environ())
 	if err := reexec(data, visible); err != nil {
 		return fmt.Errorf("%w: the hidden variables stay readable in /proc/%d/environ (is /proc mounted? or start the program with fewer secrets in its environment)", err, os.Getpid())
 	}

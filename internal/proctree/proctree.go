@@ -29,6 +29,7 @@
 package proctree
 
 import (
+	"context"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,27 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	}
 	t.sys = sys
 	return t, nil
+}
+
+// Run starts cmd in a tree of its own, waits for it and ends the tree, as
+// cmd.Run would. When ctx is done first, the tree is killed and ctx's
+// error returned.
+func Run(ctx context.Context, cmd *exec.Cmd) error {
+	t, err := Start(cmd)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	waited := make(chan error, 1)
+	go func() { waited <- t.Wait() }()
+	select {
+	case err = <-waited:
+		return err
+	case <-ctx.Done():
+		t.Kill()
+		<-waited
+		return ctx.Err()
+	}
 }
 
 // Pid is the command's process id.

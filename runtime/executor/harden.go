@@ -1,7 +1,10 @@
 package executor
 
 import (
+	"errors"
+
 	"github.com/hermes-agent/hermes-wasm-exec/internal/hardening"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // Hardening selects the process-wide protections [HardenProcess] applies.
@@ -61,8 +64,10 @@ func HardenProcess(h Hardening) []error {
 			errs = append(errs, err)
 		}
 	}
+	// Where the system has no subreaper there is nothing to turn on: the
+	// job object or the process group is all there is.
 	if h.ReapOrphans {
-		if err := enableSubreaper(); err != nil {
+		if err := proctree.EnableSubreaper(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			errs = append(errs, err)
 		}
 	}
