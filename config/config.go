@@ -1,15 +1,33 @@
-// Package config reads, validates and defaults the executor's configuration, the
-// code_execution, terminal and web sections of $HERMES_HOME/config.yaml.
+// Package config reads, validates and defaults the executor's configuration from
+// $HERMES_HOME/config.yaml, which is Hermes Agent's own configuration file.
 //
-// The file is decoded into a YAML node tree and walked by hand, so every problem is reported
-// with the file, the line and the full key path (for example "code_execution.timeout"). Unknown
-// keys and wrong types are errors, never silently ignored; an unknown code_execution.mode is
-// the one exception: it falls back to "project" and is reported in [Config.Warnings].
+// That file is Hermes's whole configuration: besides what this executor uses (the
+// code_execution, terminal, web and approvals sections and the top-level timezone) it holds
+// model, toolsets, agent, display, memory, mcp_servers and much more, and Hermes adds keys as
+// it grows. A user's existing ~/.hermes/config.yaml must load unchanged, so:
 //
-// # Notes
+//   - A key this executor uses is validated strictly: a wrong type or an invalid value is an
+//     [*Error] naming the file, the line and the full key path (for example
+//     "code_execution.timeout"); the command-line front ends exit with status 2 on it.
+//   - Every other key is accepted and ignored. [Config.Ignored] lists them (the front ends log
+//     the list once at debug level, and `hermes-wasm-exec doctor --config` prints it), and
+//     [Config.Used] lists the keys that were read, with their effective values.
+//   - An unknown key that looks like a misspelling of a key used here (an edit distance of at
+//     most 2, or 1 for names of four letters or fewer; Hermes's own keys are never taken for
+//     typos) is a warning with a "did you mean", in [Config.Warnings], never an error.
+//   - Values keep Hermes's meaning: approvals.mode is manual | smart | off (smart asks a model
+//     in Hermes; there is no model here, so it behaves as manual), approvals.cron_mode is
+//     deny | approve, kernel_idle_timeout and max_session_kernels below 1 clamp to 1, a null or
+//     empty mode means the default, and an unknown mode falls back to the default with a
+//     warning.
 //
-// All problems are returned as [*Error], so a caller can tell a configuration problem apart
-// from other failures with errors.As (the command-line front end exits with status 2 on it).
+// The time zone exported to scripts and terminal commands as TZ is, in order of precedence:
+// the HERMES_TIMEZONE environment variable (applied by [Load], as Hermes does), then
+// code_execution.timezone, then the top-level timezone key. [Config.Timezone] holds the result.
+//
+// The file is decoded into a YAML node tree and walked by hand, so every problem carries its
+// line. All problems are returned as [*Error], so a caller can tell a configuration problem
+// apart from other failures with errors.As.
 package config
 
 import (
@@ -26,6 +44,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	// Time zones are validated with time.LoadLocation, which needs the IANA database: embedded
+	// here, so that a valid name is accepted on a host without one (Windows, slim containers).
+	_ "time/tzdata"
 
 	"gopkg.in/yaml.v3"
 )
@@ -54,6 +76,9 @@ const (
 	MinDiskLimitMB = 1
 	// MaxDiskLimitMB is the largest accepted code_execution.disk_limit_mb (64 GiB).
 	MaxDiskLimitMB = 65536
+	// MaxApprovalTimeout is the largest accepted approvals.timeout, in seconds: one year,
+	// Hermes's own cap.
+	MaxApprovalTimeout = 365 * 24 * 3600
 )
 
 // Web search providers accepted for web.search.provider.
@@ -79,6 +104,14 @@ const (
 // FileName is the name of the configuration file inside [HermesHome].
 const FileName = "config.yaml"
 
+// TimezoneEnv is the environment variable that, when set and not blank, overrides every
+// timezone key of the file (Hermes's precedence). [Load] applies it.
+const TimezoneEnv = "HERMES_TIMEZONE"
+
+// BackendLocal is the terminal.backend value of commands run on this host, the only backend
+// this executor has.
+const BackendLocal = "local"
+
 // Config is the executor's whole configuration.
 //
 // The zero value is not meaningful; start from [Default], [Load] or [Parse], which fill every
@@ -87,26 +120,62 @@ type Config struct {
 	// CodeExecution is the code_execution section. Every field has a default; see
 	// [CodeExecution].
 	CodeExecution CodeExecution
-	// Terminal is the terminal section. Its only setting used here is env_passthrough,
-	// which defaults to empty.
+	// Terminal is the terminal section: env_passthrough and backend are used.
 	Terminal Terminal
 	// Web is the web section: web_search's provider and web_extract's settings.
 	Web Web
 	// Approvals is the approvals section: how scripts and dangerous commands are approved.
 	Approvals Approvals
+	// Timezone is the IANA time zone exported as TZ to scripts and terminal commands, in both
+	// modes, or "" for none (the host's own zone then applies). It is the effective value:
+	// $HERMES_TIMEZONE when [Load] found it set, else code_execution.timezone, else the
+	// top-level timezone key. A Config built in code may set it directly; the executor falls
+	// back to CodeExecution.Timezone when it is empty.
+	Timezone string
+	// TimezoneSource says where Timezone came from: TimezoneEnv, "code_execution.timezone",
+	// "timezone", or "" when no zone is configured.
+	TimezoneSource string
 	// Source is the file the configuration was read from, or "" when it holds only the
 	// defaults because no file was found.
 	Source string
-	// Warnings lists non-fatal problems found while parsing, such as an unknown mode that
-	// fell back to "project". It is nil when there were none.
+	// Warnings lists non-fatal problems found while parsing, each a full sentence starting
+	// with the file and line: a likely misspelt key, an unknown mode that fell back to the
+	// default, a Hermes setting this executor cannot honour. It is nil when there were none.
+	// The front ends print them on stderr.
 	Warnings []string
+	// Used lists, in document order, the keys read from the file, with their effective values
+	// (after defaults, aliases and clamping). Nil when no file was read.
+	Used []Key
+	// Ignored lists, in document order, the keys of the file this executor does not use:
+	// Hermes's own sections and settings, and unknown keys. A section is listed once, not key
+	// by key. Nil when there were none.
+	Ignored []Key
+	// Notes lists adjustments worth a debug line, such as a value clamped to its minimum.
+	Notes []string
 }
+
+// Key is one key of the configuration file, as reported in [Config.Used] and
+// [Config.Ignored].
+type Key struct {
+	// Path is the full dotted key path, such as "code_execution.timeout".
+	Path string
+	// Line is the 1-based line of the key in the file.
+	Line int
+	// Value is, for a used key, its effective value as text; "" for an ignored key.
+	Value string
+	// Note says, when there is something to say, why a key is ignored or how its value was
+	// changed (an alias, a clamp, an override).
+	Note string
+}
+
+// String formats the key as "path (line n)".
+func (k Key) String() string { return fmt.Sprintf("%s (line %d)", k.Path, k.Line) }
 
 // CodeExecution is the code_execution section of the configuration file.
 type CodeExecution struct {
 	// Mode selects where scripts run: "project" (the default) or "strict". It is stored
-	// trimmed and lower-case. Any other value falls back to "project" with a warning.
-	// YAML key: mode.
+	// trimmed and lower-case. Null or empty means the default; any other value falls back to
+	// "project" with a warning. YAML key: mode.
 	Mode string
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
@@ -115,11 +184,12 @@ type CodeExecution struct {
 	// 0 or more, and 0 allows no tool calls at all. YAML key: max_tool_calls.
 	MaxToolCalls int
 	// KernelIdleTimeout is how long, in seconds, an idle session kernel is kept before it
-	// is reaped. Default 1800; it must be greater than 0. YAML key: kernel_idle_timeout.
+	// is reaped. Default 1800; a value below 1 is clamped to 1, as in Hermes.
+	// YAML key: kernel_idle_timeout.
 	KernelIdleTimeout int
 	// MaxSessionKernels is how many top-level kernels may be alive at once before the least
-	// recently used idle one is evicted. Default 4; it must be 1 or more.
-	// YAML key: max_session_kernels.
+	// recently used idle one is evicted. Default 4; a value below 1 is clamped to 1, as in
+	// Hermes. YAML key: max_session_kernels.
 	MaxSessionKernels int
 	// MemoryLimitMB caps the guest's linear memory in strict mode, in MiB. Default 512; it
 	// must be between 16 and 4096 (the wasm32 maximum). YAML key: memory_limit_mb.
@@ -134,8 +204,9 @@ type CodeExecution struct {
 	// session's first call does not pay interpreter start-up. Default 2; between 0 and 16.
 	// YAML key: warm_pool.
 	WarmPool int
-	// Timezone is an IANA time zone name (for example "Europe/Paris") exported to scripts as
-	// TZ. Default "", which sets no TZ. It is validated with time.LoadLocation.
+	// Timezone is the code_execution.timezone key as written: an IANA time zone name (for
+	// example "Europe/Paris"), validated with time.LoadLocation, or "". It takes precedence
+	// over the top-level timezone key; [Config.Timezone] is the effective zone.
 	// YAML key: timezone.
 	Timezone string
 	// ConfineToolsToWorkdir makes the file tools (read_file, write_file, patch and
@@ -144,7 +215,9 @@ type CodeExecution struct {
 	ConfineToolsToWorkdir bool
 }
 
-// Terminal is the terminal section of the configuration file.
+// Terminal is the terminal section of the configuration file. Of Hermes's many terminal keys
+// only env_passthrough and backend are read; the others (timeout, cwd, docker_*, ssh_*,
+// container_*, lifetime_seconds, ...) are ignored and listed in [Config.Ignored].
 type Terminal struct {
 	// EnvPassthrough lists exact environment variable names that are passed to scripts even
 	// though the environment scrubber would otherwise drop them (for example
@@ -152,24 +225,60 @@ type Terminal struct {
 	// duplicates are removed. Provider credentials managed by the host are never passed,
 	// whatever this list says. YAML key: env_passthrough.
 	EnvPassthrough []string
+	// Backend is Hermes's terminal.backend, trimmed and lower-case: "local" (the default) or
+	// a remote backend name such as "docker" or "ssh". This executor has no remote backends
+	// yet: it runs terminal() commands and project-mode scripts on this host whatever the
+	// value, and a non-local value is reported in [Config.Warnings] so that nobody believes
+	// commands run in a container. YAML key: backend.
+	Backend string
 }
 
 // Approval modes accepted for approvals.mode.
 const (
-	// ApprovalsAsk asks the client (serve) or the terminal (run) and blocks when nobody answers.
-	ApprovalsAsk = "ask"
-	// ApprovalsDeny blocks everything that needs approval.
-	ApprovalsDeny = "deny"
+	// ApprovalsManual asks a person (the serve or MCP client, or the terminal for run) and
+	// blocks what needs approval when nobody answers. The default.
+	ApprovalsManual = "manual"
+	// ApprovalsSmart is Hermes's mode in which a model approves low-risk commands. This
+	// executor has no model, so smart behaves exactly as manual.
+	ApprovalsSmart = "smart"
 	// ApprovalsOff approves everything without asking.
 	ApprovalsOff = "off"
+	// ApprovalsDeny blocks everything that needs approval, without asking. Not a Hermes mode.
+	ApprovalsDeny = "deny"
+	// ApprovalsAsk is the former name of manual. The value "ask" is still accepted in the
+	// file and stored as "manual".
+	ApprovalsAsk = ApprovalsManual
+)
+
+// ApprovalModes lists the approvals.mode values, in the order error messages show them.
+var ApprovalModes = []string{ApprovalsManual, ApprovalsSmart, ApprovalsOff, ApprovalsDeny}
+
+// Values of approvals.cron_mode: what a script of an automation session (a cron job, an
+// injected turn: the executor's "automation" kind) does, since nobody is there to approve it.
+const (
+	// CronModeAsk asks the connected client, as for a gateway session, and blocks when nobody
+	// answers. The default when cron_mode is not set (Hermes's default is deny).
+	CronModeAsk = "ask"
+	// CronModeDeny blocks the script at once, with Hermes's message.
+	CronModeDeny = "deny"
+	// CronModeApprove runs the script without asking; its terminal() commands are not asked
+	// about either.
+	CronModeApprove = "approve"
 )
 
 // Approvals is the approvals section of the configuration file (SPEC §8).
 type Approvals struct {
-	// Mode is "ask" (the default), "deny" or "off". YAML key: mode.
+	// Mode is "manual" (the default), "smart" (behaves as manual), "off" or "deny". YAML
+	// reads a bare off as the boolean false, which means "off"; "ask" is stored as "manual";
+	// null or empty means the default; any other value falls back to "manual" with a warning,
+	// as in Hermes. YAML key: mode.
 	Mode string
+	// CronMode is "ask" (the default), "deny" or "approve": see [CronModeAsk]. Hermes's
+	// spellings off, allow and yes mean approve. An unknown value, or a YAML boolean, means
+	// deny with a warning (Hermes reads both as deny). YAML key: cron_mode.
+	CronMode string
 	// Timeout is how long, in seconds, to wait for an answer before treating the request as
-	// denied. Default 120; between 1 and 3600. YAML key: timeout.
+	// denied. Default 120; between 1 and one year. YAML key: timeout.
 	Timeout int
 }
 
@@ -205,17 +314,18 @@ type WebExtract struct {
 	CharLimit int
 }
 
-// Error is a configuration problem: a file that cannot be read, invalid YAML, an unknown key,
-// a value of the wrong type or out of range.
+// Error is a configuration problem: a file that cannot be read, invalid YAML, a value of the
+// wrong type or out of range in a key this executor uses, or an invalid $HERMES_TIMEZONE.
 //
 // Callers detect it with errors.As; the command-line front end exits with status 2 on it.
 type Error struct {
-	// Path is the configuration file, or the source name given to [Parse].
+	// Path is the configuration file, or the source name given to [Parse]; "" for a problem
+	// with an environment variable.
 	Path string
 	// Line is the 1-based line of the offending key or value, or 0 when not known.
 	Line int
-	// Key is the full dotted key path (for example "code_execution.timeout"), or "" when
-	// the problem is not about one key.
+	// Key is the full dotted key path (for example "code_execution.timeout"), the name of the
+	// environment variable, or "" when the problem is not about one key.
 	Key string
 	// Msg describes the problem and, where possible, how to fix it.
 	Msg string
@@ -255,9 +365,9 @@ func Default() Config {
 			WarmPool:          2,
 			Timezone:          "",
 		},
-		Terminal:  Terminal{EnvPassthrough: nil},
+		Terminal:  Terminal{EnvPassthrough: nil, Backend: BackendLocal},
 		Web:       Web{Extract: WebExtract{CharLimit: 15000}},
-		Approvals: Approvals{Mode: ApprovalsAsk, Timeout: 120},
+		Approvals: Approvals{Mode: ApprovalsManual, CronMode: CronModeAsk, Timeout: 120},
 	}
 }
 
@@ -274,12 +384,23 @@ func HermesHome() string {
 	return filepath.Join(os.TempDir(), ".hermes")
 }
 
-// Load reads and validates a configuration file.
+// Load reads and validates a configuration file, then applies $HERMES_TIMEZONE.
 //
 // With path "", it reads config.yaml in [HermesHome] if that file exists, and otherwise
 // returns [Default] with an empty Source. An explicit path that does not exist is an error.
 // Every error is an [*Error].
 func Load(path string) (Config, error) {
+	cfg, err := loadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := applyEnv(&cfg, os.Getenv); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func loadFile(path string) (Config, error) {
 	explicit := path != ""
 	if !explicit {
 		path = filepath.Join(HermesHome(), FileName)
@@ -299,8 +420,28 @@ func Load(path string) (Config, error) {
 	return Parse(data, path)
 }
 
+// applyEnv applies the environment's settings (Hermes's $HERMES_TIMEZONE) over the file's.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	tz := strings.TrimSpace(getenv(TimezoneEnv))
+	if tz == "" {
+		return nil
+	}
+	if err := checkZone(tz); err != nil {
+		return &Error{Key: TimezoneEnv, Err: err, Msg: fmt.Sprintf(
+			"environment variable %s is %q, which is not an IANA time zone; set it to a name such as \"Europe/Paris\" or \"UTC\", or unset it to use the timezone of the config file", TimezoneEnv, tz)}
+	}
+	for i, k := range cfg.Used {
+		if k.Path == "timezone" || k.Path == "code_execution.timezone" {
+			cfg.Used[i].Note = joinNote(k.Note, "overridden by "+TimezoneEnv+"="+tz)
+		}
+	}
+	cfg.Timezone, cfg.TimezoneSource = tz, TimezoneEnv
+	return nil
+}
+
 // Parse validates configuration file contents. source names the data in error messages and
-// becomes [Config.Source]; it may be "".
+// becomes [Config.Source]; it may be "". Parse reads no environment variable: [Load] applies
+// $HERMES_TIMEZONE.
 //
 // An empty document, or one holding only comments, gives the defaults. Keys that are absent
 // keep their defaults. Every error is an [*Error].
@@ -335,7 +476,7 @@ func Parse(data []byte, source string) (Config, error) {
 	if err := p.root(root); err != nil {
 		return Config{}, err
 	}
-	if err := p.finishWeb(); err != nil {
+	if err := p.finish(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -345,8 +486,16 @@ func Parse(data []byte, source string) (Config, error) {
 type parser struct {
 	source string
 	cfg    *Config
-	lines  webLines
+	lines  struct{ provider int }
+	// topTimezone is the top-level timezone key's value.
+	topTimezone string
+	// merged counts the nodes that merge keys brought in, against maxMerged.
+	merged int
 }
+
+// maxMerged bounds what merge keys may expand to (twice the number of keys): aliases of
+// aliases could otherwise multiply a small file into billions of keys.
+const maxMerged = 20000
 
 // yamlLine finds the line number in a yaml.v3 syntax error message.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
@@ -373,70 +522,445 @@ func (p *parser) errorf(n *yaml.Node, key, format string, args ...any) *Error {
 	return &Error{Path: p.source, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
+// warnf records a warning about line.
+func (p *parser) warnf(line int, format string, args ...any) {
+	p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: line %d: ", sourceName(p.source), line)+fmt.Sprintf(format, args...))
+}
+
+// notef records a debug note about line.
+func (p *parser) notef(line int, format string, args ...any) {
+	p.cfg.Notes = append(p.cfg.Notes, fmt.Sprintf("%s: line %d: ", sourceName(p.source), line)+fmt.Sprintf(format, args...))
+}
+
 // field is one known key of a mapping and the function that applies its value.
 type field struct {
-	name  string
-	apply func(key string, v *yaml.Node) error
+	name string
+	// section marks a nested mapping rather than a setting: it is not listed in Used itself.
+	section bool
+	apply   func(key string, v *yaml.Node) error
+}
+
+func section(name string, apply func(string, *yaml.Node) error) field {
+	return field{name: name, section: true, apply: apply}
 }
 
 func (p *parser) root(n *yaml.Node) error {
 	return p.mapping(n, "", []field{
-		{"code_execution", p.codeExecution},
-		{"terminal", p.terminal},
-		{"web", p.web},
-		{"approvals", p.approvals},
+		section("code_execution", p.codeExecution),
+		section("terminal", p.terminal),
+		section("web", p.web),
+		section("approvals", p.approvals),
+		{name: "timezone", apply: p.zone(&p.topTimezone)},
+	})
+}
+
+func (p *parser) codeExecution(key string, n *yaml.Node) error {
+	ce := &p.cfg.CodeExecution
+	return p.mapping(n, key, []field{
+		{name: "mode", apply: p.mode},
+		{name: "timeout", apply: p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
+		{name: "max_tool_calls", apply: p.intField(&ce.MaxToolCalls, 0, -1, "")},
+		{name: "kernel_idle_timeout", apply: p.atLeastOne(&ce.KernelIdleTimeout, "seconds")},
+		{name: "max_session_kernels", apply: p.atLeastOne(&ce.MaxSessionKernels, "")},
+		{name: "memory_limit_mb", apply: p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
+		{name: "disk_limit_mb", apply: p.intField(&ce.DiskLimitMB, MinDiskLimitMB, MaxDiskLimitMB, "MiB")},
+		{name: "warm_pool", apply: p.intField(&ce.WarmPool, 0, 16, "")},
+		{name: "timezone", apply: p.zone(&ce.Timezone)},
+		{name: "confine_tools_to_workdir", apply: p.boolField(&ce.ConfineToolsToWorkdir)},
+	})
+}
+
+func (p *parser) terminal(key string, n *yaml.Node) error {
+	return p.mapping(n, key, []field{
+		{name: "env_passthrough", apply: p.envPassthrough},
+		{name: "backend", apply: p.backend},
 	})
 }
 
 func (p *parser) approvals(key string, n *yaml.Node) error {
 	a := &p.cfg.Approvals
 	return p.mapping(n, key, []field{
-		{"mode", func(key string, n *yaml.Node) error {
-			n = resolveAlias(n)
-			modes := []string{ApprovalsAsk, ApprovalsDeny, ApprovalsOff}
-			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" && !strings.EqualFold(n.Value, "true") {
-				a.Mode = ApprovalsOff // YAML reads a bare off/no/false as a boolean.
-				return nil
-			}
-			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-				return p.errorf(n, key, "%s must be one of %s, got %s", key, strings.Join(modes, ", "), describe(n))
-			}
-			v := strings.ToLower(strings.TrimSpace(n.Value))
-			if !slices.Contains(modes, v) {
-				msg := fmt.Sprintf("%s is %q; valid modes: %s", key, n.Value, strings.Join(modes, ", "))
-				if s := suggest(v, modes); s != "" {
-					msg += fmt.Sprintf("; did you mean %q?", s)
-				}
-				return p.errorf(n, key, "%s", msg)
-			}
-			a.Mode = v
-			return nil
-		}},
-		{"timeout", p.intField(&a.Timeout, 1, 3600, "seconds")},
+		{name: "mode", apply: p.approvalsMode},
+		{name: "cron_mode", apply: p.cronMode},
+		{name: "timeout", apply: p.intField(&a.Timeout, 1, MaxApprovalTimeout, "seconds")},
 	})
 }
 
 func (p *parser) web(key string, n *yaml.Node) error {
 	w := &p.cfg.Web
 	return p.mapping(n, key, []field{
-		{"search", func(key string, n *yaml.Node) error {
+		section("search", func(key string, n *yaml.Node) error {
 			return p.mapping(n, key, []field{
-				{"provider", p.provider},
-				{"url", p.webURL},
-				{"api_key_env", p.envName(&w.Search.APIKeyEnv)},
+				{name: "provider", apply: p.provider},
+				{name: "url", apply: p.webURL},
+				{name: "api_key_env", apply: p.envName(&w.Search.APIKeyEnv)},
 			})
-		}},
-		{"extract", func(key string, n *yaml.Node) error {
+		}),
+		section("extract", func(key string, n *yaml.Node) error {
 			return p.mapping(n, key, []field{
-				{"char_limit", p.intField(&w.Extract.CharLimit, MinExtractCharLimit, MaxExtractCharLimit, "characters")},
+				{name: "char_limit", apply: p.intField(&w.Extract.CharLimit, MinExtractCharLimit, MaxExtractCharLimit, "characters")},
 			})
-		}},
-		{"allow_private_networks", p.boolField(&w.AllowPrivateNetworks)},
+		}),
+		{name: "allow_private_networks", apply: p.boolField(&w.AllowPrivateNetworks)},
 	})
 }
 
-// webLines remembers where web settings were given, for errors about how they combine.
-type webLines struct{ provider int }
+// mapping checks that n is a mapping (or null, meaning an empty section) and applies each
+// known key in document order. A known key given twice is an error. Every other key is
+// ignored and recorded in Config.Ignored; one that looks like a misspelling of a known key
+// (and is not one of Hermes's own) is also a warning.
+func (p *parser) mapping(n *yaml.Node, path string, fields []field) error {
+	n = resolveAlias(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		what := "the top level"
+		if path != "" {
+			what = fmt.Sprintf("%q", path)
+		}
+		return p.errorf(n, path, "%s must be a mapping of keys to values, got %s", what, describe(n))
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	pairs, err := p.pairs(n, path)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, v := resolveAlias(pairs[i]), pairs[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return p.errorf(k, path, "%s has a key that is %s; keys must be plain names",
+				describePath(path), describe(k))
+		}
+		full := joinKey(path, k.Value)
+		idx := slices.Index(names, k.Value)
+		if idx < 0 {
+			p.ignore(full, k, v, path, names)
+			continue
+		}
+		if prev, dup := seen[k.Value]; dup {
+			return p.errorf(k, full, "duplicate key %q (first defined at line %d); keep only one", full, prev)
+		}
+		seen[k.Value] = k.Line
+		if err := fields[idx].apply(full, v); err != nil {
+			return err
+		}
+		if !fields[idx].section {
+			p.cfg.Used = append(p.cfg.Used, Key{Path: full, Line: k.Line})
+		}
+	}
+	return nil
+}
+
+// pairs is the key and value nodes of mapping n with YAML merge keys ("<<: *defaults")
+// resolved as Hermes's YAML loader does: the merged mappings' keys first, skipping those n
+// sets itself and, among several merged mappings, those an earlier one set.
+func (p *parser) pairs(n *yaml.Node, path string) ([]*yaml.Node, error) {
+	return p.mergePairs(n, path, 0)
+}
+
+func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node, error) {
+	var merged, own []*yaml.Node
+	explicit := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolveAlias(n.Content[i])
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		own = append(own, n.Content[i], n.Content[i+1])
+		if k.Kind == yaml.ScalarNode {
+			explicit[k.Value] = true
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolveAlias(n.Content[i])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
+			continue
+		}
+		v := resolveAlias(n.Content[i+1])
+		sources := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			sources = v.Content
+		}
+		for _, src := range sources {
+			src = resolveAlias(src)
+			if src.Kind != yaml.MappingNode || depth > 8 {
+				return nil, p.errorf(src, path, "%s has a merge key (<<) whose value is %s; merge a mapping or a list of mappings", describePath(path), describe(src))
+			}
+			sub, err := p.mergePairs(src, path, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if p.merged += len(sub); p.merged > maxMerged {
+				return nil, p.errorf(k, path, "%s: merge keys (<<) expand to more than %d keys; merge fewer mappings", describePath(path), maxMerged/2)
+			}
+			for j := 0; j+1 < len(sub); j += 2 {
+				sk := resolveAlias(sub[j])
+				if sk.Kind == yaml.ScalarNode {
+					if explicit[sk.Value] {
+						continue
+					}
+					explicit[sk.Value] = true
+				}
+				merged = append(merged, sub[j], sub[j+1])
+			}
+		}
+	}
+	return append(merged, own...), nil
+}
+
+// ignore records the unknown key k (at path full, in the mapping at parent whose known keys
+// are names) as ignored, and warns when it looks like a typo of a known key or is a Hermes
+// setting whose absence a user would notice.
+func (p *parser) ignore(full string, k, v *yaml.Node, parent string, names []string) {
+	note, hermes := hermesKeys[parent][k.Value]
+	if warn := hermesWarnings[full]; warn != nil {
+		if msg := warn(resolveAlias(v)); msg != "" {
+			p.warnf(k.Line, "%s", msg)
+		}
+	}
+	if !hermes {
+		if s := suggestKey(k.Value, names); s != "" {
+			p.warnf(k.Line, "unknown key %q is ignored; did you mean %q?", full, joinKey(parent, s))
+			note = fmt.Sprintf("unknown; did you mean %q?", joinKey(parent, s))
+		}
+	}
+	p.cfg.Ignored = append(p.cfg.Ignored, Key{Path: full, Line: k.Line, Note: note})
+}
+
+// finish resolves what depends on several keys and fills in Used's values.
+func (p *parser) finish() error {
+	cfg := p.cfg
+	s := &cfg.Web.Search
+	if s.Provider == ProviderSearXNG && s.URL == "" {
+		return &Error{Path: p.source, Line: p.lines.provider, Key: "web.search.url",
+			Msg: "web.search.url is required for the searxng provider: set it to your SearXNG server's base URL, such as \"http://127.0.0.1:8888\""}
+	}
+	if s.APIKeyEnv == "" {
+		s.APIKeyEnv = DefaultAPIKeyEnv[s.Provider]
+	}
+	switch ce := cfg.CodeExecution.Timezone; {
+	case ce != "":
+		cfg.Timezone, cfg.TimezoneSource = ce, "code_execution.timezone"
+		if p.topTimezone != "" && p.topTimezone != ce {
+			for i, k := range cfg.Used {
+				if k.Path == "timezone" {
+					cfg.Used[i].Note = joinNote(k.Note, "overridden by code_execution.timezone")
+					p.notef(k.Line, "timezone %q is overridden by code_execution.timezone %q", p.topTimezone, ce)
+				}
+			}
+		}
+	case p.topTimezone != "":
+		cfg.Timezone, cfg.TimezoneSource = p.topTimezone, "timezone"
+	}
+	for i := range cfg.Used {
+		cfg.Used[i].Value = cfg.valueOf(cfg.Used[i].Path)
+	}
+	return nil
+}
+
+// valueOf is the effective value of a used key, as text.
+func (c *Config) valueOf(path string) string {
+	ce, w := c.CodeExecution, c.Web
+	var v any
+	switch path {
+	case "timezone":
+		v = c.Timezone
+	case "code_execution.mode":
+		v = ce.Mode
+	case "code_execution.timeout":
+		v = ce.Timeout
+	case "code_execution.max_tool_calls":
+		v = ce.MaxToolCalls
+	case "code_execution.kernel_idle_timeout":
+		v = ce.KernelIdleTimeout
+	case "code_execution.max_session_kernels":
+		v = ce.MaxSessionKernels
+	case "code_execution.memory_limit_mb":
+		v = ce.MemoryLimitMB
+	case "code_execution.disk_limit_mb":
+		v = ce.DiskLimitMB
+	case "code_execution.warm_pool":
+		v = ce.WarmPool
+	case "code_execution.timezone":
+		v = ce.Timezone
+	case "code_execution.confine_tools_to_workdir":
+		v = ce.ConfineToolsToWorkdir
+	case "terminal.env_passthrough":
+		v = "[" + strings.Join(c.Terminal.EnvPassthrough, ", ") + "]"
+	case "terminal.backend":
+		v = c.Terminal.Backend
+	case "web.search.provider":
+		v = w.Search.Provider
+	case "web.search.url":
+		v = w.Search.URL
+	case "web.search.api_key_env":
+		v = w.Search.APIKeyEnv
+	case "web.extract.char_limit":
+		v = w.Extract.CharLimit
+	case "web.allow_private_networks":
+		v = w.AllowPrivateNetworks
+	case "approvals.mode":
+		v = c.Approvals.Mode
+	case "approvals.cron_mode":
+		v = c.Approvals.CronMode
+	case "approvals.timeout":
+		v = c.Approvals.Timeout
+	default:
+		return ""
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return `""`
+	}
+	return fmt.Sprint(v)
+}
+
+func (p *parser) mode(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	if isNull(n) {
+		p.cfg.CodeExecution.Mode = ModeProject
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be a string (%q or %q), got %s", key, ModeProject, ModeStrict, describe(n))
+	}
+	m := strings.ToLower(strings.TrimSpace(n.Value))
+	switch m {
+	case ModeProject, ModeStrict:
+		p.cfg.CodeExecution.Mode = m
+	case "":
+		p.cfg.CodeExecution.Mode = ModeProject
+	default:
+		p.cfg.CodeExecution.Mode = ModeProject
+		p.warnf(n.Line, "unknown %s %q; falling back to %q (valid modes: %s, %s)", key, n.Value, ModeProject, ModeProject, ModeStrict)
+	}
+	return nil
+}
+
+func (p *parser) approvalsMode(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	a := &p.cfg.Approvals
+	valid := "manual, smart, off (ask and deny are also accepted)"
+	if isNull(n) {
+		a.Mode = ApprovalsManual
+		return nil
+	}
+	if b, ok := yaml11Bool(n); ok {
+		// Hermes's YAML reads a bare off/no/false as a boolean: false means "off", true
+		// "manual".
+		a.Mode = ApprovalsOff
+		if b {
+			a.Mode = ApprovalsManual
+		}
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be one of %s, got %s", key, valid, describe(n))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
+	case "", ApprovalsManual, "ask":
+		a.Mode = ApprovalsManual
+	case ApprovalsSmart, ApprovalsOff, ApprovalsDeny:
+		a.Mode = v
+	default:
+		a.Mode = ApprovalsManual
+		msg := fmt.Sprintf("unknown %s %q; using %q, as Hermes does (valid modes: %s)", key, n.Value, ApprovalsManual, valid)
+		if s := suggest(v, append(slices.Clone(ApprovalModes), "ask")); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		p.warnf(n.Line, "%s", msg)
+	}
+	return nil
+}
+
+// cronApprove are Hermes's spellings of approve for approvals.cron_mode.
+var cronApprove = []string{CronModeApprove, "off", "allow", "yes"}
+
+func (p *parser) cronMode(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	a := &p.cfg.Approvals
+	if isNull(n) {
+		a.CronMode = CronModeAsk
+		return nil
+	}
+	if _, ok := yaml11Bool(n); ok {
+		a.CronMode = CronModeDeny
+		p.warnf(n.Line, "%s is %s, which YAML reads as a boolean and Hermes then takes as %q: scripts of automation sessions are blocked. Write %s: approve (quoted \"off\" works too) to run them without asking, or %s: deny to keep blocking them without this warning",
+			key, n.Value, CronModeDeny, key, key)
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be %q or %q, got %s", key, CronModeDeny, CronModeApprove, describe(n))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(n.Value)); {
+	case v == "" || v == CronModeAsk || v == ApprovalsManual:
+		a.CronMode = CronModeAsk
+	case v == CronModeDeny:
+		a.CronMode = CronModeDeny
+	case slices.Contains(cronApprove, v):
+		a.CronMode = CronModeApprove
+	default:
+		a.CronMode = CronModeDeny
+		msg := fmt.Sprintf("unknown %s %q; using %q, as Hermes does (valid: %s, %s; or %s to ask the client)", key, n.Value, CronModeDeny, CronModeDeny, CronModeApprove, CronModeAsk)
+		if s := suggest(v, []string{CronModeDeny, CronModeApprove, CronModeAsk}); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		p.warnf(n.Line, "%s", msg)
+	}
+	return nil
+}
+
+// yaml11Bool reports whether n is a boolean as Hermes's YAML 1.1 loader reads it, and which:
+// an unquoted true, false, yes, no, on or off in any of the cases PyYAML accepts (yaml.v3, a
+// YAML 1.2 parser, reads yes, no, on and off as strings).
+func yaml11Bool(n *yaml.Node) (value, ok bool) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return false, false
+	}
+	if t := n.ShortTag(); t != "!!bool" && t != "!!str" {
+		return false, false
+	}
+	v := n.Value
+	if v == "" {
+		return false, false
+	}
+	if v != strings.ToLower(v) && v != strings.ToUpper(v) && v != strings.ToUpper(v[:1])+strings.ToLower(v[1:]) {
+		return false, false
+	}
+	switch strings.ToLower(v) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}
+
+func (p *parser) backend(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	t := &p.cfg.Terminal
+	if isNull(n) {
+		t.Backend = BackendLocal
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be a string naming a terminal backend (local, docker, ssh, ...), got %s", key, describe(n))
+	}
+	v := strings.ToLower(strings.TrimSpace(n.Value))
+	if v == "" {
+		v = BackendLocal
+	}
+	t.Backend = v
+	if v != BackendLocal {
+		p.warnf(n.Line, "%s is %q, but hermes-wasm-exec has no remote terminal backends yet: terminal() commands, and scripts in project mode, run on this host, not in %s. Use code_execution.mode: strict to keep scripts in the wasm sandbox (their terminal() commands still run on this host), or set %s: local",
+			key, n.Value, v, key)
+	}
+	return nil
+}
 
 func (p *parser) provider(key string, n *yaml.Node) error {
 	n = resolveAlias(n)
@@ -504,11 +1028,8 @@ func (p *parser) envName(dst *string) func(string, *yaml.Node) error {
 func (p *parser) boolField(dst *bool) func(string, *yaml.Node) error {
 	return func(key string, n *yaml.Node) error {
 		n = resolveAlias(n)
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-			return p.errorf(n, key, "%s must be true or false, got %s", key, describe(n))
-		}
-		var v bool
-		if err := n.Decode(&v); err != nil {
+		v, ok := yaml11Bool(n)
+		if !ok {
 			return p.errorf(n, key, "%s must be true or false, got %s", key, describe(n))
 		}
 		*dst = v
@@ -516,110 +1037,27 @@ func (p *parser) boolField(dst *bool) func(string, *yaml.Node) error {
 	}
 }
 
-// finishWeb checks how the web settings combine and fills the key variable's default.
-func (p *parser) finishWeb() error {
-	s := &p.cfg.Web.Search
-	if s.Provider == ProviderSearXNG && s.URL == "" {
-		return &Error{Path: p.source, Line: p.lines.provider, Key: "web.search.url",
-			Msg: "web.search.url is required for the searxng provider: set it to your SearXNG server's base URL, such as \"http://127.0.0.1:8888\""}
+// intValue decodes an integer node; want names the expected type in errors and rng the
+// accepted range in overflow errors.
+func (p *parser) intValue(key string, n *yaml.Node, want, rng string) (int64, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && allDigits(n.Value) {
+			return 0, p.errorf(n, key, "%s is %s, which is out of range (%s)", key, n.Value, rng)
+		}
+		return 0, p.errorf(n, key, "%s must be %s, got %s", key, want, describe(n))
 	}
-	if s.APIKeyEnv == "" {
-		s.APIKeyEnv = DefaultAPIKeyEnv[s.Provider]
+	var v int64
+	if err := n.Decode(&v); err != nil {
+		return 0, p.errorf(n, key, "%s is %s, which is out of range (%s)", key, n.Value, rng)
 	}
-	return nil
+	return v, nil
 }
 
-func (p *parser) codeExecution(key string, n *yaml.Node) error {
-	ce := &p.cfg.CodeExecution
-	return p.mapping(n, key, []field{
-		{"mode", p.mode},
-		{"timeout", p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
-		{"max_tool_calls", p.intField(&ce.MaxToolCalls, 0, -1, "")},
-		{"kernel_idle_timeout", p.intField(&ce.KernelIdleTimeout, 1, -1, "seconds")},
-		{"max_session_kernels", p.intField(&ce.MaxSessionKernels, 1, -1, "")},
-		{"memory_limit_mb", p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
-		{"disk_limit_mb", p.intField(&ce.DiskLimitMB, MinDiskLimitMB, MaxDiskLimitMB, "MiB")},
-		{"warm_pool", p.intField(&ce.WarmPool, 0, 16, "")},
-		{"timezone", p.timezone},
-		{"confine_tools_to_workdir", p.boolField(&ce.ConfineToolsToWorkdir)},
-	})
-}
-
-func (p *parser) terminal(key string, n *yaml.Node) error {
-	return p.mapping(n, key, []field{
-		{"env_passthrough", p.envPassthrough},
-	})
-}
-
-// mapping checks that n is a mapping (or null, meaning an empty section), rejects unknown and
-// duplicate keys, and applies each known key in document order.
-func (p *parser) mapping(n *yaml.Node, path string, fields []field) error {
-	n = resolveAlias(n)
-	if isNull(n) {
-		return nil
+func intWant(unit string) string {
+	if unit != "" {
+		return "an integer (" + unit + ")"
 	}
-	if n.Kind != yaml.MappingNode {
-		what := "the top level"
-		if path != "" {
-			what = fmt.Sprintf("%q", path)
-		}
-		return p.errorf(n, path, "%s must be a mapping of keys to values, got %s", what, describe(n))
-	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	seen := make(map[string]int, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			return p.errorf(k, path, "%s has a key that is %s; keys must be plain names (valid keys: %s)",
-				describePath(path), describe(k), strings.Join(names, ", "))
-		}
-		full := joinKey(path, k.Value)
-		idx := -1
-		for j, name := range names {
-			if name == k.Value {
-				idx = j
-				break
-			}
-		}
-		if idx < 0 {
-			msg := fmt.Sprintf("unknown key %q (valid keys: %s)", full, strings.Join(names, ", "))
-			if s := suggest(k.Value, names); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			return p.errorf(k, full, "%s", msg)
-		}
-		if prev, dup := seen[k.Value]; dup {
-			return p.errorf(k, full, "duplicate key %q (first defined at line %d); keep only one", full, prev)
-		}
-		seen[k.Value] = k.Line
-		if err := fields[idx].apply(full, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *parser) mode(key string, n *yaml.Node) error {
-	n = resolveAlias(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return p.errorf(n, key, "%s must be a string (%q or %q), got %s", key, ModeProject, ModeStrict, describe(n))
-	}
-	m := strings.ToLower(strings.TrimSpace(n.Value))
-	switch m {
-	case ModeProject, ModeStrict:
-		p.cfg.CodeExecution.Mode = m
-	case "":
-		p.cfg.CodeExecution.Mode = ModeProject
-	default:
-		p.cfg.CodeExecution.Mode = ModeProject
-		p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf(
-			"%s: line %d: unknown %s %q; falling back to %q (valid modes: %s, %s)",
-			sourceName(p.source), n.Line, key, n.Value, ModeProject, ModeProject, ModeStrict))
-	}
-	return nil
+	return "an integer"
 }
 
 // intField returns an apply function that stores an integer in dst after checking it is in
@@ -627,19 +1065,9 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 func (p *parser) intField(dst *int, lo, hi int, unit string) func(string, *yaml.Node) error {
 	return func(key string, n *yaml.Node) error {
 		n = resolveAlias(n)
-		want := "an integer"
-		if unit != "" {
-			want = "an integer (" + unit + ")"
-		}
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && allDigits(n.Value) {
-				return p.errorf(n, key, "%s is %s, which is out of range (%s)", key, n.Value, rangeText(lo, hi))
-			}
-			return p.errorf(n, key, "%s must be %s, got %s", key, want, describe(n))
-		}
-		var v int64
-		if err := n.Decode(&v); err != nil {
-			return p.errorf(n, key, "%s is %s, which is out of range (%s)", key, n.Value, rangeText(lo, hi))
+		v, err := p.intValue(key, n, intWant(unit), rangeText(lo, hi))
+		if err != nil {
+			return err
 		}
 		if v < int64(lo) || (hi >= 0 && v > int64(hi)) {
 			return p.errorf(n, key, "%s is %d, which is out of range (%s)", key, v, rangeText(lo, hi))
@@ -649,25 +1077,65 @@ func (p *parser) intField(dst *int, lo, hi int, unit string) func(string, *yaml.
 	}
 }
 
-func (p *parser) timezone(key string, n *yaml.Node) error {
-	n = resolveAlias(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return p.errorf(n, key, "%s must be a string naming an IANA time zone (for example \"Europe/Paris\"), got %s", key, describe(n))
-	}
-	tz := strings.TrimSpace(n.Value)
-	if tz == "" {
-		p.cfg.CodeExecution.Timezone = ""
+// atLeastOne returns an apply function for a positive integer where, as in Hermes, a value
+// below 1 is clamped to 1 (a debug note, not an error).
+func (p *parser) atLeastOne(dst *int, unit string) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		v, err := p.intValue(key, n, intWant(unit), "must be a 64-bit integer")
+		if err != nil {
+			return err
+		}
+		if v < 1 {
+			p.notef(n.Line, "%s is %d; using 1 (values below 1 clamp to 1, as in Hermes)", key, v)
+			v = 1
+		}
+		if v > 1<<31-1 {
+			v = 1<<31 - 1
+		}
+		*dst = int(v)
 		return nil
 	}
+}
+
+// zone returns an apply function for a time zone key: an IANA name, or null or empty for
+// none.
+func (p *parser) zone(dst *string) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = ""
+			return nil
+		}
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return p.errorf(n, key, "%s must be a string naming an IANA time zone (for example \"Europe/Paris\"), got %s", key, describe(n))
+		}
+		tz := strings.TrimSpace(n.Value)
+		if tz == "" {
+			*dst = ""
+			return nil
+		}
+		if err := checkZone(tz); err != nil {
+			if errors.Is(err, errLocalZone) {
+				return p.errorf(n, key, "%s must name an IANA time zone such as \"Europe/Paris\" or \"UTC\", not \"Local\"", key)
+			}
+			return &Error{Path: p.source, Line: n.Line, Key: key, Err: err,
+				Msg: fmt.Sprintf("%s: unknown time zone %q; use an IANA name such as \"Europe/Paris\" or \"UTC\"", key, tz)}
+		}
+		*dst = tz
+		return nil
+	}
+}
+
+var errLocalZone = errors.New(`"Local" is not a zone name`)
+
+// checkZone reports whether tz names an IANA time zone.
+func checkZone(tz string) error {
 	if tz == "Local" {
-		return p.errorf(n, key, "%s must name an IANA time zone such as \"Europe/Paris\" or \"UTC\", not \"Local\"", key)
+		return errLocalZone
 	}
-	if _, err := time.LoadLocation(tz); err != nil {
-		return &Error{Path: p.source, Line: n.Line, Key: key, Err: err,
-			Msg: fmt.Sprintf("%s: unknown time zone %q; use an IANA name such as \"Europe/Paris\" or \"UTC\"", key, tz)}
-	}
-	p.cfg.CodeExecution.Timezone = tz
-	return nil
+	_, err := time.LoadLocation(tz)
+	return err
 }
 
 func (p *parser) envPassthrough(key string, n *yaml.Node) error {
@@ -770,6 +1238,13 @@ func joinKey(path, k string) string {
 	return path + "." + k
 }
 
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 func sourceName(s string) string {
 	if s == "" {
 		return "config"
@@ -809,27 +1284,49 @@ func suggest(k string, names []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, counted in bytes. Long inputs
-// are not compared (they cannot be within distance 2 of a short key name anyway).
+// suggestKey is suggest for key names: a name of four letters or fewer must be within edit
+// distance 1 (any short word is within 2 of "web" or "mode"), a longer one within 2.
+func suggestKey(k string, names []string) string {
+	best, bestD := "", 3
+	lk := strings.ToLower(k)
+	for _, n := range names {
+		limit := 2
+		if len(n) <= 4 {
+			limit = 1
+		}
+		if d := editDistance(lk, n); d <= limit && d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b, counted in bytes:
+// insertions, deletions, substitutions and transpositions of adjacent bytes each cost 1. Long
+// inputs are not compared (they cannot be within distance 2 of a short key name anyway).
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 1 << 30
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }

@@ -1,7 +1,8 @@
 // Package pyodideassets holds the Python interpreter that the executor runs
 // inside wazero: CPython 3.11 compiled for wasm32-wasi by this project's own
 // recipe (cpython/), from Debian's source packages with Debian's clang-19
-// toolchain at -O2, with zlib, bzip2 and SQLite linked in and a built-in
+// toolchain at -O2, with zlib, bzip2, liblzma, SQLite and musl's time zone
+// code linked in, the IANA time zone database in its standard library, and a built-in
 // module (_hermes_host) that calls the host's tool functions.
 //
 // The package has three parts:
@@ -37,24 +38,24 @@ import (
 )
 
 // Description says what the interpreter is, for `doctor`.
-const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources) for wasm32-wasi, clang-19 -O2, with zlib, bzip2 and SQLite 3.40.1"
+const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources) for wasm32-wasi, clang-19 -O2, with zlib, bzip2, liblzma 5.4.1, SQLite 3.40.1 and the IANA time zone database 2026b"
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "f26f4209c5d1119abe83ba6161c08ec99beaa0dd74339a6a27a0338166e14f95"
+const SHA256 = "4c9995071f0ffac2b0967de5b533484f6f89faa51535aa9419138f2beab8e113"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8298208
+const Size = 8442486
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
 const StdlibName = "python311.zip"
 
 // StdlibSHA256 is the hex sha256 of the standard library zip.
-const StdlibSHA256 = "a815f61184148dc8c1638ecacd104b5a0ad97d71f99530df8d893ae356b6f75f"
+const StdlibSHA256 = "f4378b53d28fca97b7253223eb772cf7790757d3dba573105281bc735d84e3c7"
 
 // StdlibSize is the size in bytes of the standard library zip.
-const StdlibSize = 4561207
+const StdlibSize = 5031720
 
 // FetchCommand is the command that builds (or takes from the cache) the
 // interpreter into dist; error messages tell the user to run it.

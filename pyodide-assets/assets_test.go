@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -417,7 +418,7 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 
 // TestStdlibZipReal: the pinned standard library is a zip of deflated
 // .pyc in name order with one fixed timestamp, without tests, IDLE,
-// tkinter or ensurepip.
+// tkinter or ensurepip, and the time zone database as the package tzdata.
 func TestStdlibZipReal(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("dist", StdlibName))
 	if err != nil || VerifyStdlib(b) != nil {
@@ -429,16 +430,40 @@ func TestStdlibZipReal(t *testing.T) {
 	for _, f := range zr.File {
 		names = append(names, f.Name)
 		require.Equal(t, zip.Deflate, f.Method, f.Name)
-		require.True(t, strings.HasSuffix(f.Name, ".pyc"), f.Name)
+		require.True(t, strings.HasSuffix(f.Name, ".pyc") || strings.HasPrefix(f.Name, "tzdata/"), f.Name)
 		require.Equal(t, time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC), f.Modified.UTC(), f.Name)
 		for _, skipped := range []string{"test/", "idlelib/", "tkinter/", "ensurepip/", "/tests/"} {
 			require.False(t, strings.HasPrefix(f.Name, skipped) || strings.Contains(f.Name, "/"+skipped), f.Name)
 		}
 	}
 	require.True(t, sort.StringsAreSorted(names))
-	for _, want := range []string{"json/__init__.pyc", "sqlite3/__init__.pyc", "asyncio/__init__.pyc", "_sysconfigdata__wasm32-wasi.pyc"} {
+	for _, want := range []string{"json/__init__.pyc", "sqlite3/__init__.pyc", "asyncio/__init__.pyc", "_sysconfigdata__wasm32-wasi.pyc", "lzma.pyc",
+		"tzdata/__init__.pyc", "tzdata/zones", "tzdata/zoneinfo/__init__.pyc", "tzdata/zoneinfo/America/__init__.pyc",
+		"tzdata/zoneinfo/America/Argentina/__init__.pyc", "tzdata/zoneinfo/America/Argentina/Buenos_Aires", "tzdata/zoneinfo/UTC", "tzdata/zoneinfo/tzdata.zi"} {
 		require.Contains(t, names, want)
 	}
+
+	// Every zone the list names is a TZif file, and every TZif file is listed.
+	zones, err := fs.ReadFile(zr, "tzdata/zones")
+	require.NoError(t, err)
+	listed := strings.Fields(string(zones))
+	require.Greater(t, len(listed), 500)
+	var tzif []string
+	for _, f := range zr.File {
+		zone, ok := strings.CutPrefix(f.Name, "tzdata/zoneinfo/")
+		if !ok {
+			continue
+		}
+		head := make([]byte, 4)
+		r, err := f.Open()
+		require.NoError(t, err)
+		_, _ = io.ReadFull(r, head)
+		r.Close()
+		if string(head) == "TZif" {
+			tzif = append(tzif, zone)
+		}
+	}
+	require.Equal(t, listed, tzif)
 }
 
 func TestRecipeHash(t *testing.T) {
@@ -459,14 +484,27 @@ func TestRecipeVar(t *testing.T) {
 	assert.NotContains(t, toolchain, "\n")
 
 	assert.True(t, strings.HasPrefix(recipeVar("SRC_PYTHON"), "python3.11="), recipeVar("SRC_PYTHON"))
-	for _, v := range []string{"SRC_ZLIB", "SRC_BZIP2", "SRC_SQLITE"} {
-		assert.Regexp(t, `^[a-z0-9.]+=[^ "]+$`, recipeVar(v), v)
-	}
-
 	dsc := strings.Fields(recipeVar("DSC_SHA256"))
-	require.Len(t, dsc, 4, "one entry per source package")
+	require.Len(t, dsc, len(sourceVars), "one entry per source package")
 	for _, e := range dsc {
 		assert.Regexp(t, `^[^=\s]+\.dsc=[0-9a-f]{64}$`, e)
+	}
+	for _, v := range sourceVars {
+		pin := recipeVar(v)
+		assert.Regexp(t, `^[a-z0-9.-]+=[^ "]+$`, pin, v)
+		// The .dsc of name=[epoch:]version is name_version.dsc.
+		name, version, _ := strings.Cut(pin, "=")
+		if _, after, ok := strings.Cut(version, ":"); ok {
+			version = after
+		}
+		assert.Condition(t, func() bool {
+			for _, e := range dsc {
+				if strings.HasPrefix(e, name+"_"+version+".dsc=") {
+					return true
+				}
+			}
+			return false
+		}, "%s (%s) has no DSC_SHA256 entry", v, pin)
 	}
 	assert.True(t, strings.HasPrefix(dsc[0], "python3.11_"), dsc[0])
 

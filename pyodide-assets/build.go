@@ -285,7 +285,10 @@ func ensureToolchain(ctx context.Context, opts BuildOptions, logf func(string, .
 			missing = append(missing, pkg)
 		}
 	}
-	sources := strings.Fields(recipeVar("SRC_PYTHON") + " " + recipeVar("SRC_ZLIB") + " " + recipeVar("SRC_BZIP2") + " " + recipeVar("SRC_SQLITE"))
+	var sources []string
+	for _, name := range sourceVars {
+		sources = append(sources, strings.Fields(recipeVar(name))...)
+	}
 	needSrc := !haveSources(ctx, sources)
 	if len(missing) == 0 && !needSrc {
 		return nil
@@ -332,6 +335,10 @@ func ensureToolchain(ctx context.Context, opts BuildOptions, logf func(string, .
 	}
 	return nil
 }
+
+// sourceVars are the variables of recipe.env that name the source packages
+// build.sh fetches.
+var sourceVars = []string{"SRC_PYTHON", "SRC_ZLIB", "SRC_BZIP2", "SRC_SQLITE", "SRC_XZ", "SRC_TZDATA", "SRC_WASI_LIBC"}
 
 // debSrcFile is where Build adds deb-src entries when apt has none.
 const debSrcFile = "/etc/apt/sources.list.d/hermes-wasm-exec-src.sources"

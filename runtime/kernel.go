@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +62,7 @@ func (s *Strict) StartKernel(ctx context.Context, spec shared.KernelSpec, overWo
 		d:       d,
 		cancel:  cancel,
 		staging: box.staging,
+		mem:     newInstanceMemory(c.limit),
 		turn:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
 	}
@@ -71,7 +71,11 @@ func (s *Strict) StartKernel(ctx context.Context, spec shared.KernelSpec, overWo
 	mc := box.moduleConfig(&k.stdout, &k.stderr).
 		WithArgs(box.args("-c", shared.KernelEntry)...)
 	go func() {
-		err := s.start(box.ctx, c, mc, k.runningCellStop)
+		err := s.startWith(box.ctx, c, mc, k.runningCellStop, k.mem)
+		// What the instance wrote last reaches the running cell's writers
+		// (or the start error) before anyone sees it gone.
+		k.stdout.flush()
+		k.stderr.flush()
 		k.end = outcome(err)
 		if errors.Is(err, errStopped) && s.isClosed() {
 			k.end = shared.Outcome{ExitCode: -1, Crash: "the interpreter was stopped: the strict engine was closed"}
@@ -118,10 +122,13 @@ type strictKernel struct {
 	d       *shared.Dispatcher
 	cancel  context.CancelFunc
 	staging string // removed once the instance is gone
+	// mem is the instance's memory: its grace zone is armed again before
+	// each cell (see memory.go).
+	mem *instanceMemory
 
 	// stdout and stderr are the instance's output: the running cell's
 	// writers, and discarded between cells.
-	stdout, stderr switchWriter
+	stdout, stderr guestOutput
 	// cellStop is closed when the running cell's context ends (nil between
 	// cells): the guest's sleep returns early on it.
 	cellStop atomic.Pointer[<-chan struct{}]
@@ -189,6 +196,7 @@ func (k *strictKernel) Run(ctx context.Context, job *shared.Job) (shared.Outcome
 	}
 	stop := ctx.Done()
 	k.cellStop.Store(&stop)
+	k.mem.rearm()
 	k.stdout.set(job.Stdout)
 	k.stderr.set(job.Stderr)
 	k.inCell.Store(true)
@@ -274,30 +282,6 @@ func (k *strictKernel) Close() error {
 	})
 	<-k.exited
 	return nil
-}
-
-// switchWriter is an instance's stdout or stderr: writes go to the current
-// writer, or nowhere.
-type switchWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *switchWriter) set(w io.Writer) {
-	s.mu.Lock()
-	s.w = w
-	s.mu.Unlock()
-}
-
-func (s *switchWriter) discard() { s.set(nil) }
-
-func (s *switchWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.w == nil {
-		return len(p), nil
-	}
-	return s.w.Write(p)
 }
 
 // boundedBuffer keeps the first max bytes written to it.

@@ -41,6 +41,8 @@ func TestStrictKernel(t *testing.T) {
 		{"Exit", testKernelExit},
 		{"MemoryCap", testKernelMemoryCap},
 		{"Timeout", testKernelTimeout},
+		{"OutputKeptOnStop", testKernelOutputKeptOnStop},
+		{"MemoryErrorTraceback", testKernelMemoryErrorTraceback},
 		{"InterruptSleep", testKernelInterruptSleep},
 		{"Tools", testKernelTools},
 		{"Close", testKernelClose},
@@ -222,8 +224,8 @@ func testKernelTimeout(t *testing.T, e *Strict) {
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, shared.StatusTimeout, res.Status)
-	require.Equal(t, "Script timed out after 1s and was killed.", res.Error)
-	require.Equal(t, "started\n⏰ Script timed out after 1s and was killed.", res.Output)
+	require.Equal(t, "Cell timed out after 1s; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", res.Error)
+	require.Equal(t, "started\n\n\n⏰ Cell timed out after 1s; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", res.Output)
 	requireGone(t, k)
 	_, err = cell(t, k, "print(1)\n", nil)
 	require.ErrorIs(t, err, shared.ErrKernelClosed)
@@ -247,7 +249,7 @@ func testKernelInterruptSleep(t *testing.T, e *Strict) {
 	t.Logf("interrupt during time.sleep(60) returned after %v", took)
 	require.Less(t, took, time.Second, "an interrupted sleep returns within a second")
 	require.Equal(t, shared.StatusInterrupted, res.Status)
-	require.Equal(t, "sleeping\n[execution interrupted — stop]", res.Output)
+	require.Equal(t, "sleeping\n\n[execution interrupted — stop]", res.Output)
 	requireGone(t, k)
 }
 

@@ -134,3 +134,141 @@ func BenchmarkStrictGrow(b *testing.B) {
 		}
 	}
 }
+
+// exhaustScripts fill the guest's memory in the ways scripts do: many
+// small objects (CPython's small-object allocator, which falls back to
+// malloc when it cannot get an arena), a growing dict, a list of ints,
+// large blocks, and one doubling string.
+var exhaustScripts = []struct{ name, code string }{
+	{"small objects", "l = []\nwhile True:\n    l.append(bytearray(200))\n"},
+	{"dict of str", "d = {}\ni = 0\nwhile True:\n    d[i] = str(i)\n    i += 1\n"},
+	{"list of ints", "l = []\ni = 0\nwhile True:\n    l.append(i)\n    i += 1\n"},
+	{"64 KiB blocks", "l = []\nwhile True:\n    l.append(bytearray(1 << 16))\n"},
+	{"1 MiB blocks", "l = []\nwhile True:\n    l.append(bytearray(1 << 20))\n"},
+	{"doubling string", "s = 'x'\nwhile True:\n    s += s\n"},
+}
+
+// requireMemoryErrorReport checks that res is the report of a MemoryError
+// raised in the script's file where (File "...", line N): the traceback is
+// in Error, the script's frames only, with no MemoryError raised while
+// reporting it.
+func requireMemoryErrorReport(t *testing.T, res shared.Result, where string) {
+	t.Helper()
+	require.Equal(t, shared.StatusError, res.Status, res.Output)
+	require.True(t, strings.HasPrefix(res.Error, "Traceback (most recent call last):\n"), res.Output)
+	require.Contains(t, res.Error, "\n  File "+where+", line ", res.Output)
+	require.True(t, strings.HasSuffix(res.Error, "\nMemoryError"), res.Output)
+	require.Contains(t, res.Output, res.Error)
+	require.NotContains(t, res.Output, "During handling", "a second MemoryError while reporting the first")
+	require.NotContains(t, res.Output, "_hermes_")
+}
+
+// TestStrictMemoryErrorTraceback: a script that uses up its memory cap gets
+// its MemoryError traceback in the result. Before the grace zone (see
+// memory.go), reporting it needed memory there was none of: the result
+// had "Script exited with code 1" and chained MemoryErrors, from the
+// runner's import of traceback or with no frames at all.
+func TestStrictMemoryErrorTraceback(t *testing.T) {
+	e := testEngine(t)
+	for _, tc := range exhaustScripts {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := shared.Execute(context.Background(), e, shared.Request{
+				Code: tc.code, Mode: shared.ModeStrict, Workdir: t.TempDir(),
+				Timeout: time.Minute, MemoryLimitMB: 48, Tools: echoTools,
+			})
+			require.NoError(t, err)
+			requireMemoryErrorReport(t, res, `"/script.py"`)
+		})
+	}
+}
+
+// testKernelMemoryErrorTraceback: the same in a kernel's cell, which keeps
+// the kernel and its state; once the cell's data is freed, running out
+// again is reported again (the grace zone is armed before each cell).
+func testKernelMemoryErrorTraceback(t *testing.T, e *Strict) {
+	for _, tc := range []int{0, 1} { // small objects, dict of str
+		s := exhaustScripts[tc]
+		k := startKernel(t, e, shared.KernelSpec{Env: kernelEnv, MemoryLimitMB: 48}, false)
+		okCell(t, k, "x = 'kept'\n")
+		n := 2 // the cell's number
+		for range 2 {
+			res, err := cell(t, k, s.code, nil)
+			require.NoError(t, err)
+			requireMemoryErrorReport(t, res, fmt.Sprintf(`"<cell %d>"`, n))
+			n += 2
+			require.True(t, k.Alive(), "an exception keeps the kernel")
+			require.Equal(t, "kept\n", okCell(t, k, "l = d = None\nprint(x)\n"))
+		}
+		require.NoError(t, k.Close())
+	}
+}
+
+// TestInstanceMemoryGrace drives the allocator's decisions the way
+// dlmalloc's requests come (see "Running out, and reporting it").
+func TestInstanceMemoryGrace(t *testing.T) {
+	const mib = 1 << 20
+	const capBytes = 16 * mib
+	grow := func(m *instanceMemory, delta uint64) bool { return m.allow(m.size + delta) }
+
+	t.Run("a large allocation runs out", func(t *testing.T) {
+		m := newInstanceMemory(capBytes)
+		require.Equal(t, uint64(capBytes+graceBytes), m.hard)
+		require.True(t, m.allow(capBytes-mib))
+		require.True(t, grow(m, mib), "up to the cap")
+		require.False(t, grow(m, 2*mib), "in place: past the cap")
+		require.False(t, m.grace, "dlmalloc retries")
+		require.False(t, grow(m, 3*mib), "the retry, as a new segment")
+		require.True(t, m.grace, "the allocation has failed: the zone opens")
+		require.True(t, grow(m, mib), "the report's memory")
+		require.True(t, m.allow(m.hard), "up to the hard limit")
+		require.False(t, grow(m, wasmPage), "never past it")
+		require.Equal(t, uint64(capBytes+graceBytes), m.size)
+	})
+
+	t.Run("small objects run out", func(t *testing.T) {
+		m := newInstanceMemory(capBytes)
+		require.True(t, m.allow(capBytes))
+		require.False(t, grow(m, 256<<10), "a new arena, in place")
+		require.False(t, grow(m, arenaRequest), "a new arena, as a segment")
+		require.False(t, m.grace, "the small-object allocator falls back to malloc")
+		require.False(t, grow(m, arenaRequest), "another arena, while the fallback still fits")
+		require.False(t, m.grace)
+		require.False(t, grow(m, 64<<10), "the fallback malloc needs a segment")
+		require.True(t, m.grace, "the object could not be allocated: the zone opens")
+		require.True(t, grow(m, arenaRequest), "a traceback object's arena")
+	})
+
+	t.Run("a request nothing could hold", func(t *testing.T) {
+		m := newInstanceMemory(capBytes)
+		require.True(t, m.allow(8*mib))
+		require.False(t, grow(m, 200*mib))
+		require.False(t, grow(m, 201*mib))
+		require.False(t, m.grace, "the guest is not short of memory: the zone stays closed")
+		require.True(t, grow(m, 4*mib), "still under the cap")
+		require.False(t, grow(m, 5*mib))
+		require.True(t, m.grace, "not in place any more: one failed request is the allocation's")
+	})
+
+	t.Run("a kernel rearms before each cell", func(t *testing.T) {
+		m := newInstanceMemory(capBytes)
+		require.True(t, m.allow(capBytes))
+		require.False(t, grow(m, mib))
+		require.False(t, grow(m, mib))
+		require.True(t, grow(m, mib), "the zone is open")
+		m.rearm()
+		require.False(t, m.grace)
+		require.Equal(t, uint64(capBytes+mib), m.soft, "the soft cap is the memory it has")
+		require.False(t, grow(m, 2*mib), "runs out again: one request")
+		require.True(t, m.grace)
+		require.True(t, m.allow(m.hard))
+		m.rearm()
+		require.False(t, grow(m, wasmPage))
+		require.False(t, m.allow(m.hard+wasmPage), "the zone is used up")
+	})
+
+	t.Run("no cap", func(t *testing.T) {
+		m := newInstanceMemory(0)
+		require.Equal(t, uint64(maxMemory), m.hard)
+		require.True(t, m.allow(maxMemory))
+	})
+}

@@ -1,16 +1,95 @@
 package runtime
 
 import (
+	"archive/zip"
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 )
 
 // stdlibMount is the guest dir holding the standard library zip: the
 // interpreter was configured with prefix /usr/local, so
 // /usr/local/lib/python311.zip is on its default sys.path.
 const stdlibMount = "/usr/local/lib"
+
+// zoneinfoMount is the guest dir holding the time zone files, where a
+// Linux system has them: the interpreter's C library reads TZ's zone there
+// (musl's time zone code, which the recipe links back into wasi-libc: see
+// pyodide-assets/cpython/wasi-libc-tz.patch), and it is the first
+// directory of zoneinfo's TZPATH.
+const zoneinfoMount = "/usr/share/zoneinfo"
+
+// zoneinfoDir is where the standard library zip holds the time zone files:
+// the package tzdata (the PyPI package's layout), which zoneinfo also
+// falls back to.
+const zoneinfoDir = "tzdata/zoneinfo"
+
+// maxZoneFile bounds what one zone file read holds in memory (the largest
+// zone file is under 4 KiB; tzdata.zi, the source, about 110 KiB).
+const maxZoneFile = 1 << 20
+
+// stdlibFS is the standard library: the zip, as a file system of that one
+// file (mounted at stdlibMount), and the time zone files inside it (mounted
+// at zoneinfoMount). Both are read-only.
+type stdlibFS struct {
+	oneFileFS
+	zones fs.FS
+}
+
+// newStdlibFS returns the standard library fs for the zip named name.
+func newStdlibFS(name string, data []byte) (stdlibFS, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return stdlibFS{}, fmt.Errorf("reading the standard library zip %s: %w", name, err)
+	}
+	sub, err := fs.Sub(zr, zoneinfoDir)
+	if err != nil {
+		return stdlibFS{}, fmt.Errorf("reading the standard library zip %s: %w", name, err)
+	}
+	if _, err := fs.Stat(sub, "UTC"); err != nil {
+		return stdlibFS{}, fmt.Errorf("the standard library zip %s has no time zone data (%s/UTC): %w; re-run `make assets`", name, zoneinfoDir, err)
+	}
+	return stdlibFS{oneFileFS: oneFileFS{name: name, data: data}, zones: zoneFS{sub}}, nil
+}
+
+// mount adds the standard library's mounts to fsc.
+func (s stdlibFS) mount(fsc wazero.FSConfig) wazero.FSConfig {
+	return fsc.WithFSMount(s.oneFileFS, stdlibMount).WithFSMount(s.zones, zoneinfoMount)
+}
+
+// zoneFS is the zip's time zone directory. A file is decompressed whole
+// when it is opened, so the guest can seek in it (zoneinfo does; a zip
+// entry's reader cannot seek).
+type zoneFS struct{ sub fs.FS }
+
+func (z zoneFS) Open(name string) (fs.File, error) {
+	f, err := z.sub.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil || info.IsDir() {
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxZoneFile+1))
+	if err == nil && len(b) > maxZoneFile {
+		err = fmt.Errorf("larger than %d bytes", maxZoneFile)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	fi := fileInfo{name: info.Name(), size: int64(len(b)), mode: 0o444}
+	return &oneFile{info: fi, Reader: bytes.NewReader(b)}, nil
+}
 
 // oneFileFS is a read-only fs.FS holding one file in its root. wazero
 // mounts an fs.FS read-only, so the guest can read the standard library

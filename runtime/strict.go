@@ -84,8 +84,10 @@ type compiled struct {
 	once   sync.Once
 	rt     wazero.Runtime
 	mod    wazero.CompiledModule
-	stdlib oneFileFS // the standard library zip, mounted read-only
+	stdlib stdlibFS // the standard library zip and its zone files, mounted read-only
 	err    error
+
+	limit uint64 // the memory cap in bytes (its instances' allocators enforce it)
 
 	pycKey  string // names the bytecode of the staged sources
 	pycOnce sync.Once
@@ -180,7 +182,9 @@ func (s *Strict) compile(ctx context.Context, memPages uint32, c *compiled) erro
 	if err != nil {
 		return err
 	}
-	c.stdlib = oneFileFS{name: pyodideassets.StdlibName, data: stdlib}
+	if c.stdlib, err = newStdlibFS(pyodideassets.StdlibName, stdlib); err != nil {
+		return err
+	}
 	wasmSum := s.opts.interpreterSHA256
 	if wasmSum == "" {
 		sum := sha256.Sum256(wasm)
@@ -190,7 +194,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32, c *compiled) erro
 	// start).
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false).
-		WithMemoryLimitPages(memPages)
+		WithMemoryLimitPages(runtimeMemoryPages) // the allocator enforces the cap: see memory.go
 	marker := ""
 	if s.opts.CacheDir != "" {
 		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
@@ -235,6 +239,7 @@ func (s *Strict) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
 	c.rt, c.mod, c.pycKey = rt, mod, bytecodeKey(wasmSum)
+	c.limit = uint64(memPages) * wasmPage
 	return nil
 }
 
@@ -283,9 +288,17 @@ func (s *Strict) run(ctx context.Context, job *shared.Job, root string) (shared.
 		return shared.Outcome{}, err
 	}
 	defer box.close()
-	mc := box.moduleConfig(job.Stdout, job.Stderr).
+	var stdout, stderr guestOutput
+	stdout.set(job.Stdout)
+	stderr.set(job.Stderr)
+	mc := box.moduleConfig(&stdout, &stderr).
 		WithArgs(box.args("-c", shared.RunnerEntry, box.lib+shared.ScriptName)...)
-	return outcome(s.start(box.ctx, c, mc, nil)), nil
+	err = s.start(box.ctx, c, mc, nil)
+	// However the instance ended (its own exit, a timeout, an interrupt, a
+	// trap), what it wrote is handed over before Run returns.
+	stdout.discard()
+	stderr.discard()
+	return outcome(err), nil
 }
 
 // errStopped reports that an instance was stopped: its context ended, or
@@ -304,6 +317,13 @@ var errStopped = errors.New("the interpreter was stopped")
 // the interpreter 2.5-4x slower.) cellStop, when not nil, gives a kernel's
 // running cell's stop channel: a sleep in that cell is stopped by it too.
 func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}) error {
+	return s.startWith(ctx, c, mc, cellStop, nil)
+}
+
+// startWith is start with the instance's memory allocator: mem (nil: a
+// fresh one for c's cap). A kernel passes its own, to arm the grace zone
+// before each cell.
+func (s *Strict) startWith(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}, mem *instanceMemory) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -334,10 +354,14 @@ func (s *Strict) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig,
 				panic(errStopped)
 			}
 		})
-	// The linear memory is a range reserved for the whole cap (see
-	// memory.go); it is released once the instance has stopped, on every
-	// path out of here (deferred before mod.Close, so it runs after it).
-	ctx, mem := withInstanceMemory(ctx)
+	// The linear memory is a range reserved for the whole cap and its grace
+	// zone (see memory.go); it is released once the instance has stopped,
+	// on every path out of here (deferred before mod.Close, so it runs
+	// after it).
+	if mem == nil {
+		mem = newInstanceMemory(c.limit)
+	}
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	defer mem.done()
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
@@ -385,9 +409,13 @@ type sandbox struct {
 
 // args is the interpreter's command line: python, its options, then rest.
 // -S: no site module (nothing to add to sys.path in the sandbox, and it
-// saves a fifth of the interpreter's start-up).
+// saves a fifth of the interpreter's start-up). -u: unbuffered stdout and
+// stderr, as project mode runs python: every write the script makes
+// reaches the host at once (see guestOutput), so what a script printed
+// before a timeout or an interrupt is in the result. Buffered, it stayed
+// in the guest's memory and went with the instance.
 func (b *sandbox) args(rest ...string) []string {
-	args := []string{"python", "-S"}
+	args := []string{"python", "-S", "-u"}
 	if b.safePath {
 		args = append(args, "-P")
 	}
@@ -461,7 +489,7 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	} else {
 		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
 	}
-	box.fsc = fsc.(wazero.FSConfig).WithFSMount(c.stdlib, stdlibMount).(sysfs.FSConfig)
+	box.fsc = c.stdlib.mount(fsc.(wazero.FSConfig)).(sysfs.FSConfig)
 	return box, nil
 }
 
@@ -480,6 +508,74 @@ func (b *sandbox) moduleConfig(stdout, stderr io.Writer) wazero.ModuleConfig {
 		WithRandSource(rand.Reader).
 		WithStartFunctions("_start")
 	return withEnv(mc, b.env)
+}
+
+// guestOutput is an instance's stdout or stderr on the host side: what the
+// guest writes goes to the current writer, or nowhere when there is none.
+//
+// The guest runs unbuffered (see sandbox.args), so a print is one or two
+// small writes; guestOutput gathers them into chunks of up to outputChunk
+// bytes before passing them on, as a pipe does for a native python, so
+// that the capture behind it (which writes to its spill file past the
+// inline limit) is not called a hundred thousand times by a print loop.
+// The chunk is the only buffering, and it is host memory: flush, set and
+// discard hand it over, and the engine calls them whenever an instance or
+// a cell ends, whatever ended it. It is safe for concurrent use (a kernel
+// switches writers between cells while its instance runs).
+type guestOutput struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// outputChunk is the most guestOutput holds before passing it on.
+const outputChunk = 32 << 10
+
+// set hands what is held to the current writer, then makes w current.
+func (g *guestOutput) set(w io.Writer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flushLocked()
+	g.w = w
+}
+
+// discard hands what is held to the current writer and drops later
+// writes until the next set.
+func (g *guestOutput) discard() { g.set(nil) }
+
+// flush hands what is held to the current writer.
+func (g *guestOutput) flush() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flushLocked()
+}
+
+func (g *guestOutput) flushLocked() {
+	if len(g.buf) > 0 && g.w != nil {
+		g.w.Write(g.buf) // the capture never fails; nothing to retry
+	}
+	g.buf = g.buf[:0]
+}
+
+func (g *guestOutput) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.w == nil:
+	case len(g.buf)+len(p) <= outputChunk:
+		if g.buf == nil {
+			g.buf = make([]byte, 0, outputChunk)
+		}
+		g.buf = append(g.buf, p...)
+	default:
+		g.flushLocked()
+		if len(p) >= outputChunk {
+			g.w.Write(p)
+		} else {
+			g.buf = append(g.buf, p...)
+		}
+	}
+	return len(p), nil
 }
 
 // withEnv adds env (KEY=value entries; a later one wins) to mc.

@@ -112,7 +112,7 @@ func TestStrictErrors(t *testing.T) {
 	require.Contains(t, res.Error, "SyntaxError")
 
 	res = run(t, "from hermes_tools import execute_code\n", nil)
-	require.Contains(t, res.Hint, "hermes_tools has no execute_code")
+	require.Contains(t, res.Hint, "'execute_code' is not available inside the execute_code sandbox.")
 
 	res = run(t, "import numpy\n", nil)
 	require.Contains(t, res.Hint, "not available in strict mode")

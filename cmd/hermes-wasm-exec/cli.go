@@ -45,11 +45,13 @@ const usage = `usage: hermes-wasm-exec <command> [flags]
 
 commands:
   run [flags] SCRIPT.py|-   run a script and print its result JSON
-  serve [flags]             serve execute/open_session/interrupt/close_session over
-                            JSON-RPC 2.0 (one JSON object per line; session kernels persist)
+  serve [flags]             serve execute/open_session/register_skill/describe/interrupt/
+                            close_session over JSON-RPC 2.0 (one JSON object per line;
+                            session kernels persist)
   mcp [flags]               serve the execute_code tool to an MCP client on stdin/stdout
                             (one session kernel per connection)
-  doctor [--config FILE]    show the interpreter, caches, config and modes
+  doctor [--config [FILE]]  show the interpreter, caches, config and modes; with --config,
+                            also which keys of the config file are used and which ignored
   bench [-n N]              measure start-up and tool round trips (prints a table)
   version                   print the version
 
@@ -62,13 +64,14 @@ run flags:
   --log-level LEVEL         info (default) or debug
   --rpc-transport unix|tcp  project mode's tool channel (default: unix; tcp on Windows)
   --kind cli|gateway|automation
-                            who drives the session (default: cli): gateway and automation
-                            scripts need approval before they run, cli ones only for
-                            dangerous terminal() commands
+                            who drives the session (default: cli): gateway scripts need
+                            approval before they run, automation ones follow
+                            approvals.cron_mode (ask, deny or approve), cli ones need it only
+                            for dangerous terminal() commands
   --yes                     approve everything for this run (approvals.mode off)
                             Without --yes, approvals are asked on the terminal when stdin is
                             one and the script is a file; otherwise nobody answers, and in
-                            approvals.mode ask (the default) what needs approval is blocked.
+                            approvals.mode manual (the default) what needs approval is blocked.
 
 serve flags:
   --listen unix:PATH        serve clients on a Unix socket (0600) instead of stdin/stdout
@@ -82,6 +85,10 @@ mcp flags:
   --mode strict|project     where scripts run (default: code_execution.mode)
   --workdir DIR             working dir the tools act on (default: .)
   --config FILE             config file (default: $HERMES_HOME/config.yaml)
+  --skill PATH              pass through the variables a skill declares in its SKILL.md
+                            (required_environment_variables; PATH is the file or the skill's
+                            dir); repeatable. Host-managed credentials are refused
+  --skill-env NAME[,NAME]   pass through these skill variables; repeatable
   --log-level LEVEL         info (default) or debug; logs go to stderr (stdout is the protocol)
                             Dangerous terminal() commands are asked about through the client
                             (MCP elicitation); a client without it cannot approve them, so
@@ -179,7 +186,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
+	cfg, ok := loadConfig(*cfgPath, stderr, *logLevel)
 	if !ok {
 		return exitUsage
 	}
@@ -204,7 +211,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logf := debugLogf(*logLevel, stderr)
 	// Approvals: --yes approves everything; a user at a terminal is asked
 	// there (unless the script itself comes from stdin); otherwise nobody
-	// answers, and in approvals.mode "ask" whatever needs approval is
+	// answers, and in approvals.mode "manual" whatever needs approval is
 	// blocked.
 	var approver executor.Approver
 	if *yes {
@@ -380,8 +387,10 @@ func displayCommand(cmd string) string {
 
 // loadConfig loads the configuration (path "" means the default file) and
 // prints its warnings; on an error it prints it and returns ok false (the
-// caller exits 2).
-func loadConfig(path string, stderr io.Writer) (cfg config.Config, ok bool) {
+// caller exits 2). At log level debug (logLevel, when given) it also
+// prints, once, the keys of the file it ignores (Hermes's own settings)
+// and its notes, such as a value clamped to its minimum.
+func loadConfig(path string, stderr io.Writer, logLevel ...string) (cfg config.Config, ok bool) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
@@ -389,6 +398,14 @@ func loadConfig(path string, stderr io.Writer) (cfg config.Config, ok bool) {
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+	if len(logLevel) > 0 && logLevel[0] == "debug" {
+		if s := cfg.IgnoredSummary(); s != "" {
+			fmt.Fprintf(stderr, "debug: %s\n", s)
+		}
+		for _, n := range cfg.Notes {
+			fmt.Fprintf(stderr, "debug: config: %s\n", n)
+		}
 	}
 	return cfg, true
 }

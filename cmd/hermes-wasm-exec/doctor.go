@@ -17,13 +17,21 @@ import (
 )
 
 // doctorCmd prints what a run would use: the interpreter asset, the caches,
-// the configuration in effect and project mode's interpreter. It exits 1
-// when strict mode could not run.
+// the configuration in effect and project mode's interpreter. With
+// --config (its FILE may be left out for the default file) it also lists
+// the keys of the file that were used, with their effective values, and
+// those that were ignored. It exits 1 when strict mode could not run, 2
+// when the configuration is invalid.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default: $HERMES_HOME/config.yaml)")
+	args, report := configFlag(args)
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec doctor: unexpected argument %q (doctor takes only --config [FILE])\n", fs.Arg(0))
 		return exitUsage
 	}
 	code := exitOK
@@ -71,6 +79,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  warning   %s\n", w)
 		}
 		out, _ := yaml.Marshal(map[string]any{
+			"timezone": cfg.Timezone,
 			"code_execution": map[string]any{
 				"mode":                     cfg.CodeExecution.Mode,
 				"timeout":                  cfg.CodeExecution.Timeout,
@@ -83,7 +92,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
 				"timezone":                 cfg.CodeExecution.Timezone,
 			},
-			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough},
+			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough, "backend": cfg.Terminal.Backend},
+			"approvals": map[string]any{
+				"mode":      cfg.Approvals.Mode,
+				"cron_mode": cfg.Approvals.CronMode,
+				"timeout":   cfg.Approvals.Timeout,
+			},
 			"web": map[string]any{
 				"search": map[string]any{
 					"provider":    cfg.Web.Search.Provider,
@@ -104,6 +118,9 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "  web search key: $%s is %s (read by the host only, never passed to scripts)\n", v, state)
 		}
+		if report {
+			configReport(stdout, cfg)
+		}
 	}
 
 	fmt.Fprintln(stdout, "\nproject-mode interpreter:")
@@ -117,4 +134,66 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",
 	}[native.DefaultTransport()])
 	return code
+}
+
+// configFlag makes --config's value optional: a --config (or -config)
+// that ends args or is followed by another flag becomes --config= (the
+// default file). report says whether --config was given at all.
+func configFlag(args []string) (out []string, report bool) {
+	out = make([]string, 0, len(args))
+	for i, a := range args {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "--" || name != "config" {
+			out = append(out, a)
+			continue
+		}
+		report = true
+		if !hasValue && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+			a = "--config="
+		}
+		out = append(out, a)
+	}
+	return out, report
+}
+
+// configReport prints which keys of the configuration file were used,
+// with their effective values, and which were ignored.
+func configReport(w io.Writer, cfg config.Config) {
+	if tz := cfg.Timezone; tz != "" {
+		fmt.Fprintf(w, "  TZ for scripts and terminal commands: %s (from %s)\n", tz, cfg.TimezoneSource)
+	}
+	if cfg.Source == "" {
+		fmt.Fprintln(w, "  keys used: none (no config file: every setting is its default)")
+		return
+	}
+	line := func(k config.Key, text string) {
+		fmt.Fprintf(w, "    line %-5d %s\n", k.Line, text)
+	}
+	if len(cfg.Used) == 0 {
+		fmt.Fprintln(w, "  keys used: none")
+	} else {
+		fmt.Fprintln(w, "  keys used (effective values):")
+		for _, k := range cfg.Used {
+			text := k.Path + " = " + k.Value
+			if k.Note != "" {
+				text += " (" + k.Note + ")"
+			}
+			line(k, text)
+		}
+	}
+	if len(cfg.Ignored) == 0 {
+		fmt.Fprintln(w, "  keys ignored: none")
+	} else {
+		fmt.Fprintln(w, "  keys ignored (Hermes settings and unknown keys, not used by hermes-wasm-exec):")
+		for _, k := range cfg.Ignored {
+			text := k.Path
+			if k.Note != "" {
+				text += ": " + k.Note
+			}
+			line(k, text)
+		}
+	}
+	for _, n := range cfg.Notes {
+		fmt.Fprintf(w, "  note      %s\n", n)
+	}
 }

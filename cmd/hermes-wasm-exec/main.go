@@ -5,6 +5,8 @@ package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
@@ -24,4 +26,16 @@ func harden() {
 		os.Stderr.WriteString("hermes-wasm-exec: warning: " + err.Error() +
 			" (going on without it; SECURITY.md says what this protection is for)\n")
 	}
+}
+
+// catchSIGPIPE makes a write to a closed stdout or stderr fail with EPIPE
+// instead of killing the process, which is Go's default for those two
+// descriptors: serve and mcp outlive a client that went away, and close
+// their kernels and temp dirs before they exit. The signal is caught, not
+// ignored, so the processes a script starts get the default disposition
+// back at exec. Call the returned function to restore the default.
+func catchSIGPIPE() (restore func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGPIPE)
+	return func() { signal.Stop(ch) }
 }

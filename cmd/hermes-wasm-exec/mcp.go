@@ -5,9 +5,11 @@ package main
 // for the connection. Logs go to stderr: stdout is the protocol.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +51,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	mode := fs.String("mode", "", "")
 	workdir := fs.String("workdir", "", "")
 	logLevel := fs.String("log-level", "info", "")
+	var skills, skillEnv listFlag
+	fs.Var(&skills, "skill", "")
+	fs.Var(&skillEnv, "skill-env", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -81,9 +86,26 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("--workdir: %v", err)
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
+	cfg, ok := loadConfig(*cfgPath, stderr, *logLevel)
 	if !ok {
 		return exitUsage
+	}
+	// The variables skills declare, executor-wide: this process serves
+	// one client.
+	var skillNames []string
+	for _, path := range skills {
+		names, err := executor.ParseSkillFile(path)
+		if err != nil {
+			return fail("--skill: %v", err)
+		}
+		skillNames = append(skillNames, names...)
+	}
+	for _, list := range skillEnv {
+		for n := range strings.SplitSeq(list, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				skillNames = append(skillNames, n)
+			}
+		}
 	}
 	modeIn := *mode
 	if modeIn == "" {
@@ -97,6 +119,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})
+	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
+	}
 	m := newMCPServer(ex, mcpOptions{
 		cfg: cfg, mode: effective, workdir: wd, logf: logf,
 		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
@@ -107,12 +132,21 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	defer catchSIGPIPE()()
 	go func() {
 		select {
 		case sig := <-sigs:
 			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: %v: shutting down\n", sig)
 			cancel()
 		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		// Nobody reads stdout any more: the client is gone, even if stdin
+		// is still open. Its runs are interrupted and the server ends.
+		if readerGone(stdout, ctx.Done()) {
+			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: the client is gone (nobody reads stdout any more): shutting down\n")
+			cancel()
 		}
 	}()
 	if effective == shared.ModeStrict {
@@ -134,6 +168,12 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// listFlag is a flag that may be given several times.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // mcpOptions configures the MCP server.
 type mcpOptions struct {
@@ -202,10 +242,14 @@ func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
 		Capabilities: &mcp.ServerCapabilities{},
 		Instructions: "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",
 	})
-	mcp.AddTool(m.server, &mcp.Tool{
+	// A raw handler: the SDK's typed one validates the arguments against
+	// the schema first and answers a model's mistake with the validator's
+	// text, where Hermes's messages are wanted (see executeCode).
+	m.server.AddTool(&mcp.Tool{
 		Name:        mcpToolName,
 		Title:       "Run Python with the hermes tools",
 		Description: mcpDescription(opts),
+		InputSchema: executor.ExecuteCodeSchema(opts.cfg, opts.mode, nil).Parameters,
 		Annotations: &mcp.ToolAnnotations{Title: "Run Python with the hermes tools", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, m.executeCode)
 	return m
@@ -213,31 +257,18 @@ func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
 
 func ptr[T any](v T) *T { return &v }
 
-// mcpDescription is execute_code's description: what a model needs to
-// write a script for it.
+// mcpDescription is execute_code's description: Hermes's (see
+// executor.ExecuteCodeSchema), then what this server adds: where the tools
+// act, idle kernels, approvals and the result's shape.
 func mcpDescription(o mcpOptions) string {
 	var b strings.Builder
-	b.WriteString("Run a Python script and get back only what it prints. The script imports tools with `from hermes_tools import read_file, search_files, terminal, ...`, calls them in loops with logic in between, and prints just the result: a long chain of tool calls becomes one step. ")
-	switch o.mode {
-	case shared.ModeStrict:
-		b.WriteString("Mode: strict: CPython 3.11 in a WebAssembly sandbox, standard library only, no host files, network or processes except through the tools. ")
-	default:
-		b.WriteString("Mode: project: the host's own python in the working dir, so the project's modules and installed packages import. ")
-	}
-	fmt.Fprintf(&b, "The tools act on the working dir %s.\n\n", o.workdir)
-	b.WriteString("Tools (each returns a dict; a failure is a dict with an \"error\" key, it does not raise; print(read_file.__doc__) shows a tool's result keys):\n")
-	for _, s := range shared.Signatures() {
-		b.WriteString("  " + s + "\n")
-	}
-	b.WriteString("Helpers, also from hermes_tools: json_parse(text), shell_quote(s), retry(fn, max_attempts=3, delay=2).\n\n")
+	b.WriteString(executor.ExecuteCodeSchema(o.cfg, o.mode, nil).Description)
+	fmt.Fprintf(&b, "\n\nThe tools act on the working dir %s.", o.workdir)
 	c := o.cfg.CodeExecution
-	fmt.Fprintf(&b, "Limits per call: %d s wall clock (the script is killed after), %d tool calls (later calls return an error dict), stdout %d bytes (longer output keeps its head and tail; the full text is saved to a file named in the result). Print summaries, not whole files.\n\n",
-		c.Timeout, c.MaxToolCalls, shared.StdoutLimits("").Max)
-	b.WriteString("State persists between calls: variables, imports and loaded data stay in this connection's kernel. Pass reset=true to start fresh. A timeout, an error that kills the interpreter or sys.exit loses the state")
 	if c.KernelIdleTimeout > 0 {
-		fmt.Fprintf(&b, ", and so do %d idle minutes", (c.KernelIdleTimeout+59)/60)
+		fmt.Fprintf(&b, " This connection's kernel also loses its state after %d idle minutes; pass reset=true to start fresh.", (c.KernelIdleTimeout+59)/60)
 	}
-	b.WriteString(".\n\n")
+	b.WriteString("\n\n")
 	switch o.cfg.Approvals.Mode {
 	case config.ApprovalsOff:
 		b.WriteString("terminal() runs any command (approvals are off).")
@@ -252,18 +283,63 @@ func mcpDescription(o mcpOptions) string {
 
 // executeCodeInput is execute_code's input.
 type executeCodeInput struct {
-	Code  string `json:"code" jsonschema:"the Python script to run; print what you want back"`
-	Reset bool   `json:"reset,omitempty" jsonschema:"discard the kernel's state (variables, imports) and start fresh before running"`
+	Code  string
+	Reset bool
 }
 
-// serve serves one connection until it ends (or ctx is done), then
-// closes its kernel.
+// codeInput reads execute_code's arguments as Hermes's handler does (the
+// SDK leaves them to the tool: see newMCPServer): problem is Hermes's
+// message for a misdirected call, which is answered with it. reset is
+// Python's bool() of the value, as in Hermes.
+func codeInput(raw json.RawMessage) (in executeCodeInput, problem string) {
+	args := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(raw)) > 0 && json.Unmarshal(raw, &args) != nil {
+		return in, "execute_code's arguments must be a JSON object: {\"code\": \"...\"}"
+	}
+	if in.Code, problem = executor.CodeArgument(args); problem != "" {
+		return in, problem
+	}
+	if r, ok := args["reset"]; ok {
+		var v any
+		if json.Unmarshal(r, &v) == nil {
+			in.Reset = pyTruthy(v)
+		}
+	}
+	return in, ""
+}
+
+// pyTruthy is Python's bool() of a decoded JSON value.
+func pyTruthy(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case string:
+		return v != ""
+	case float64:
+		return v != 0
+	case []any:
+		return len(v) > 0
+	case map[string]any:
+		return len(v) > 0
+	}
+	return true
+}
+
+// serve serves one connection until it ends, then closes its kernel.
+// When ctx is done (the server stops), every run is interrupted and the
+// connection closed.
 func (m *mcpServer) serve(ctx context.Context, t mcp.Transport) error {
 	ss, err := m.server.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { ss.Close() })
+	stop := context.AfterFunc(ctx, func() {
+		// Close waits for the calls in flight: end them first.
+		m.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+		ss.Close()
+	})
 	defer stop()
 	err = ss.Wait()
 	m.disconnect(ss)
@@ -320,7 +396,7 @@ func (m *mcpServer) stop() {
 // executeCode is the execute_code tool. A call either starts a run, or
 // (a multi-round-trip retry carrying the answer to an approval question)
 // resumes one; then it waits for the run to end or to ask a question.
-func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, in executeCodeInput) (*mcp.CallToolResult, any, error) {
+func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c := m.conn(req.Session)
 	var run *mcpRun
 	if state := req.Params.RequestState; state != "" {
@@ -329,7 +405,7 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, i
 		delete(c.pending, state)
 		c.mu.Unlock()
 		if run == nil {
-			return nil, nil, errors.New("this call's approval question is no longer pending (it timed out, or was answered); call execute_code again")
+			return errorResult(errors.New("this call's approval question is no longer pending (it timed out, or was answered); call execute_code again")), nil
 		}
 		var answer *mcp.ElicitResult
 		if r, ok := req.Params.InputResponses[mcpApprovalKey].(*mcp.ElicitResult); ok {
@@ -338,17 +414,21 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, i
 		run.asking.answer <- answer
 		run.asking = nil
 	} else {
+		in, problem := codeInput(req.Params.Arguments)
+		if problem != "" {
+			return mcpToolResult(executor.ArgumentError(m.opts.mode, problem)), nil
+		}
 		c.mu.Lock()
 		closed := c.closed
 		c.mu.Unlock()
 		if closed {
-			return nil, nil, errors.New("the connection is closed")
+			return errorResult(errors.New("the connection is closed")), nil
 		}
 		run = m.start(c, req, in)
 	}
 	select {
 	case <-run.done:
-		return mcpToolResult(run.res), run.res, nil
+		return mcpToolResult(run.res), nil
 	case ask := <-run.asks:
 		// Protocol 2026-07-28 and later: the question goes back as an
 		// input request, and the client retries the call with the answer
@@ -361,7 +441,7 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, i
 		if c.closed {
 			c.mu.Unlock()
 			ask.answer <- nil
-			return nil, nil, errors.New("the connection is closed")
+			return errorResult(errors.New("the connection is closed")), nil
 		}
 		c.pending[state] = run
 		c.mu.Unlock()
@@ -378,11 +458,19 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest, i
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{mcpApprovalKey: ask.params},
 			RequestState:  state,
-		}, nil, nil
+		}, nil
 	case <-ctx.Done():
 		run.cancel(&shared.InterruptError{Reason: "the MCP client cancelled the call"})
-		return nil, nil, context.Cause(ctx)
+		return errorResult(context.Cause(ctx)), nil
 	}
+}
+
+// errorResult is a tool result that reports err (isError), for failures
+// of the call itself rather than of a script.
+func errorResult(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(err)
+	return &res
 }
 
 // start starts a run of in for connection c, asking approvals through the
@@ -521,7 +609,9 @@ func mcpToolResult(res shared.Result) *mcp.CallToolResult {
 	if res.Warning != "" {
 		extra = append(extra, "warning: "+res.Warning)
 	}
-	if res.Kernel != nil && res.Kernel.Note != "" && !strings.Contains(res.Error, res.Kernel.Note) {
+	// The error of a call whose kernel was killed says so already.
+	killed := res.Status == shared.StatusTimeout || res.Status == shared.StatusInterrupted
+	if res.Kernel != nil && res.Kernel.Note != "" && !strings.Contains(res.Error, res.Kernel.Note) && !(killed && res.Kernel.Ended) {
 		extra = append(extra, "note: "+res.Kernel.Note)
 	}
 	if len(extra) > 0 {
@@ -531,7 +621,8 @@ func mcpToolResult(res shared.Result) *mcp.CallToolResult {
 		text += strings.Join(extra, "\n")
 	}
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		IsError: res.Status != shared.StatusSuccess,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: res,
+		IsError:           res.Status != shared.StatusSuccess,
 	}
 }

@@ -132,15 +132,28 @@ func mcpTests(t *testing.T, mode string) {
 	require.Len(t, tools.Tools, 1)
 	tool := tools.Tools[0]
 	require.Equal(t, "execute_code", tool.Name)
+	// Hermes's description (executor.ExecuteCodeSchema), then what the
+	// server adds.
+	cfg := config.Default()
+	cfg.CodeExecution.WarmPool = 0
+	hermes := executor.ExecuteCodeSchema(cfg, mode, nil)
+	require.True(t, strings.HasPrefix(tool.Description, hermes.Description+"\n\nThe tools act on the working dir "+e.workdir+"."), tool.Description)
 	for _, s := range shared.Signatures() {
 		require.Contains(t, tool.Description, s)
 	}
 	for _, want := range []string{
-		"read_file(path: str", "search_files(pattern: str", "json_parse(text), shell_quote(s), retry(fn, max_attempts=3, delay=2)",
-		"Mode: " + mode, e.workdir, "300 s wall clock", "50 tool calls", "stdout 50000 bytes", "reset=true",
+		"Limits: 5-minute timeout, max 50 tool calls per call. Stdout over 50KB shows head/tail inline",
+		"Helpers require imports: `from hermes_tools import json_parse, shell_quote, retry`.",
+		"Use normal tool calls for single calls (don't wrap a single terminal command in execute_code)",
+		"after 30 idle minutes; pass reset=true to start fresh.",
 		"need the user's approval",
 	} {
 		require.Contains(t, tool.Description, want)
+	}
+	if mode == shared.ModeStrict {
+		require.Contains(t, tool.Description, "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files, the network or processes")
+	} else {
+		require.Contains(t, tool.Description, "Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python")
 	}
 	schema, err := json.Marshal(tool.InputSchema)
 	require.NoError(t, err)
@@ -153,8 +166,8 @@ func mcpTests(t *testing.T, mode string) {
 	require.Equal(t, "object", in.Type)
 	require.Equal(t, []string{"code"}, in.Required)
 	require.Len(t, in.Properties, 2)
-	require.Contains(t, string(in.Properties["code"]), `"string"`)
-	require.Contains(t, string(in.Properties["reset"]), `"boolean"`)
+	require.JSONEq(t, `{"type": "string", "description": "Python code to execute. Import tools with `+"`from hermes_tools import web_search, terminal, ...`"+` and print your final result to stdout."}`, string(in.Properties["code"]))
+	require.JSONEq(t, `{"type": "boolean", "description": "Discard the kernel's persistent state and start fresh before running this code."}`, string(in.Properties["reset"]))
 
 	// A script calling read_file and search_files on the working dir.
 	text, res, isErr := callCode(t, cs, map[string]any{"code": mcpScript})
@@ -200,11 +213,35 @@ func mcpTests(t *testing.T, mode string) {
 	require.True(t, kernelOf(t, res).StateReset)
 	require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
 
-	// Bad input never reaches the executor.
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"reset": true}})
-	require.NoError(t, err)
-	require.True(t, r.IsError)
-	require.Contains(t, r.Content[0].(*mcp.TextContent).Text, "code")
+	// A model's mistakes get Hermes's messages, never the schema
+	// validator's, and run nothing.
+	_, _, isErr = callCode(t, cs, map[string]any{"code": "kept = 3"})
+	require.False(t, isErr)
+	for _, tc := range []struct {
+		args map[string]any
+		msg  string
+	}{
+		{map[string]any{"reset": true}, executor.NoCodeMessage},
+		{map[string]any{"code": "  \n"}, executor.NoCodeMessage},
+		{map[string]any{"code": nil}, executor.NoCodeMessage},
+		{nil, executor.NoCodeMessage},
+		{map[string]any{"command": "ls -la"}, "execute_code received a 'command' parameter, but it requires Python source in 'code'. Use terminal(command=...) for shell commands; for Python, retry as execute_code(code=...)."},
+		{map[string]any{"code": 42}, "execute_code received a int in 'code', but it requires Python source as a string. Retry as execute_code(code=\"...\")."},
+		{map[string]any{"code": []string{"print(1)"}}, "execute_code received a list in 'code', but it requires Python source as a string. Retry as execute_code(code=\"...\")."},
+		{map[string]any{"code": map[string]any{"x": 1}}, "execute_code received a dict in 'code', but it requires Python source as a string. Retry as execute_code(code=\"...\")."},
+	} {
+		text, res, isErr := callCode(t, cs, tc.args)
+		require.True(t, isErr, "%v", tc.args)
+		require.Equal(t, tc.msg+"\n[status: error]", text, "%v", tc.args)
+		require.Equal(t, "error", res.Status)
+		require.Equal(t, tc.msg, res.Error)
+		require.Equal(t, mode, res.Mode)
+		require.Nil(t, res.Kernel, "nothing ran")
+	}
+	text, res, isErr = callCode(t, cs, map[string]any{"code": "print(kept)", "reset": 0, "command": "ignored"})
+	require.False(t, isErr, text)
+	require.Equal(t, "3\n", text, "the kernel is still there; reset 0 is false, as in Python")
+	require.True(t, kernelOf(t, res).Reused)
 
 	// A connection's end closes its kernel: the server side of it ends.
 	require.NoError(t, other.Close())
@@ -232,8 +269,7 @@ func TestMCPLimits(t *testing.T) {
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	desc := tools.Tools[0].Description
-	require.Contains(t, desc, "2 s wall clock")
-	require.Contains(t, desc, "1 tool calls")
+	require.Contains(t, desc, "Limits: 2-second timeout, max 1 tool calls per call.")
 	require.Contains(t, desc, "approvals are off")
 
 	text, _, isErr := callCode(t, cs, map[string]any{"code": "x = 1"})
@@ -241,8 +277,7 @@ func TestMCPLimits(t *testing.T) {
 	text, res, isErr := callCode(t, cs, map[string]any{"code": "while True: pass"})
 	require.True(t, isErr)
 	require.Equal(t, "timeout", res.Status)
-	require.Contains(t, text, "Script timed out after 2s")
-	require.Contains(t, text, "state")
+	require.Equal(t, "⏰ Cell timed out after 2s; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.\n[status: timeout]", text)
 	require.True(t, kernelOf(t, res).Ended)
 	text, _, _ = callCode(t, cs, map[string]any{"code": "from hermes_tools import read_file\nprint(read_file('notes.txt')['total_lines'])\nprint(read_file('notes.txt').get('error'))\nprint(globals().get('x'))"})
 	require.Equal(t, "3\nTool call limit reached (1). No more tool calls allowed in this execution.\nNone\n", text)
@@ -360,7 +395,7 @@ func TestMCPCommand(t *testing.T) {
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, tools.Tools, 1)
-	require.Contains(t, tools.Tools[0].Description, "Mode: strict")
+	require.Contains(t, tools.Tools[0].Description, "inside a WebAssembly sandbox")
 	text, res, isErr := callCode(t, cs, map[string]any{"code": "from hermes_tools import read_file\nlines = read_file('notes.txt')['total_lines']\nprint(lines)"})
 	require.False(t, isErr, text)
 	require.Equal(t, "2\n", text)
@@ -386,6 +421,8 @@ func TestMCPUsage(t *testing.T) {
 		{[]string{"mcp", "--log-level", "trace"}, "--log-level must be info or debug"},
 		{[]string{"mcp", "--workdir", filepath.Join(t.TempDir(), "missing")}, "--workdir"},
 		{[]string{"mcp", "--bogus"}, "flag provided but not defined"},
+		{[]string{"mcp", "--skill", filepath.Join(t.TempDir(), "missing")}, "--skill: skill "},
+		{[]string{"mcp", "--skill", t.TempDir()}, "a skill's directory holds its SKILL.md"},
 	} {
 		code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", tc.args...)
 		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
@@ -401,4 +438,43 @@ func TestMCPUsage(t *testing.T) {
 	require.Equal(t, 0, Run([]string{"help"}, nil, &out, &out))
 	require.Contains(t, out.String(), "mcp [flags]")
 	require.Contains(t, out.String(), "mcp flags:")
+}
+
+// TestMCPSkills: --skill (a SKILL.md or its directory) and --skill-env
+// pass a skill's variables through to scripts and terminal(), in both
+// modes; host-managed credentials are refused with a warning.
+func TestMCPSkills(t *testing.T) {
+	t.Parallel()
+	skill := filepath.Join(t.TempDir(), "gh-skill")
+	require.NoError(t, os.Mkdir(skill, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: gh-skill\nrequired_environment_variables:\n  - name: SKILL_TOKEN\n    prompt: a token\n  - OPENAI_API_KEY\n---\nbody\n"), 0o600))
+	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
+			conf := filepath.Join(home, "config.yaml")
+			require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 0\n"), 0o600))
+			cmd := exec.Command(os.Args[0], "mcp", "--mode", mode, "--workdir", workdir, "--config", conf,
+				"--skill", skill, "--skill-env", "OTHER_VAR, ANTHROPIC_API_KEY", "--skill-env", "THIRD_VAR")
+			cmd.Env = append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+home, "TMPDIR="+tmp,
+				"SKILL_TOKEN=tok-1", "OTHER_VAR_TOKEN=no", "OTHER_VAR=o-1", "THIRD_VAR=3", "OPENAI_API_KEY=sk-host", "ANTHROPIC_API_KEY=sk-ant")
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			require.NoError(t, err, stderr.String())
+			text, _, isErr := callCode(t, cs, map[string]any{"code": `import os, json
+from hermes_tools import terminal
+names = ["SKILL_TOKEN", "OTHER_VAR", "THIRD_VAR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OTHER_VAR_TOKEN"]
+print(json.dumps([os.environ.get(n) for n in names]))
+print(terminal("echo $SKILL_TOKEN/$OTHER_VAR/$THIRD_VAR/$OPENAI_API_KEY/$ANTHROPIC_API_KEY/$OTHER_VAR_TOKEN")["output"].strip())`})
+			require.False(t, isErr, text)
+			require.Equal(t, `["tok-1", "o-1", "3", null, null, null]`+"\ntok-1/o-1/3///\n", text)
+			require.NoError(t, cs.Close())
+			require.Equal(t, 0, cmd.ProcessState.ExitCode(), stderr.String())
+			require.Contains(t, stderr.String(), `hermes-wasm-exec mcp: warning: skill variables ["OPENAI_API_KEY" "ANTHROPIC_API_KEY"] not passed through: host-managed credentials`)
+			left, _ := os.ReadDir(tmp)
+			require.Empty(t, left, "temp dirs left behind")
+		})
+	}
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -71,7 +73,7 @@ const requestIDBytes = 16
 // report before the executor is closed under them.
 const shutdownGrace = 15 * time.Second
 
-var serveMethods = []string{"execute", "open_session", "interrupt", "close_session", "shutdown", "authenticate"}
+var serveMethods = []string{"execute", "open_session", "register_skill", "describe", "interrupt", "close_session", "shutdown", "authenticate"}
 
 func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stderr = &lockedWriter{w: stderr}
@@ -128,7 +130,7 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail("--listen tcp:... needs a token: set %s, or give --token-file FILE to have one generated and written there", ServeTokenEnv)
 		}
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
+	cfg, ok := loadConfig(*cfgPath, stderr, *logLevel)
 	if !ok {
 		return exitUsage
 	}
@@ -167,18 +169,29 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport})
 	s := newServer(ex, logf, infof)
 	s.token = token
+	s.cfg = cfg
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	defer catchSIGPIPE()()
 	ex.StartWarmPool(s.ctx)
 
-	var stdioDone <-chan struct{}
+	var stdioDone, clientGone <-chan struct{}
 	switch {
 	case ln == nil:
 		infof("serving JSON-RPC 2.0 on stdin/stdout, one JSON object per line")
 		c := s.newConn(stdin, stdout, nil, false)
-		stdioDone = c.done
+		stdioDone, clientGone = c.done, c.gone
 		go c.serve()
+		// The calls in flight still answer after stdin's end, as long as
+		// somebody reads stdout: once nobody does, the client is gone.
+		watched := make(chan struct{})
+		defer close(watched)
+		go func() {
+			if readerGone(stdout, watched) {
+				c.lost()
+			}
+		}()
 	default:
 		where := network + ":" + ln.Addr().String()
 		switch {
@@ -196,6 +209,8 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logf("serve: shutdown requested")
 	case <-stdioDone:
 		logf("serve: stdin closed")
+	case <-clientGone:
+		infof("the client is gone (nobody reads stdout any more): interrupting the running calls and shutting down")
 	case sig := <-sigs:
 		infof("%v: shutting down", sig)
 	}
@@ -270,6 +285,7 @@ type backend interface {
 	Execute(ctx context.Context, req executor.Request) (shared.Result, error)
 	Interrupt(session, reason string) bool
 	CloseSession(ctx context.Context, session string)
+	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
 }
 
 // server is the executor behind every connection.
@@ -278,6 +294,9 @@ type server struct {
 	logf  func(string, ...any)
 	infof func(string, ...any)
 	token string // required by authenticate on TCP connections
+	// cfg is the configuration in effect: describe builds the tool's
+	// schema from it, and an argument error names its mode.
+	cfg config.Config
 
 	// ctx is the parent of every call's context; stop cancels it with an
 	// interrupt, so running calls end as interrupted.
@@ -432,6 +451,11 @@ type conn struct {
 	done  chan struct{}  // closed when serve returns
 	eof   chan struct{}  // closed when nothing more can be read
 
+	// gone is closed when the client can no longer be written to (a
+	// write failed, or nobody reads stdout any more): see lost.
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	maxLine int // the longest line once authenticated (maxRPCLine; tests lower it)
 
 	// pending holds this connection's server requests that await an
@@ -445,7 +469,7 @@ type conn struct {
 func (s *server) newConn(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *conn {
 	c := &conn{
 		s: s, r: r, w: w, closer: closer, needAuth: needAuth, maxLine: maxRPCLine,
-		done: make(chan struct{}), eof: make(chan struct{}),
+		done: make(chan struct{}), eof: make(chan struct{}), gone: make(chan struct{}),
 		pending:   map[string]chan answer{},
 		delegates: map[string][]string{},
 	}
@@ -459,6 +483,16 @@ func (c *conn) close() {
 	if c.closer != nil {
 		c.closer.Close()
 	}
+}
+
+// lost marks the client as gone: nothing more can reach it. A socket
+// connection is closed (its reader ends); for stdin/stdout, serveCmd
+// interrupts the running calls and shuts the server down.
+func (c *conn) lost() {
+	c.goneOnce.Do(func() {
+		close(c.gone)
+		c.close()
+	})
 }
 
 // rpcMessage is any JSON-RPC 2.0 message: request, notification or
@@ -496,8 +530,14 @@ func (c *conn) send(m any) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	select {
+	case <-c.gone:
+		return
+	default:
+	}
 	if _, err := c.w.Write(buf.Bytes()); err != nil {
 		c.s.logf("serve: write: %v", err)
+		c.lost()
 	}
 }
 
@@ -700,10 +740,19 @@ func (c *conn) handle(line []byte) bool {
 		c.reply(id, struct{}{}, nil)
 		c.s.requestShutdown()
 		return true
-	case "open_session":
+	case "open_session", "register_skill", "describe":
 		// Answered here, in arrival order, so that an execute sent after
-		// it sees its delegation.
-		result, rerr := c.openSession(params)
+		// it sees its delegation and skill variables.
+		var result any
+		var rerr *rpcError
+		switch method {
+		case "open_session":
+			result, rerr = c.openSession(params)
+		case "register_skill":
+			result, rerr = c.registerSkill(params)
+		default:
+			result, rerr = c.describe(params)
+		}
 		c.reply(id, result, rerr)
 		return true
 	case "execute", "interrupt", "close_session":
@@ -717,8 +766,16 @@ func (c *conn) handle(line []byte) bool {
 	if method == "execute" {
 		var rerr *rpcError
 		var override []string
-		if req, override, rerr = executeRequest(params); rerr != nil {
+		var problem string
+		if req, override, problem, rerr = executeRequest(params); rerr != nil {
 			c.reply(id, nil, rerr)
+			return true
+		}
+		if problem != "" {
+			// Hermes's answer to a misdirected call: a result the model
+			// reads, not a protocol error.
+			mode, _ := executor.NormalizeMode(cmp.Or(req.Mode, c.s.cfg.CodeExecution.Mode))
+			c.reply(id, executor.ArgumentError(mode, problem), nil)
 			return true
 		}
 		// The delegation in effect when the call arrives: its own
@@ -841,10 +898,14 @@ func sessionParam(p map[string]json.RawMessage, required bool) (string, *rpcErro
 	return s, nil
 }
 
-var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "timeout", "max_tool_calls", "delegate_tools"}
+// executeParams are execute's parameters. command is not one: it is
+// accepted only to answer a terminal call sent to execute_code with
+// Hermes's message (executor.CommandNotCodeMessage).
+var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
 
-// toolListParam decodes a list of tool names (each one of the seven,
-// duplicates dropped); nil when the parameter is absent.
+// toolListParam decodes a list of tool names: as in Hermes, names that are
+// not one of the seven (vision_analyze, delegate_task, ...) are dropped
+// silently, and so are duplicates. nil when the parameter is absent.
 func toolListParam(p map[string]json.RawMessage, name string) ([]string, *rpcError) {
 	raw, ok := p[name]
 	if !ok {
@@ -856,36 +917,66 @@ func toolListParam(p map[string]json.RawMessage, name string) ([]string, *rpcErr
 	}
 	out := []string{}
 	for _, t := range tools {
-		if !slices.Contains(hostfuncs.Names, t) {
-			return nil, invalidParams("unknown tool %q in %s (known: %s)", t, name, strings.Join(hostfuncs.Names, ", "))
-		}
-		if !slices.Contains(out, t) {
+		if slices.Contains(hostfuncs.Names, t) && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
 	return out, nil
 }
 
-// executeRequest turns execute's params into an executor request, and
-// returns the call's own delegate_tools (nil when not given).
-func executeRequest(params json.RawMessage) (req executor.Request, delegate []string, rerr *rpcError) {
-	p, rerr := paramsObject(params, executeParams...)
-	if rerr != nil {
-		return req, nil, rerr
+// toolsParam decodes the enabled tools, "tools" or its Hermes spelling
+// "enabled_tools" (not both).
+func toolsParam(p map[string]json.RawMessage) ([]string, *rpcError) {
+	_, hasTools := p["tools"]
+	if _, hasEnabled := p["enabled_tools"]; hasEnabled {
+		if hasTools {
+			return nil, invalidParams("give tools or enabled_tools, not both (they are the same parameter)")
+		}
+		return toolListParam(p, "enabled_tools")
 	}
-	if req, rerr = executeParamsRequest(p); rerr != nil {
-		return req, nil, rerr
-	}
-	delegate, rerr = toolListParam(p, "delegate_tools")
-	return req, delegate, rerr
+	return toolListParam(p, "tools")
 }
 
-func executeParamsRequest(p map[string]json.RawMessage) (executor.Request, *rpcError) {
-	var req executor.Request
-	var rerr *rpcError
-	if req.Code, rerr = stringParam(p, "code", true); rerr != nil {
-		return req, rerr
+// namesParam decodes a list of environment variable names; nil when the
+// parameter is absent.
+func namesParam(p map[string]json.RawMessage, name string) ([]string, *rpcError) {
+	raw, ok := p[name]
+	if !ok {
+		return nil, nil
 	}
+	var names []string
+	if json.Unmarshal(raw, &names) != nil {
+		return nil, invalidParams("%s must be a list of environment variable names", name)
+	}
+	return names, nil
+}
+
+// executeRequest turns execute's params into an executor request, and
+// returns the call's own delegate_tools (nil when not given). problem is
+// Hermes's message for a misdirected call (a command instead of code, a
+// code that is not a string): the call is then answered with it.
+func executeRequest(params json.RawMessage) (req executor.Request, delegate []string, problem string, rerr *rpcError) {
+	p, rerr := paramsObject(params, executeParams...)
+	if rerr != nil {
+		return req, nil, "", rerr
+	}
+	// Hermes looks at the arguments as sent, nulls included.
+	raw := map[string]json.RawMessage{}
+	_ = json.Unmarshal(params, &raw)
+	if req.Code, problem = executor.CodeArgument(raw); problem != "" {
+		req.Mode, _ = stringParam(p, "mode", false)
+		return req, nil, problem, nil
+	}
+	if req, rerr = executeParamsRequest(p, req.Code); rerr != nil {
+		return req, nil, "", rerr
+	}
+	delegate, rerr = toolListParam(p, "delegate_tools")
+	return req, delegate, "", rerr
+}
+
+func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.Request, *rpcError) {
+	req := executor.Request{Code: code}
+	var rerr *rpcError
 	if len(req.Code) > maxScript {
 		return req, invalidParams("code is larger than %d MiB", maxScript>>20)
 	}
@@ -925,7 +1016,10 @@ func executeParamsRequest(p map[string]json.RawMessage) (executor.Request, *rpcE
 	default:
 		return req, invalidParams("kind must be \"cli\", \"gateway\" or \"automation\", not %q", req.Kind)
 	}
-	if req.Tools, rerr = toolListParam(p, "tools"); rerr != nil {
+	if req.Tools, rerr = toolsParam(p); rerr != nil {
+		return req, rerr
+	}
+	if req.SkillEnv, rerr = namesParam(p, "skill_env"); rerr != nil {
 		return req, rerr
 	}
 	if raw, ok := p["timeout"]; ok {
@@ -1026,9 +1120,10 @@ func (c *conn) closeSession(params json.RawMessage) (any, *rpcError) {
 
 // openSession records the tools this connection runs itself for a
 // session: its later execute calls send their calls of those tools back
-// as tool_call requests. An empty list ends the delegation.
+// as tool_call requests. An empty list ends the delegation. skill_env
+// registers skill variables for the session (as register_skill names).
 func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
-	p, rerr := paramsObject(params, "session", "delegate_tools")
+	p, rerr := paramsObject(params, "session", "delegate_tools", "skill_env")
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -1043,8 +1138,21 @@ func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
 	if rerr != nil {
 		return nil, rerr
 	}
+	names, rerr := namesParam(p, "skill_env")
+	if rerr != nil {
+		return nil, rerr
+	}
 	if tools == nil {
 		tools = []string{}
+	}
+	result := map[string]any{"session": session, "delegate_tools": tools}
+	if names != nil {
+		refused, err := c.s.ex.RegisterSessionSkillEnv(session, names...)
+		if err != nil {
+			return nil, invalidParams("%v", err)
+		}
+		result["skill_env"] = withoutNames(names, refused)
+		result["skill_env_refused"] = nonNil(refused)
 	}
 	c.mu.Lock()
 	if len(tools) == 0 {
@@ -1054,7 +1162,114 @@ func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
 	}
 	c.mu.Unlock()
 	c.s.logf("serve: session %s delegates %v to its client", session, tools)
-	return map[string]any{"session": session, "delegate_tools": tools}, nil
+	return result, nil
+}
+
+// registerSkill registers for a session the environment variables a skill
+// declares (required_environment_variables in its SKILL.md frontmatter):
+// given as names, as the path of a SKILL.md (or of the skill's directory)
+// the server reads, or as the SKILL.md's content. Host-managed credentials
+// are refused. The session's running kernel sees them after a reset.
+func (c *conn) registerSkill(params json.RawMessage) (any, *rpcError) {
+	p, rerr := paramsObject(params, "session", "names", "path", "content")
+	if rerr != nil {
+		return nil, rerr
+	}
+	session, rerr := sessionParam(p, false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if session == "" {
+		session = "default"
+	}
+	names, rerr := namesParam(p, "names")
+	if rerr != nil {
+		return nil, rerr
+	}
+	path, rerr := stringParam(p, "path", false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	content, rerr := stringParam(p, "content", false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	_, hasPath := p["path"]
+	_, hasContent := p["content"]
+	if names == nil && !hasPath && !hasContent {
+		return nil, invalidParams("give the skill's variables: names (a list), path (its SKILL.md or directory) or content (its SKILL.md text)")
+	}
+	declared := slices.Clone(names)
+	if hasPath {
+		more, err := executor.ParseSkillFile(path)
+		if err != nil {
+			return nil, invalidParams("path: %v", err)
+		}
+		declared = append(declared, more...)
+	}
+	if hasContent {
+		more, err := executor.SkillEnvFromMarkdown(content)
+		if err != nil {
+			return nil, invalidParams("content: %v", err)
+		}
+		declared = append(declared, more...)
+	}
+	declared = withoutNames(declared, nil) // once each, in order
+	refused, err := c.s.ex.RegisterSessionSkillEnv(session, declared...)
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	c.s.logf("serve: session %s: skill variables %v registered, %v refused", session, withoutNames(declared, refused), refused)
+	return map[string]any{
+		"session":    session,
+		"names":      declared,
+		"registered": withoutNames(declared, refused),
+		"refused":    nonNil(refused),
+	}, nil
+}
+
+// describe returns the execute_code tool for a model, as Hermes's
+// build_execute_code_schema builds it ({"name", "description",
+// "parameters"}), for the mode ("" = configured) and enabled tools (all
+// seven when absent) given.
+func (c *conn) describe(params json.RawMessage) (any, *rpcError) {
+	p, rerr := paramsObject(params, "mode", "tools", "enabled_tools")
+	if rerr != nil {
+		return nil, rerr
+	}
+	mode, rerr := stringParam(p, "mode", false)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if mode != "" {
+		if _, ok := executor.NormalizeMode(mode); !ok {
+			return nil, invalidParams("mode must be \"strict\" or \"project\", not %q", mode)
+		}
+	}
+	tools, rerr := toolsParam(p)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return executor.ExecuteCodeSchema(c.s.cfg, mode, tools), nil
+}
+
+// withoutNames is names less those in drop, never nil.
+func withoutNames(names, drop []string) []string {
+	out := []string{}
+	for _, n := range names {
+		if !slices.Contains(drop, n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// nonNil is s, or an empty list for nil (JSON [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // approve asks this connection's client to approve ar for the execute

@@ -40,6 +40,8 @@ func (fakeBackend) Interrupt(string, string) bool { return false }
 
 func (fakeBackend) CloseSession(context.Context, string) {}
 
+func (fakeBackend) RegisterSessionSkillEnv(string, ...string) ([]string, error) { return nil, nil }
+
 // fuzzLineLimit is the authenticated line limit of the fuzzed connections,
 // low so that over-long lines are reached.
 const fuzzLineLimit = 256
@@ -62,6 +64,11 @@ func FuzzServeFraming(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"srv-00000000000000000000000000000000","error":{"code":1,"message":"no"}}`,
 		`{"jsonrpc":"2.0","method":"shutdown"}`,
 		`{"jsonrpc":"2.0","id":null,"method":"nope"}`,
+		`{"jsonrpc":"2.0","id":10,"method":"register_skill","params":{"session":"s","names":["A_KEY"],"content":"---\nrequired_environment_variables: [B]\n---\n"}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"describe","params":{"mode":"strict","enabled_tools":["terminal","vision_analyze"]}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"execute","params":{"command":"ls"}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"execute","params":{"code":[1,2],"skill_env":["X"]}}`,
+		`{"jsonrpc":"2.0","id":14,"method":"open_session","params":{"session":"s","skill_env":["X"]}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"execute"}]`,
 		"not json\n\n   \r\n{\"jsonrpc\": \"2.0\"",
 		strings.Repeat("x", fuzzLineLimit+1) + "\n" + `{"jsonrpc":"2.0","id":9,"method":"close_session","params":{"session":"s"}}`,

@@ -20,11 +20,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
@@ -214,7 +216,7 @@ func (c *serveClient) start(method string, params any) <-chan testMsg {
 	id := strconv.Itoa(c.next)
 	c.mu.Unlock()
 	ch := c.expect(id)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
 	c.send(string(b))
 	return ch
 }
@@ -415,17 +417,16 @@ func TestServeFraming(t *testing.T) {
 	errorFor(`5`, `{"jsonrpc": "1.0", "id": 5, "method": "execute", "params": {"code": "print(1)"}}`, -32600, `"jsonrpc" must be "2.0"`)
 	errorFor(`6`, `{"jsonrpc": "2.0", "id": 6}`, -32600, "method is missing")
 	errorFor(`7`, `{"jsonrpc": "2.0", "id": 7, "method": 42}`, -32600, "method must be a string")
-	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, open_session, interrupt, close_session, shutdown, authenticate)`)
+	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, open_session, register_skill, describe, interrupt, close_session, shutdown, authenticate)`)
 
 	for i, tc := range []struct{ method, params, msg string }{
-		{"execute", `{}`, "code is required"},
-		{"execute", `null`, "code is required"},
-		{"execute", `{"code": 42}`, "code must be a string"},
 		{"execute", `["print(1)"]`, "params must be an object"},
 		{"execute", `{"code": "1", "cod": "x"}`, `unknown parameter "cod"`},
 		{"execute", `{"code": "1", "kind": "root"}`, `kind must be "cli", "gateway" or "automation", not "root"`},
-		{"execute", `{"code": "1", "tools": ["read_file", "rm"]}`, `unknown tool "rm" in tools`},
 		{"execute", `{"code": "1", "tools": "terminal"}`, "tools must be a list of tool names"},
+		{"execute", `{"code": "1", "enabled_tools": {"terminal": true}}`, "enabled_tools must be a list of tool names"},
+		{"execute", `{"code": "1", "tools": [], "enabled_tools": []}`, "give tools or enabled_tools, not both"},
+		{"execute", `{"code": "1", "skill_env": "TOKEN"}`, "skill_env must be a list of environment variable names"},
 		{"execute", `{"code": "1", "timeout": 0}`, "timeout must be a number of seconds greater than 0"},
 		{"execute", `{"code": "1", "timeout": "10"}`, "timeout must be a number"},
 		{"execute", `{"code": "1", "max_tool_calls": 1.5}`, "max_tool_calls must be a whole number of 0 or more, not 1.5"},
@@ -438,12 +439,18 @@ func TestServeFraming(t *testing.T) {
 		{"interrupt", `{"session": "s", "reason": 1}`, "reason must be a string"},
 		{"close_session", `{"session": 3}`, "session must be a string"},
 		{"close_session", `{"session": "s", "all": true}`, `unknown parameter "all"`},
-		{"execute", `{"code": "1", "delegate_tools": ["web_search", "browse"]}`, `unknown tool "browse" in delegate_tools`},
 		{"execute", `{"code": "1", "delegate_tools": "web_search"}`, "delegate_tools must be a list of tool names"},
-		{"open_session", `{"session": "s", "delegate_tools": ["rm"]}`, `unknown tool "rm" in delegate_tools`},
 		{"open_session", `{"session": "s", "delegate_tools": {"web_search": true}}`, "delegate_tools must be a list of tool names"},
 		{"open_session", `{"session": "", "delegate_tools": []}`, "session must be a non-empty string"},
 		{"open_session", `{"session": "s", "tools": []}`, `unknown parameter "tools"`},
+		{"open_session", `{"session": "s", "skill_env": [1]}`, "skill_env must be a list of environment variable names"},
+		{"register_skill", `{"session": "s"}`, "give the skill's variables: names (a list), path (its SKILL.md or directory) or content (its SKILL.md text)"},
+		{"register_skill", `{"names": "TOKEN"}`, "names must be a list of environment variable names"},
+		{"register_skill", `{"path": "/does/not/exist/SKILL.md"}`, "path: skill /does/not/exist/SKILL.md: "},
+		{"register_skill", `{"content": "---\nrequired_environment_variables: [A\n---\n"}`, "content: its frontmatter is not valid YAML"},
+		{"register_skill", `{"names": [], "skills": []}`, `unknown parameter "skills"`},
+		{"describe", `{"mode": "sandbox"}`, `mode must be "strict" or "project", not "sandbox"`},
+		{"describe", `{"tools": "terminal"}`, "tools must be a list of tool names"},
 	} {
 		id := strconv.Itoa(100 + i)
 		errorFor(id, fmt.Sprintf(`{"jsonrpc": "2.0", "id": %s, "method": %q, "params": %s}`, id, tc.method, tc.params), -32602, "Invalid params: "+tc.msg)
@@ -547,9 +554,17 @@ func TestServeExecute(t *testing.T) {
 			require.Equal(t, "Script exited with code 3", raw["error"])
 			require.EqualValues(t, 3, raw["exit_code"])
 
-			// tools limits the enabled tools.
-			res = p.exec(t, map[string]any{"code": "from hermes_tools import read_file\nprint(read_file('README.md').get('error'))", "mode": mode, "workdir": e.workdir, "session": "tools-" + mode, "tools": []string{"terminal"}})
-			require.Contains(t, res.Output, "Tool read_file is not enabled")
+			// tools limits the enabled tools; other tools' names (Hermes's
+			// lists hold them) are dropped, and enabled_tools is its
+			// Hermes spelling.
+			for _, param := range []string{"tools", "enabled_tools"} {
+				res = p.exec(t, map[string]any{"code": "from hermes_tools import read_file", "mode": mode, "workdir": e.workdir, "session": "tools-" + param + "-" + mode, param: []string{"terminal", "vision_analyze", "delegate_task"}})
+				require.Equal(t, "error", res.Status, res.Output)
+				require.Contains(t, res.Output, "ImportError: cannot import name 'read_file' from 'hermes_tools'")
+				res = p.exec(t, map[string]any{"code": "from hermes_tools import terminal\nprint(terminal('echo hi')['output'].strip())", "mode": mode, "workdir": e.workdir, "session": "tools-" + param + "-" + mode, param: []string{"terminal", "vision_analyze"}})
+				require.Equal(t, "success", res.Status, res.Output)
+				require.Equal(t, "hi\n", res.Output)
+			}
 			// A bad working dir is a result that says so.
 			res = p.exec(t, map[string]any{"code": "print(1)", "mode": mode, "workdir": filepath.Join(e.workdir, "missing"), "session": "wd-" + mode})
 			require.Equal(t, "error", res.Status)
@@ -648,10 +663,10 @@ func TestServeUsage(t *testing.T) {
 	}
 	// A bad config is a usage error too.
 	conf := filepath.Join(t.TempDir(), "c.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("approvals:\n  mode: maybe\n"), 0o600))
+	require.NoError(t, os.WriteFile(conf, []byte("approvals:\n  timeout: maybe\n"), 0o600))
 	code, _, stderr := child(t, nil, "", "serve", "--config", conf)
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "approvals.mode")
+	require.Contains(t, stderr, "approvals.timeout")
 	// The usage text names serve.
 	var out bytes.Buffer
 	require.Equal(t, 0, Run([]string{"help"}, nil, &out, io.Discard))
@@ -1405,12 +1420,12 @@ func TestServeDelegation(t *testing.T) {
 				require.True(t, c.OK)
 			}
 
-			// The whitelist applies: a delegated tool that is not enabled is
-			// never asked for.
+			// The whitelist applies: a delegated tool that is not enabled has
+			// no function to import, and is never asked for.
 			p.drainToolCalls()
 			before = p.toolCalled.Load()
 			res = exec("s", search+"print(web_search('x').get('error'))", "tools", []string{"read_file"})
-			require.Contains(t, res.Output, "Tool web_search is not enabled")
+			require.Contains(t, res.Output, "ImportError: cannot import name 'web_search' from 'hermes_tools'")
 			require.Equal(t, before, p.toolCalled.Load())
 
 			// execute's own delegate_tools overrides the session's.
@@ -1842,4 +1857,158 @@ func TestServeLongLines(t *testing.T) {
 	require.Equal(t, "next\n", res.Output)
 	require.Nil(t, c.call(t, "shutdown", nil).Error)
 	require.Equal(t, 0, l.exitCode(t), l.stderr.String())
+}
+
+// TestServeArgumentErrors: a misdirected execute is answered, as in
+// Hermes, with a result whose error is Hermes's message (the model reads
+// it), not with a protocol error; nothing runs.
+func TestServeArgumentErrors(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, "code_execution:\n  warm_pool: 0\n  mode: strict\n")
+	p := e.start()
+	for i, tc := range []struct{ params, mode, msg string }{
+		{`{}`, "strict", executor.NoCodeMessage},
+		{`null`, "strict", executor.NoCodeMessage},
+		{`{"code": "   \n"}`, "strict", executor.NoCodeMessage},
+		{`{"code": null, "command": "ls"}`, "strict", executor.NoCodeMessage},
+		{`{"code": "", "mode": "project", "session": "s"}`, "project", executor.NoCodeMessage},
+		{`{"command": "ls -la"}`, "strict", executor.CommandNotCodeMessage},
+		{`{"command": "ls", "mode": "project"}`, "project", executor.CommandNotCodeMessage},
+		{`{"code": 42}`, "strict", "execute_code received a int in 'code', but it requires Python source as a string. Retry as execute_code(code=\"...\")."},
+		{`{"code": ["print(1)"]}`, "strict", "execute_code received a list in 'code', but it requires Python source as a string. Retry as execute_code(code=\"...\")."},
+	} {
+		id := strconv.Itoa(200 + i)
+		m := p.rawCall(t, id, fmt.Sprintf(`{"jsonrpc": "2.0", "id": %s, "method": "execute", "params": %s}`, id, tc.params))
+		require.Nil(t, m.Error, tc.params)
+		res := execResult(t, m)
+		require.Equal(t, "error", res.Status, tc.params)
+		require.Equal(t, tc.msg, res.Error, tc.params)
+		require.Equal(t, tc.msg, res.Output, tc.params)
+		require.Equal(t, tc.mode, res.Mode, tc.params)
+		require.Nil(t, res.Kernel, tc.params)
+	}
+	// The Hermes texts, verbatim.
+	require.Equal(t, "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead.", executor.NoCodeMessage)
+	require.Equal(t, "execute_code received a 'command' parameter, but it requires Python source in 'code'. Use terminal(command=...) for shell commands; for Python, retry as execute_code(code=...).", executor.CommandNotCodeMessage)
+}
+
+// TestServeDescribe: describe returns Hermes's execute_code schema for the
+// server's configuration, a mode and a tool set.
+func TestServeDescribe(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, "code_execution:\n  warm_pool: 0\n  mode: strict\n  timeout: 120\n  max_tool_calls: 9\n")
+	p := e.start()
+	cfg := config.Default()
+	cfg.CodeExecution.Mode = "strict"
+	cfg.CodeExecution.Timeout = 120
+	cfg.CodeExecution.MaxToolCalls = 9
+	for _, tc := range []struct {
+		params map[string]any
+		mode   string
+		tools  []string
+	}{
+		{nil, "", nil},
+		{map[string]any{"mode": "project"}, "project", nil},
+		{map[string]any{"enabled_tools": []string{"terminal", "read_file", "vision_analyze"}}, "", []string{"terminal", "read_file"}},
+		{map[string]any{"tools": []string{}}, "", []string{}},
+	} {
+		m := p.call(t, "describe", tc.params)
+		require.Nil(t, m.Error)
+		want, err := json.Marshal(executor.ExecuteCodeSchema(cfg, tc.mode, tc.tools))
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(m.Result))
+	}
+	m := p.call(t, "describe", nil)
+	var s executor.ToolSchema
+	require.NoError(t, json.Unmarshal(m.Result, &s))
+	require.Equal(t, "execute_code", s.Name)
+	require.Contains(t, s.Description, "Limits: 2-minute timeout, max 9 tool calls per call. Stdout over 50KB shows head/tail inline")
+	require.Contains(t, s.Description, "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox")
+	require.Contains(t, s.Description, "don't wrap a single terminal command in execute_code")
+}
+
+// skillProbe prints what the script and a terminal command see of the
+// skill variable and of a managed credential.
+const skillProbe = `import os, json
+from hermes_tools import terminal
+print(json.dumps([os.environ.get("SKILL_TOKEN"), os.environ.get("OPENAI_API_KEY"), terminal("echo $SKILL_TOKEN/$OPENAI_API_KEY")["output"].strip()]))`
+
+// TestServeSkills: a skill's variables reach a session through
+// register_skill (names, a SKILL.md path or its content), open_session's
+// and execute's skill_env; other sessions do not see them, host-managed
+// credentials are refused, a running kernel sees them after a reset, and
+// close_session forgets them.
+func TestServeSkills(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	e.env = append(e.env, "SKILL_TOKEN=tok-1", "OPENAI_API_KEY=sk-host")
+	skillDir := filepath.Join(t.TempDir(), "gh-skill")
+	require.NoError(t, os.Mkdir(skillDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(skillDir, "SKILL.md"), []byte("---\nname: gh-skill\nrequired_environment_variables:\n  - name: SKILL_TOKEN\n    prompt: token\n  - OPENAI_API_KEY\n---\n# Use it\n"), 0o600))
+	p := e.start()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			probe := func(session string, extra map[string]any) string {
+				t.Helper()
+				params := map[string]any{"code": skillProbe, "mode": mode, "session": session + "-" + mode}
+				for k, v := range extra {
+					params[k] = v
+				}
+				res := p.exec(t, params)
+				require.Equal(t, "success", res.Status, res.Output)
+				return strings.TrimSpace(res.Output)
+			}
+			const none, passed, terminalOnly = `[null, null, "/"]`, `["tok-1", null, "tok-1/"]`, `[null, null, "tok-1/"]`
+			require.JSONEq(t, none, probe("a", nil))
+
+			m := p.call(t, "register_skill", map[string]any{"session": "a-" + mode, "path": skillDir})
+			require.Nil(t, m.Error)
+			require.JSONEq(t, `{"session": "a-`+mode+`", "names": ["SKILL_TOKEN", "OPENAI_API_KEY"], "registered": ["SKILL_TOKEN"], "refused": ["OPENAI_API_KEY"]}`, string(m.Result))
+			require.JSONEq(t, terminalOnly, probe("a", nil), "the running kernel's scripts: after a reset")
+			require.JSONEq(t, passed, probe("a", map[string]any{"reset": true}))
+			require.JSONEq(t, none, probe("b", nil), "another session does not see them")
+
+			m = p.call(t, "register_skill", map[string]any{"session": "b-" + mode, "content": "---\nprerequisites:\n  env_vars: [SKILL_TOKEN]\n---\n", "names": []string{"EXTRA_VAR"}})
+			require.JSONEq(t, `{"session": "b-`+mode+`", "names": ["EXTRA_VAR", "SKILL_TOKEN"], "registered": ["EXTRA_VAR", "SKILL_TOKEN"], "refused": []}`, string(m.Result))
+			require.JSONEq(t, passed, probe("b", map[string]any{"reset": true}))
+
+			m = p.call(t, "open_session", map[string]any{"session": "c-" + mode, "skill_env": []string{"SKILL_TOKEN", "ANTHROPIC_API_KEY"}})
+			require.JSONEq(t, `{"session": "c-`+mode+`", "delegate_tools": [], "skill_env": ["SKILL_TOKEN"], "skill_env_refused": ["ANTHROPIC_API_KEY"]}`, string(m.Result))
+			require.JSONEq(t, passed, probe("c", nil))
+
+			require.JSONEq(t, passed, probe("d", map[string]any{"skill_env": []string{"SKILL_TOKEN"}}))
+			require.JSONEq(t, passed, probe("d", nil), "execute's skill_env stays with its session")
+
+			require.Nil(t, p.call(t, "close_session", map[string]any{"session": "a-" + mode}).Error)
+			require.JSONEq(t, none, probe("a", nil), "close_session forgets them")
+		})
+	}
+}
+
+// brokenPipe is a client's stdout whose reader is gone.
+type brokenPipe struct{ writes atomic.Int32 }
+
+func (b *brokenPipe) Write([]byte) (int, error) {
+	b.writes.Add(1)
+	return 0, syscall.EPIPE
+}
+
+// TestServeWriteFailure: a failed write marks the client gone (serveCmd
+// then shuts down), and nothing more is written to it.
+func TestServeWriteFailure(t *testing.T) {
+	t.Parallel()
+	nop := func(string, ...any) {}
+	s := newServer(fakeBackend{}, nop, nop)
+	defer s.cancel(nil)
+	w := &brokenPipe{}
+	c := s.newConn(strings.NewReader(""), w, nil, false)
+	c.reply(json.RawMessage(`1`), map[string]bool{"ok": true}, nil)
+	select {
+	case <-c.gone:
+	default:
+		t.Fatal("a failed write did not mark the client gone")
+	}
+	c.reply(json.RawMessage(`2`), map[string]bool{"ok": true}, nil)
+	require.Equal(t, int32(1), w.writes.Load(), "no write after the client is gone")
 }

@@ -3,9 +3,12 @@
 package main
 
 import (
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +200,180 @@ echo $ok > forged
 		require.NotZero(t, os.Geteuid(), "as root the forger can write to /proc/$PPID/fd/0: %s", resA.Output)
 		t.Logf("the forger could not open /proc/$PPID/fd/0 (non-dumpable server): %s", resA.Output)
 	}
+}
+
+// goneScripts are long calls that record the processes they run, in the
+// working dir, as "PID START" (START the process's start time, so that a
+// reused pid is not taken for it): in strict mode a terminal() command,
+// in project mode the kernel's python and a terminal() command.
+var goneScripts = map[string]string{
+	"strict": `from hermes_tools import terminal
+terminal("echo $$ $(cut -d' ' -f22 /proc/$$/stat) > pid-strict-terminal.txt; exec sleep 300")`,
+	"project": procStartPy + `import os
+from hermes_tools import terminal
+with open("pid-project-kernel.tmp", "w") as f:
+    f.write("%d %d" % (os.getpid(), proc_start(os.getpid())))
+os.rename("pid-project-kernel.tmp", "pid-project-kernel.txt")
+terminal("echo $$ $(cut -d' ' -f22 /proc/$$/stat) > pid-project-terminal.txt; exec sleep 300")`,
+}
+
+// goneFiles are the files goneScripts write.
+var goneFiles = map[string][]string{
+	"strict":  {"pid-strict-terminal.txt"},
+	"project": {"pid-project-kernel.txt", "pid-project-terminal.txt"},
+}
+
+// waitGoneFiles waits until the running calls have written their pid
+// files, and returns the processes they name.
+func waitGoneFiles(t *testing.T, workdir string, modes ...string) map[string][2]uint64 {
+	t.Helper()
+	procs := map[string][2]uint64{}
+	for _, mode := range modes {
+		for _, name := range goneFiles[mode] {
+			path := filepath.Join(workdir, name)
+			var pid int
+			var start uint64
+			require.Eventually(t, func() bool {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return false
+				}
+				pid, start = parsePidStart(string(b))
+				return pid > 1 && start != 0
+			}, 2*time.Minute, 20*time.Millisecond, "%s was not written", name)
+			procs[name] = [2]uint64{uint64(pid), start}
+		}
+	}
+	return procs
+}
+
+// requireProcsGone checks that every recorded process has ended.
+func requireProcsGone(t *testing.T, procs map[string][2]uint64) {
+	t.Helper()
+	for name, p := range procs {
+		pid, start := int(p[0]), p[1]
+		deadline := time.Now().Add(10 * time.Second)
+		for !gone(pid, start) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !gone(pid, start) {
+			killIfSame(pid, start)
+			t.Errorf("the process of %s (%d) outlived the server", name, pid)
+		}
+	}
+}
+
+// requireEmptyDir checks that the server left nothing in its temp dir (no
+// hermes-strict-* or hermes-kernel-* staging dir, no socket).
+func requireEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, d := range left {
+		names = append(names, d.Name())
+	}
+	require.Empty(t, names, "temp dirs left behind")
+}
+
+// TestServeClientGone: the client of `serve` on stdin/stdout goes away
+// while a strict and a project session kernel each run a call: it closes
+// both its pipes, or stops reading stdout only. The server notices, ends
+// the calls and exits 0 (no SIGPIPE death), and leaves no process and no
+// staging dir behind.
+func TestServeClientGone(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("the scripts read /proc")
+	}
+	for _, how := range []string{"both pipes", "stdout only"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			e := newServeEnv(t, defaultServeConfig)
+			cmd := exec.Command(os.Args[0], "serve", "--config", e.conf)
+			cmd.Env = append(os.Environ(), e.env...)
+			cmd.Dir = e.workdir
+			stdin, err := cmd.StdinPipe()
+			require.NoError(t, err)
+			outR, outW, err := os.Pipe()
+			require.NoError(t, err)
+			cmd.Stdout = outW
+			stderr := &syncBuffer{}
+			cmd.Stderr = stderr
+			require.NoError(t, cmd.Start())
+			outW.Close()
+			exited := make(chan struct{})
+			go func() {
+				cmd.Wait()
+				close(exited)
+			}()
+			t.Cleanup(func() {
+				stdin.Close()
+				outR.Close()
+				select {
+				case <-exited:
+				case <-time.After(time.Minute):
+					cmd.Process.Kill()
+					<-exited
+				}
+			})
+			c := newServeClient(outR, stdin)
+			for _, mode := range []string{"strict", "project"} {
+				res := c.exec(t, map[string]any{"code": "x = 1", "mode": mode, "session": mode, "workdir": e.workdir})
+				require.Equal(t, "success", res.Status, res.Output)
+				c.start("execute", map[string]any{"code": goneScripts[mode], "mode": mode, "session": mode, "workdir": e.workdir})
+			}
+			procs := waitGoneFiles(t, e.workdir, "strict", "project")
+
+			if how == "both pipes" {
+				require.NoError(t, stdin.Close())
+			}
+			require.NoError(t, outR.Close())
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				t.Fatalf("serve did not end when its client went away; stderr:\n%s", stderr.String())
+			}
+			require.Equal(t, 0, cmd.ProcessState.ExitCode(), "%v; stderr:\n%s", cmd.ProcessState, stderr.String())
+			require.Contains(t, stderr.String(), "hermes-wasm-exec serve: the client is gone (nobody reads stdout any more): interrupting the running calls and shutting down")
+			requireProcsGone(t, procs)
+			requireEmptyDir(t, e.tmp)
+		})
+	}
+}
+
+// TestServeWriteToGoneClient: a request whose answer cannot be written
+// (the client closed its end of stdout but still writes) ends the server
+// cleanly instead of killing it with SIGPIPE.
+func TestServeWriteToGoneClient(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, defaultServeConfig)
+	cmd := exec.Command(os.Args[0], "serve", "--config", e.conf)
+	cmd.Env = append(os.Environ(), e.env...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdout = outW
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	outW.Close()
+	c := newServeClient(outR, stdin)
+	res := c.exec(t, map[string]any{"code": "print(1)", "mode": "strict", "session": "s"})
+	require.Equal(t, "1\n", res.Output)
+	require.NoError(t, outR.Close())
+	// The answer to this goes nowhere (if the server has not already seen
+	// that nobody reads).
+	_, _ = io.WriteString(stdin, `{"jsonrpc": "2.0", "id": 1, "method": "describe"}`+"\n")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve did not end; stderr:\n%s", stderr.String())
+	}
+	stdin.Close()
+	require.Equal(t, 0, cmd.ProcessState.ExitCode(), "%v; stderr:\n%s", cmd.ProcessState, stderr.String())
+	requireEmptyDir(t, e.tmp)
 }

@@ -6,7 +6,8 @@
 # Expects the toolchain of recipe.env installed and deb-src entries for its
 # suite (pyodide-assets/build, run by `make assets`, sees to both). Writes
 # OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
-# OUT_DIR/python311.zip (the standard library as .pyc).
+# OUT_DIR/python311.zip (the standard library as .pyc, and the IANA time zone
+# database as the package tzdata).
 #
 # Everything is built under one fixed path, /tmp/hermes-cpython-build, so
 # that no machine-specific path reaches the output: two builds on two
@@ -49,7 +50,7 @@ ln -s /usr/lib/wasm32-wasi "$WORK/sysroot/lib/wasm32-wasi"
 step "fetching source packages"
 cd "$WORK/src"
 # shellcheck disable=SC2086
-apt-get source --download-only $SRC_PYTHON $SRC_ZLIB $SRC_BZIP2 $SRC_SQLITE
+apt-get source --download-only $SRC_PYTHON $SRC_ZLIB $SRC_BZIP2 $SRC_SQLITE $SRC_XZ $SRC_TZDATA $SRC_WASI_LIBC
 for pin in $DSC_SHA256; do
 	file="${pin%%=*}" want="${pin#*=}"
 	got="$(sha256sum "$file" | cut -d' ' -f1)"
@@ -76,6 +77,37 @@ for f in blocksort huffman crctable randtable compress decompress bzlib; do
 done
 $AR rcs "$WORK/deps/lib/libbz2.a" ./*.o
 cp bzlib.h "$WORK/deps/include/"
+
+step "xz-utils: liblzma (static, wasm32-wasi)"
+cd "$WORK/src/xz-utils"
+# mythread.h's sigprocmask helper (used by the xz program, not by liblzma)
+# needs <signal.h>, which WASI lacks.
+sed -i 's/^#if !(defined(_WIN32) \&\& !defined(__CYGWIN__))$/& \&\& !defined(__wasi__)/' src/common/mythread.h
+CFLAGS="$DEP_CFLAGS" ./configure --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
+	--enable-static --disable-shared --disable-threads --disable-nls --disable-rpath \
+	--disable-xz --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-lzma-links \
+	--disable-scripts --disable-doc >configure.log 2>&1 || { tail -40 configure.log >&2; exit 1; }
+make -s -j"$JOBS" -C src/liblzma >make.log 2>&1 || { tail -40 make.log >&2; exit 1; }
+cp src/liblzma/.libs/liblzma.a "$WORK/deps/lib/"
+cp -r src/liblzma/api/lzma.h src/liblzma/api/lzma "$WORK/deps/include/"
+
+step "time zones: musl's tz code for wasi-libc, the tz database compiled by zic"
+cd "$WORK/src/wasi-libc"
+patch -p1 --quiet < "$HERE/wasi-libc-tz.patch"
+MUSL=libc-top-half/musl
+# shellcheck disable=SC2086
+$CC $DEP_CFLAGS -std=c99 -D_XOPEN_SOURCE=700 -I$MUSL/src/include -I$MUSL/src/internal -I$MUSL/src/time \
+	-c $MUSL/src/time/__tz.c -o hermes_tz.o
+$AR rcs "$WORK/deps/lib/libhermes_tz.a" hermes_tz.o
+cp "$HERE/hermes_tz.h" "$WORK/deps/include/"
+# As Debian's tzdata package builds it (debian/rules): backward links and
+# the pre-1970 data of backzone for the zones of zone.tab, no leap seconds;
+# "fat" files, which every TZif reader understands.
+cd "$WORK/src/tzdata"
+make -s AWK=mawk BACKWARD=backward PACKRATDATA=backzone PACKRATLIST=zone.tab VERSION_DEPS= tzdata.zi
+rm -rf "$WORK/zoneinfo"
+/usr/sbin/zic -d "$WORK/zoneinfo" -b fat -L /dev/null tzdata.zi
+cp tzdata.zi zone.tab zone1970.tab iso3166.tab "$WORK/zoneinfo/"
 
 step "sqlite3 (amalgamation built natively, library for wasm32-wasi)"
 cd "$WORK/src/sqlite3"
@@ -114,15 +146,20 @@ DEPS="$WORK/deps"
 #   (The values round-trip: both are 32 bits on wasm32.)
 # --with-pymalloc: CPython's small-object allocator, off by default on WASI,
 #   is what makes allocation-heavy code (JSON, dicts) fast.
+# hermes_tz.h and -lhermes_tz: tzset(), tzname, timezone and daylight, from
+#   musl's time zone code (see wasi-libc-tz.patch); ac_cv_working_tzset=yes
+#   (configure cannot run its test when cross-compiling) gives time.tzset().
 # The linked libraries come from $DEPS only (PKG_CONFIG=false).
 CONFIG_SITE="$WORK/src/python3.11/Tools/wasm/config.site-wasm32-wasi" \
 OPT="$OPT_FLAGS" \
-CFLAGS="$PREFIX_MAP -Wno-int-conversion" \
+CFLAGS="$PREFIX_MAP -Wno-int-conversion -include $DEPS/include/hermes_tz.h" \
+LIBS="-L$DEPS/lib -lhermes_tz" \
 CPP="clang-cpp-19 --target=wasm32-wasi --sysroot=$WORK/sysroot" \
 ZLIB_CFLAGS="-I$DEPS/include" ZLIB_LIBS="-L$DEPS/lib -lz" \
 BZIP2_CFLAGS="-I$DEPS/include" BZIP2_LIBS="-L$DEPS/lib -lbz2" \
+LIBLZMA_CFLAGS="-I$DEPS/include" LIBLZMA_LIBS="-L$DEPS/lib -llzma" \
 LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3 -lwasi-emulated-getpid -lwasi-emulated-mman" \
-PKG_CONFIG=false ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no \
+PKG_CONFIG=false ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no ac_cv_working_tzset=yes \
 	../src/python3.11/configure -C \
 	--host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 	--with-build-python=/usr/bin/python3.11 \
@@ -139,7 +176,8 @@ grep -E '^(Failed|The necessary|Following modules)' -A4 make.log >&2 || true
 cp python.wasm "$OUT/python.wasm"
 
 step "standard library (.pyc)"
-/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" "$OUT/python311.zip"
+/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" \
+	"$WORK/zoneinfo" "$(sed -n 's/^# version //p' "$WORK/src/tzdata/tzdata.zi")" "$OUT/python311.zip"
 
 if [ "${KEEP_WORK:-}" != 1 ]; then
 	rm -rf "$WORK"

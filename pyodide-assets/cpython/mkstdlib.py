@@ -1,13 +1,21 @@
 """Compiles the standard library to a zip of .pyc for hermes-wasm-exec.
 
-    python3.11 mkstdlib.py LIB_DIR BUILD_LIB_DIR OUT_ZIP
+    python3.11 mkstdlib.py LIB_DIR BUILD_LIB_DIR ZONEINFO_DIR TZ_VERSION OUT_ZIP
 
 LIB_DIR is CPython's Lib/, BUILD_LIB_DIR the build's lib.wasi-wasm32-3.11
-(its generated _sysconfigdata module). OUT_ZIP receives one .pyc per module,
+(its generated _sysconfigdata module), ZONEINFO_DIR the time zone files zic
+wrote (TZ_VERSION their release, such as 2026b). OUT_ZIP receives one .pyc per module,
 unchecked-hash (no timestamps) and with the file name the guest sees
 (/usr/local/lib/python311.zip/...), deflated by the build python's zlib
 (Debian's zlib1g, pinned with the toolchain), in name order, with one fixed
 timestamp and mode: the output does not depend on when or where it was built.
+
+The time zone files go in as the package tzdata, laid out as the PyPI
+package of that name (tzdata/zoneinfo/<zone>, an __init__ in every
+directory, the list of zones in tzdata/zones): zoneinfo falls back to it
+when no TZPATH directory has a zone, and the runtime mounts
+tzdata/zoneinfo read-only at /usr/share/zoneinfo, where the C library's
+localtime() and zoneinfo's TZPATH find it.
 
 Tests, IDLE, tkinter, turtle demos and ensurepip are left out: the guest has
 no display, no pip and no use for CPython's own test suite.
@@ -42,13 +50,44 @@ SYSCONFIGDATA = "_sysconfigdata__wasm32-wasi.py"
 
 def compile_one(src, rel):
     with open(src, "rb") as f:
-        data = f.read()
+        return compile_source(f.read(), rel)
+
+
+def compile_source(data, rel):
     code = compile(data, ZIP_PATH + "/" + rel, "exec", dont_inherit=True, optimize=0)
     return _code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False)
 
 
+def tzdata_entries(zoneinfo, version):
+    """The package tzdata: zone files, the zones list, one __init__ per dir."""
+    year, letter = version[:4], version[4:]
+    if not (year.isdigit() and len(letter) == 1 and letter.isalpha()):
+        sys.exit("mkstdlib.py: the time zone release %r is not like 2026b" % version)
+    init = ('"""The IANA time zone database, release %s, from Debian\'s tzdata source\n'
+            'package, compiled by zic for hermes-wasm-exec (the layout of the PyPI\n'
+            'package tzdata)."""\nIANA_VERSION = "%s"\n__version__ = "%s.%d"\n'
+            % (version, version, year, ord(letter.lower()) - ord("a") + 1)).encode()
+    entries = {"tzdata/__init__.pyc": compile_source(init, "tzdata/__init__.py")}
+    zones = []
+    for dirpath, dirnames, filenames in os.walk(zoneinfo):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, zoneinfo).replace(os.sep, "/")
+        pkg = "tzdata/zoneinfo" + ("" if rel_dir == "." else "/" + rel_dir)
+        entries[pkg + "/__init__.pyc"] = compile_source(b"", pkg + "/__init__.py")
+        for name in sorted(filenames):
+            with open(os.path.join(dirpath, name), "rb") as f:
+                data = f.read()
+            entries[pkg + "/" + name] = data
+            if data.startswith(b"TZif"):
+                zones.append((pkg + "/" + name)[len("tzdata/zoneinfo/"):])
+    if len(zones) < 300:
+        sys.exit("mkstdlib.py: only %d zones in %s" % (len(zones), zoneinfo))
+    entries["tzdata/zones"] = "".join(z + "\n" for z in sorted(zones)).encode()
+    return entries
+
+
 def main():
-    lib, build_lib, out = sys.argv[1:4]
+    lib, build_lib, zoneinfo, tz_version, out = sys.argv[1:6]
     if sys.version_info[:2] != (3, 11):
         sys.exit("mkstdlib.py: needs python3.11 (the target's bytecode), got %s" % sys.version)
     entries = {}
@@ -57,6 +96,7 @@ def main():
             if root == build_lib and rel.startswith("_sysconfigdata_"):
                 rel = SYSCONFIGDATA
             entries[rel.replace(os.sep, "/") + "c"] = compile_one(src, rel)
+    entries.update(tzdata_entries(zoneinfo, tz_version))
     with zipfile.ZipFile(out, "w") as zf:
         for name in sorted(entries):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
@@ -64,7 +104,7 @@ def main():
             info.external_attr = 0o100444 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, entries[name], compresslevel=9)
-    print("mkstdlib.py: %d modules compiled into %s" % (len(entries), out), file=sys.stderr)
+    print("mkstdlib.py: %d entries (modules and time zone data) in %s" % (len(entries), out), file=sys.stderr)
 
 
 main()

@@ -25,8 +25,11 @@ const (
 	// KindGateway is a messaging-gateway session: the whole script is
 	// approved before it runs.
 	KindGateway = "gateway"
-	// KindAutomation is an injected or automated turn: the whole script is
-	// approved before it runs.
+	// KindAutomation is an injected or automated turn (Hermes's cron
+	// jobs): nobody is there to approve, so approvals.cron_mode decides —
+	// ask (the default: the whole script is approved before it runs, as
+	// for a gateway session), deny (blocked at once) or approve (runs
+	// without asking).
 	KindAutomation = "automation"
 )
 
@@ -91,11 +94,13 @@ func KindNeedsScriptApproval(kind string) bool {
 }
 
 // approvals applies the approval policy of SPEC §8 for an executor:
-// approvals.mode ("off", "deny" or "ask"), the approval timeout, and the
-// session- and always-scoped decisions it remembers for its lifetime.
-// It is safe for concurrent use.
+// approvals.mode ("manual", "off" or "deny"; Hermes's "smart" needs a
+// model and behaves as manual), approvals.cron_mode for automation
+// sessions, the approval timeout, and the session- and always-scoped
+// decisions it remembers for its lifetime. It is safe for concurrent use.
 type approvals struct {
 	mode    string
+	cron    string
 	timeout time.Duration
 
 	mu sync.Mutex
@@ -109,17 +114,22 @@ type approvals struct {
 	commandsSession map[string]map[string]bool
 }
 
+// newApprovals applies approvals.mode mode: "off" and "deny" as they are;
+// "manual", "smart" (no model here: it behaves as manual), the former
+// name "ask", "" and anything else as manual. Automation sessions are
+// asked, like gateway sessions, until withCron says otherwise.
 func newApprovals(mode string, timeout time.Duration) *approvals {
-	switch mode {
-	case config.ApprovalsOff, config.ApprovalsDeny, config.ApprovalsAsk:
+	switch mode = strings.ToLower(strings.TrimSpace(mode)); mode {
+	case config.ApprovalsOff, config.ApprovalsDeny:
 	default:
-		mode = config.ApprovalsAsk
+		mode = config.ApprovalsManual
 	}
 	if timeout <= 0 {
 		timeout = 120 * time.Second
 	}
 	return &approvals{
 		mode:            mode,
+		cron:            config.CronModeAsk,
 		timeout:         timeout,
 		scriptsSession:  map[string]bool{},
 		commandsAlways:  map[string]bool{},
@@ -127,15 +137,45 @@ func newApprovals(mode string, timeout time.Duration) *approvals {
 	}
 }
 
+// withCron sets approvals.cron_mode: "approve" (and Hermes's spellings
+// off, allow and yes) runs automation scripts without asking, "deny"
+// blocks them at once, anything else ("ask", "") asks. It returns a.
+func (a *approvals) withCron(cron string) *approvals {
+	switch cron = strings.ToLower(strings.TrimSpace(cron)); cron {
+	case config.CronModeApprove, "off", "allow", "yes":
+		a.cron = config.CronModeApprove
+	case config.CronModeDeny:
+		a.cron = config.CronModeDeny
+	default:
+		a.cron = config.CronModeAsk
+	}
+	return a
+}
+
+// cronDenied is Hermes's text for an automation script blocked by
+// approvals.cron_mode deny (tools/approval.py check_execute_code_guard).
+const cronDenied = "BLOCKED: execute_code runs arbitrary local Python (including subprocess calls that bypass shell-string approval checks). Cron jobs run without a user present to approve it. Use normal tools instead, or set approvals.cron_mode: approve only if this cron profile is intentionally trusted."
+
 // script decides whether a script of kind may run in session; it returns
-// "" when it may, else the reason it is blocked.
+// "" when it may, else the reason it is blocked. approvals.mode off
+// approves everything and deny blocks everything; otherwise an automation
+// script follows approvals.cron_mode, and a gateway one (or an automation
+// one under cron_mode ask) is asked about.
 func (a *approvals) script(ctx context.Context, ap Approver, session, kind, code string) string {
 	if !KindNeedsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
 	who := kindLabel(kind)
 	if a.mode == config.ApprovalsDeny {
-		return fmt.Sprintf("Script blocked: approvals.mode is %q, so scripts of %s sessions never run, and this one did not. Do the task with individual tool calls, or ask the operator to set approvals.mode to \"ask\".", a.mode, who)
+		return fmt.Sprintf("Script blocked: approvals.mode is %q, so scripts of %s sessions never run, and this one did not. Do the task with individual tool calls, or ask the operator to set approvals.mode to \"manual\".", a.mode, who)
+	}
+	if kind == KindAutomation {
+		switch a.cron {
+		case config.CronModeApprove:
+			return ""
+		case config.CronModeDeny:
+			return cronDenied
+		}
 	}
 	if a.scriptApproved(session) {
 		return ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,4 +314,113 @@ func TestQuoteCommand(t *testing.T) {
 	long := quoteCommand(strings.Repeat("é", 300))
 	require.True(t, strings.HasSuffix(long, "…`"))
 	require.LessOrEqual(t, len(long), 210)
+}
+
+// TestApprovalHermesModes: Hermes's approvals.mode values. smart asks a
+// model in Hermes; there is none here, so it behaves exactly as manual
+// (and as "ask", manual's former name): scripts of gateway sessions and
+// dangerous commands of CLI sessions are asked about.
+func TestApprovalHermesModes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, mode := range []string{config.ApprovalsManual, config.ApprovalsSmart, "ask", " Smart ", "", "bogus"} {
+		ap := &recorder{d: Decision{Approved: false}}
+		a := newApprovals(mode, time.Second)
+		require.Equal(t, config.ApprovalsManual, a.mode, "%q", mode)
+		msg := a.script(ctx, ap, "s", KindGateway, "print(1)")
+		require.Contains(t, msg, "approval was denied", "%q", mode)
+		msg = a.command(ctx, ap, "s", KindCLI, "rm -rf ./build")
+		require.Contains(t, msg, "was denied", "%q", mode)
+		require.Equal(t, 2, ap.count(), "%q asks", mode)
+	}
+	for _, mode := range []string{"off", "OFF"} {
+		ap := &recorder{}
+		a := newApprovals(mode, time.Second)
+		require.Empty(t, a.script(ctx, ap, "s", KindGateway, "print(1)"))
+		require.Empty(t, a.command(ctx, ap, "s", KindCLI, "rm -rf ./build"))
+		require.Zero(t, ap.count())
+	}
+}
+
+// TestApprovalCronMode: approvals.cron_mode decides for automation
+// sessions (Hermes's cron jobs), where nobody is there to approve: deny
+// blocks the script at once with Hermes's text, approve runs it (and its
+// commands) without asking, ask (the default) asks like a gateway session.
+// approvals.mode off and deny still win, and gateway sessions are not
+// affected.
+func TestApprovalCronMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const danger = "rm -rf ./build"
+
+	ap := &recorder{d: Decision{Approved: true}}
+	deny := newApprovals(config.ApprovalsManual, time.Second).withCron(config.CronModeDeny)
+	require.Equal(t, "BLOCKED: execute_code runs arbitrary local Python (including subprocess calls that bypass shell-string approval checks). Cron jobs run without a user present to approve it. Use normal tools instead, or set approvals.cron_mode: approve only if this cron profile is intentionally trusted.",
+		deny.script(ctx, ap, "s", KindAutomation, "print(1)"))
+	require.Zero(t, ap.count(), "cron_mode deny never asks")
+	require.Empty(t, deny.script(ctx, ap, "s", KindGateway, "print(1)"), "a gateway session is still asked")
+	require.Equal(t, 1, ap.count())
+
+	for _, approve := range []string{config.CronModeApprove, "off", "Allow", "yes"} {
+		ap := &recorder{d: Decision{Approved: false}}
+		a := newApprovals(config.ApprovalsSmart, time.Second).withCron(approve)
+		require.Empty(t, a.script(ctx, ap, "s", KindAutomation, "print(1)"), approve)
+		require.Empty(t, a.command(ctx, ap, "s", KindAutomation, danger), approve)
+		require.Zero(t, ap.count(), "cron_mode %s never asks", approve)
+	}
+
+	for _, ask := range []string{config.CronModeAsk, "", "whatever"} {
+		ap := &recorder{d: Decision{Approved: false}}
+		a := newApprovals(config.ApprovalsManual, time.Second).withCron(ask)
+		require.Contains(t, a.script(ctx, ap, "s", KindAutomation, "print(1)"), "automation session's approval was denied")
+		require.Equal(t, 1, ap.count())
+		require.Contains(t, newApprovals(config.ApprovalsManual, time.Second).withCron(ask).script(ctx, nil, "s", KindAutomation, "print(1)"),
+			"approval is required for automation sessions and nobody is connected to approve it")
+	}
+
+	// approvals.mode wins: off runs everything, deny blocks everything.
+	ap = &recorder{}
+	require.Empty(t, newApprovals(config.ApprovalsOff, time.Second).withCron(config.CronModeDeny).script(ctx, ap, "s", KindAutomation, "print(1)"))
+	require.Contains(t, newApprovals(config.ApprovalsDeny, time.Second).withCron(config.CronModeApprove).script(ctx, ap, "s", KindAutomation, "print(1)"),
+		`approvals.mode is "deny"`)
+	require.Zero(t, ap.count())
+}
+
+// TestExecutorCronMode: the executor passes approvals.cron_mode from its
+// configuration.
+func TestExecutorCronMode(t *testing.T) {
+	t.Parallel()
+	for cron, want := range map[string]string{config.CronModeDeny: config.CronModeDeny, config.CronModeApprove: config.CronModeApprove, "": config.CronModeAsk} {
+		cfg := config.Default()
+		cfg.Approvals.CronMode = cron
+		e := New(Options{Config: &cfg, HermesHome: t.TempDir()})
+		require.Equal(t, want, e.approvals.cron)
+		require.NoError(t, e.Close(context.Background()))
+	}
+}
+
+// TestInjectTimezone: TZ comes from the effective zone (config.Config.Timezone,
+// which config.Load resolves from $HERMES_TIMEZONE, code_execution.timezone
+// and the top-level timezone), and a Config built in code may set only
+// CodeExecution.Timezone. (Kept with the approval tests: both are the
+// executor's reading of config.Config.)
+func TestInjectTimezone(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ top, ce, want string }{
+		{"Asia/Tokyo", "", "TZ=Asia/Tokyo"},
+		{"", "Europe/Paris", "TZ=Europe/Paris"},
+		{"Asia/Tokyo", "Europe/Paris", "TZ=Asia/Tokyo"},
+		{"", "", ""},
+	} {
+		cfg := config.Default()
+		cfg.Timezone, cfg.CodeExecution.Timezone = tt.top, tt.ce
+		e := New(Options{Config: &cfg, HermesHome: t.TempDir()})
+		require.Equal(t, tt.want, strings.Join(e.inject(true), " "), "strict guest %+v", tt)
+		got := strings.Join(e.inject(false), " ")
+		if goruntime.GOOS == "windows" {
+			tt.want = "" // as in Hermes: Windows programs do not read IANA names in TZ
+		}
+		require.Equal(t, tt.want, got, "%+v", tt)
+		require.NoError(t, e.Close(context.Background()))
+	}
 }

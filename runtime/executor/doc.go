@@ -66,8 +66,16 @@
 //     function.
 //   - Environment: [Options].SkillEnv and [Executor.RegisterSkillEnv] let
 //     skills pass the variables they declare (required_environment_variables)
-//     like terminal.env_passthrough; host-managed provider credentials are
-//     refused with a warning.
+//     like terminal.env_passthrough, for every session;
+//     [Executor.RegisterSessionSkillEnv] and Request.SkillEnv for one
+//     session (or one call). [ParseSkillFile] and [SkillEnvFromMarkdown] read
+//     the names from a SKILL.md as Hermes does. Host-managed provider
+//     credentials are refused with a warning.
+//   - The tool as a model sees it: [ExecuteCodeSchema] builds execute_code's
+//     description and parameters by Hermes's rules, and [CodeArgument] reads
+//     a model's arguments with Hermes's errors ([NoCodeMessage],
+//     [CommandNotCodeMessage], [NonStringCodeMessage]); Execute answers an
+//     empty script with [NoCodeMessage].
 //
 // # Log events
 //
@@ -81,8 +89,10 @@
 //   - "dropped HERMES_* variables" (debug): names, count.
 //   - "passthrough refused" (warn): names of terminal.env_passthrough that
 //     are host-managed credentials.
-//   - "skill environment variable refused" (warn): names, reason.
-//   - "skill environment variables registered" (info): names.
+//   - "skill environment variable refused" (warn): names, reason, and
+//     session for a session's registration.
+//   - "skill environment variables registered" (info): names, and session
+//     for a session's registration.
 //   - "unknown mode, falling back to project" (warn): mode.
 //   - "python skipped" (info): candidate (path, source and why).
 //   - "embedded interpreter fallback" (warn): project mode found no usable

@@ -63,7 +63,9 @@ func ExampleExecutor_Execute_session() {
 
 // An embedder replaces web_search with its own handler: same arguments,
 // same result shape, and the same whitelist, budget and log as the
-// built-in tool. Request.Tools restricts the enabled set.
+// built-in tool. Request.Tools restricts the enabled set, as Hermes's
+// enabled_tools: names that are not script-callable tools are dropped, and
+// only the enabled tools can be imported from hermes_tools.
 func ExampleToolHandler() {
 	home, _ := os.MkdirTemp("", "hermes-home-")
 	defer os.RemoveAll(home)
@@ -89,19 +91,22 @@ func ExampleToolHandler() {
 	res, err := ex.Execute(context.Background(), executor.Request{
 		Mode:    "strict",
 		Workdir: home,
-		Tools:   []string{"web_search"},
-		Code: `from hermes_tools import web_search, read_file
+		Tools:   []string{"web_search", "vision_analyze"},
+		Code: `from hermes_tools import web_search
 r = web_search("otters", limit=1)
 print(r["data"]["web"][0]["title"])
-print(read_file("x.txt")["error"])
+try:
+    from hermes_tools import read_file
+except ImportError as e:
+    print(e)
 `,
 	})
-	fmt.Println(err, res.Status, res.ToolCallsMade) // a tool that is not enabled is not called
+	fmt.Println(err, res.Status, res.ToolCallsMade)
 	fmt.Print(res.Output)
 	// Output:
 	// <nil> success 1
 	// About otters
-	// Tool read_file is not enabled in this execution. Enabled tools: [web_search].
+	// cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)
 }
 
 // An Approver decides what needs approval (SPEC §8): in a gateway session

@@ -62,7 +62,7 @@ type Options struct {
 	// means the platform's (a Unix socket, loopback TCP on Windows).
 	RPCTransport string
 	// Approver answers approval requests of calls that set none; nil
-	// means nobody answers, so in approvals.mode "ask" whatever needs
+	// means nobody answers, so in approvals.mode "manual" whatever needs
 	// approval is blocked.
 	Approver Approver
 	// Tools replaces built-in tools with the embedder's own handlers, by
@@ -97,7 +97,16 @@ type Request struct {
 	Timeout time.Duration
 	// MaxToolCalls overrides code_execution.max_tool_calls when non-nil.
 	MaxToolCalls *int
-	// Tools is the enabled subset of the seven tools; nil means all.
+	// Tools is the enabled tools, as Hermes's enabled_tools: the list is
+	// intersected with the seven script-callable tools (hostfuncs.Names),
+	// and the names of other tools (vision_analyze, delegate_task,
+	// browser_navigate, ...), which Hermes's own tool lists contain, are
+	// dropped silently. nil means all seven; a list with none of the seven
+	// enables none. Only enabled tools get a function in hermes_tools, so
+	// `from hermes_tools import terminal` raises ImportError when terminal
+	// is not enabled; a call to one anyway is refused. The tool set is part
+	// of a session kernel's identity: a call with another tool set runs in
+	// another kernel of the session.
 	Tools []string
 
 	// Session names a persistent session kernel (SPEC §7): calls with the
@@ -120,6 +129,14 @@ type Request struct {
 	// ToolHandlers replaces tools for this call only (over Options.Tools),
 	// for instance to delegate them to the agent host that made the call.
 	ToolHandlers map[string]ToolHandler
+	// SkillEnv lists environment variables a skill declares
+	// (required_environment_variables, see [SkillEnvFromMarkdown]) that
+	// pass through for this call like terminal.env_passthrough. With
+	// Session set they are registered for the session first, as by
+	// [Executor.RegisterSessionSkillEnv], so its later calls keep them; a
+	// running kernel's scripts see them after a reset. Host-managed
+	// credentials are refused with a warning event.
+	SkillEnv []string
 }
 
 // Executor runs scripts. It is safe for concurrent use. Close it to end
@@ -141,6 +158,10 @@ type Executor struct {
 	mu       sync.Mutex
 	skillEnv []string // registered skill variables, in registration order
 	skillGen int      // bumped whenever skillEnv grows
+	// sessionSkillEnv holds the skill variables registered for one
+	// session (RegisterSessionSkillEnv), by session.
+	sessionSkillEnv map[string][]string
+
 	closed   bool
 	calls    map[uint64]context.CancelCauseFunc // running Execute calls
 	nextCall uint64
@@ -188,7 +209,7 @@ func New(opts Options) *Executor {
 		log:       eventLog{logger: opts.Logger, logf: opts.Logf},
 		strict:    runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: opts.Progress}),
 		transport: opts.RPCTransport,
-		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second),
+		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).withCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,
 		tools:     maps.Clone(opts.Tools),
 		kernels:   newKernels(),
@@ -273,6 +294,10 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 }
 
 func (e *Executor) execute(ctx context.Context, req Request) (shared.Result, error) {
+	if res, ok := e.checkCode(req); !ok { // args.go: Hermes's empty-code error
+		return res, nil
+	}
+	e.registerRequestSkillEnv(req) // skills.go: Request.SkillEnv, per session
 	c, res, err := e.prepare(ctx, req)
 	if c == nil {
 		return res, err
@@ -364,8 +389,8 @@ type call struct {
 	kind     string
 	approver Approver
 	session  string
-	enabled  []string
-	note     string // a warning for the result (skipped or missing python)
+	enabled  []string // the tool set: shared.ToolSet of Request.Tools
+	note     string   // a warning for the result (skipped or missing python)
 	handlers map[string]ToolHandler
 }
 
@@ -410,7 +435,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 			}
 		}
 	}
-	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: req.Tools}
+	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: shared.ToolSet(req.Tools)}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 {
 		c.handlers = maps.Clone(e.tools)
@@ -426,13 +451,13 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 		c.approver = e.approver
 	}
 	web := e.cfg.Web
-	c.envOpts, c.envGen = e.envOptions()
+	c.envOpts, c.envGen = e.envOptionsFor(req)
 	if refused := shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...); len(refused) > 0 {
 		e.log.event(slog.LevelWarn, "passthrough refused",
 			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v", refused),
 			"names", refused, "source", "terminal.env_passthrough")
 	}
-	c.inject = e.inject()
+	c.inject = e.inject(c.mode == config.ModeStrict)
 	toolEnv, dropped := shared.ScrubEnv(e.environ, c.envOpts)
 	if len(dropped) > 0 {
 		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", shared.DroppedHermesLine(dropped),
@@ -440,7 +465,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	}
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
-		Env:     shared.MergeEnv(toolEnv, c.inject),
+		Env:     shared.MergeEnv(toolEnv, e.inject(false)),
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
 			URL:                  web.Search.URL,
@@ -639,22 +664,15 @@ const shutdownReason = "the executor is shutting down"
 // Registration applies to calls, and to kernels, started afterwards: a
 // session kernel's environment is frozen when it starts, so a running
 // kernel sees a newly registered variable only after a reset. It is safe
-// for concurrent use.
+// for concurrent use. To register names for one session only, see
+// [Executor.RegisterSessionSkillEnv]; [ParseSkillFile] reads a skill's
+// names from its SKILL.md.
 func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
-	var managed []string
-	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
-		managed = []string{v}
-	}
-	credentials := shared.RefusedPassthrough(names, managed...)
-	var invalid, added []string
+	ok, refused := e.screenSkillNames("", names)
+	var added []string
 	e.mu.Lock()
-	for _, n := range names {
-		switch {
-		case n == "" || strings.ContainsAny(n, "=\x00"):
-			invalid = append(invalid, n)
-		case slices.Contains(credentials, n):
-		case slices.Contains(e.skillEnv, n) || slices.Contains(added, n):
-		default:
+	for _, n := range ok {
+		if !slices.Contains(e.skillEnv, n) {
 			added = append(added, n)
 		}
 	}
@@ -664,21 +682,10 @@ func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
 		e.refreshPool()
 	}
 	e.mu.Unlock()
-
-	if len(credentials) > 0 {
-		e.log.event(slog.LevelWarn, "skill environment variable refused",
-			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v registered by a skill", credentials),
-			"names", credentials, "reason", "host-managed credential")
-	}
-	if len(invalid) > 0 {
-		e.log.event(slog.LevelWarn, "skill environment variable refused",
-			fmt.Sprintf("execute_code: refusing invalid environment variable names %q registered by a skill", invalid),
-			"names", invalid, "reason", "invalid name")
-	}
 	if len(added) > 0 {
 		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added)
 	}
-	return append(credentials, invalid...)
+	return refused
 }
 
 // envOptions is the env layer's configuration for a call starting now,
@@ -701,9 +708,18 @@ func (e *Executor) envOptionsLocked() shared.EnvOptions {
 }
 
 // inject is the variables added to every interpreter's scrubbed
-// environment by configuration (TZ).
-func (e *Executor) inject() []string {
-	if tz := e.cfg.CodeExecution.Timezone; tz != "" {
+// environment, and to terminal commands', by configuration: TZ, the
+// effective time zone (config.Config.Timezone: $HERMES_TIMEZONE, else
+// code_execution.timezone, else the top-level timezone; a Config built in
+// code may set only CodeExecution.Timezone). As in Hermes, not on Windows,
+// whose programs do not read IANA names in TZ: they keep the host's zone;
+// a strict-mode guest (wasm, guest true) reads them itself, so it gets TZ
+// on every system.
+func (e *Executor) inject(guest bool) []string {
+	if goruntime.GOOS == "windows" && !guest {
+		return nil
+	}
+	if tz := cmp.Or(e.cfg.Timezone, e.cfg.CodeExecution.Timezone); tz != "" {
 		return []string{"TZ=" + tz}
 	}
 	return nil

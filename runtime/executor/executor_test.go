@@ -2,15 +2,19 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 func ExampleExecutor_Execute() {
@@ -73,4 +77,201 @@ func TestExecuteRefusals(t *testing.T) {
 
 	require.NoError(t, ex.Close(ctx))
 	require.NoError(t, ex.Close(ctx), "Close is idempotent")
+}
+
+// modes are both execution modes; project mode runs the host's python
+// (or, without one, the embedded interpreter over the working dir).
+var modes = []string{"strict", "project"}
+
+// newTestExecutor returns an executor in a private Hermes home whose
+// web_search handler reports each call on called before answering.
+func newTestExecutor(t *testing.T) (ex *executor.Executor, called chan string) {
+	t.Helper()
+	called = make(chan string, 16)
+	cfg := config.Default()
+	ex = executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Tools: map[string]executor.ToolHandler{
+		"web_search": func(ctx context.Context, args json.RawMessage) map[string]any {
+			called <- string(args)
+			return map[string]any{"success": true, "data": map[string]any{"web": []any{}}}
+		},
+	}})
+	t.Cleanup(func() { require.NoError(t, ex.Close(context.Background())) })
+	return ex, called
+}
+
+// hermesToolList is a tool list as Hermes's enabled_tools holds it: the
+// session's tools, most of which scripts cannot call.
+var hermesToolList = []string{"terminal", "vision_analyze", "delegate_task", "browser_navigate", "web_search", "execute_code", "memory", "terminal"}
+
+// TestToolSet: Request.Tools is intersected with the seven (unknown names
+// are dropped silently), only the enabled tools can be imported from
+// hermes_tools, and importing another fails with Python's ImportError and
+// Hermes's hint. Both modes, one-shot and in a session kernel.
+func TestToolSet(t *testing.T) {
+	ex, called := newTestExecutor(t)
+	ctx := context.Background()
+	for _, mode := range modes {
+		for _, session := range []string{"", "toolset-" + mode} {
+			wd := t.TempDir()
+			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: session, Tools: hermesToolList,
+				Code: "import hermes_tools\nfrom hermes_tools import terminal, web_search\n" +
+					"print(sorted(n for n in ('web_search', 'web_extract', 'read_file', 'write_file', 'search_files', 'patch', 'terminal', 'execute_code', 'delegate_task') if hasattr(hermes_tools, n)))\n" +
+					"print(terminal('echo hi')['output'].strip(), web_search('q')['success'])\n"})
+			require.NoError(t, err)
+			require.Equal(t, "success", res.Status, res.Output)
+			require.Equal(t, "['terminal', 'web_search']\nhi True\n", res.Output, "mode %s session %q", mode, session)
+			require.Equal(t, 2, res.ToolCallsMade)
+			<-called
+
+			res, err = ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: session, Tools: hermesToolList,
+				Code: "print('before')\nfrom hermes_tools import read_file\n"})
+			require.NoError(t, err)
+			require.Equal(t, "error", res.Status)
+			require.Equal(t, 1, *res.ExitCode)
+			require.Contains(t, res.Error, "ImportError: cannot import name 'read_file' from 'hermes_tools' (")
+			require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.", res.Hint)
+			require.True(t, strings.HasPrefix(res.Output, "before\n\n--- stderr ---\nTraceback"), res.Output)
+
+			// A tool outside the set is refused even when called past the module.
+			res, err = ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: session, Tools: []string{"vision_analyze"},
+				Code: "import hermes_tools\nprint(hermes_tools._call('terminal', {'command': 'echo no'})['error'])\n"})
+			require.NoError(t, err)
+			require.Equal(t, "Tool 'terminal' is not available in execute_code. Available: none\n", res.Output, "a list with none of the seven enables none")
+			require.Equal(t, 0, res.ToolCallsMade)
+		}
+	}
+}
+
+// kernelOf returns res's kernel object, failing when there is none.
+func kernelOf(t *testing.T, res shared.Result) *shared.KernelInfo {
+	t.Helper()
+	require.NotNil(t, res.Kernel, res.Output)
+	return res.Kernel
+}
+
+// TestToolSetKernelKey: the tool set is part of a session kernel's
+// identity. A call with another tool set gets a new kernel (Hermes keys
+// its kernels on the tool set too), with a note that says why the earlier
+// variables are not there; the first kernel is kept for calls with its
+// tool set; the same set spelled differently is the same kernel.
+func TestToolSetKernelKey(t *testing.T) {
+	ex, _ := newTestExecutor(t)
+	ctx := context.Background()
+	for _, mode := range modes {
+		wd := t.TempDir()
+		call := func(tools []string, code string) shared.Result {
+			t.Helper()
+			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: "key-" + mode, Tools: tools, Code: code})
+			require.NoError(t, err)
+			return res
+		}
+		res := call(nil, "x = 1")
+		require.Equal(t, "success", res.Status, res.Output)
+		require.False(t, kernelOf(t, res).Reused)
+
+		// All seven, in another order and with other names: the same set.
+		res = call(append([]string{"clarify"}, "terminal", "patch", "search_files", "write_file", "read_file", "web_extract", "web_search"), "x += 1\nprint(x)")
+		require.Equal(t, "2\n", res.Output)
+		require.True(t, kernelOf(t, res).Reused)
+		require.Empty(t, kernelOf(t, res).Note)
+
+		res = call(hermesToolList, "print(x)")
+		require.Equal(t, "error", res.Status)
+		require.Contains(t, res.Error, "NameError: name 'x' is not defined")
+		k := kernelOf(t, res)
+		require.False(t, k.Reused)
+		require.Equal(t, 1, k.ExecutionCount)
+		require.Equal(t, "A new kernel: this call's tool set differs from that of the session's existing kernel, so the variables and imports of the calls made there are not here. That kernel is kept for calls that match it.", k.Note)
+
+		res = call(hermesToolList, "x = 'second'")
+		require.True(t, kernelOf(t, res).Reused)
+		require.Empty(t, kernelOf(t, res).Note)
+
+		res = call(nil, "print(x)")
+		require.Equal(t, "2\n", res.Output, "the first kernel was kept")
+		require.True(t, kernelOf(t, res).Reused)
+		require.Equal(t, 3, kernelOf(t, res).ExecutionCount)
+	}
+}
+
+// TestResultTexts asserts, in both modes, the texts a model sees when a
+// call times out, is interrupted, prints too much or fails with a long
+// stderr: Hermes's texts (runtime/shared/execute.go says where they come
+// from), exit_code -1 on timeout and interrupt.
+func TestResultTexts(t *testing.T) {
+	ex, called := newTestExecutor(t)
+	ctx := context.Background()
+	for _, mode := range modes {
+		t.Run(mode+" timeout", func(t *testing.T) {
+			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: t.TempDir(), Timeout: 2 * time.Second,
+				Code: "print('started', flush=True)\nwhile True:\n    pass\n"})
+			require.NoError(t, err)
+			require.Equal(t, "timeout", res.Status)
+			require.Equal(t, "Script timed out after 2s and was killed.", res.Error)
+			require.Equal(t, "started\n\n\n⏰ Script timed out after 2s and was killed.", res.Output)
+			require.Equal(t, -1, *res.ExitCode)
+			require.Nil(t, res.Kernel)
+		})
+		t.Run(mode+" kernel timeout", func(t *testing.T) {
+			session := "timeout-" + mode
+			_, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: t.TempDir(), Session: session, Code: "x = 1"})
+			require.NoError(t, err)
+			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: t.TempDir(), Session: session, Timeout: 2 * time.Second,
+				Code: "import sys\nprint('started', flush=True)\nwhile True:\n    pass\n"})
+			require.NoError(t, err)
+			require.Equal(t, "timeout", res.Status)
+			require.Equal(t, "Cell timed out after 2s; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", res.Error)
+			require.Equal(t, "started\n\n\n⏰ Cell timed out after 2s; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", res.Output)
+			require.Equal(t, -1, *res.ExitCode)
+			require.True(t, kernelOf(t, res).Ended)
+			require.Equal(t, "The session's kernel was killed, so its state (variables, imports, loaded data) is lost; the next call starts a fresh kernel.", kernelOf(t, res).Note)
+		})
+		t.Run(mode+" interrupt", func(t *testing.T) {
+			// One-shot: the call's context is cancelled with a reason.
+			cctx, cancel := context.WithCancelCause(ctx)
+			go func() {
+				<-called // the script printed and flushed before it called
+				cancel(&shared.InterruptError{Reason: "the user pressed stop"})
+			}()
+			res, err := ex.Execute(cctx, executor.Request{Mode: mode, Workdir: t.TempDir(),
+				Code: "import time\nfrom hermes_tools import web_search\nprint('sleeping', flush=True)\nweb_search('go')\ntime.sleep(60)\n"})
+			require.NoError(t, err)
+			require.Equal(t, "interrupted", res.Status)
+			require.Equal(t, "Execution interrupted: the user pressed stop", res.Error)
+			require.Equal(t, "sleeping\n\n[execution interrupted — the user pressed stop]", res.Output)
+			require.Equal(t, -1, *res.ExitCode)
+
+			// A session kernel: Interrupt, with the default reason.
+			session := "interrupt-" + mode
+			interrupted := make(chan bool, 1)
+			go func() {
+				<-called
+				interrupted <- ex.Interrupt(session, "")
+			}()
+			res, err = ex.Execute(ctx, executor.Request{Mode: mode, Workdir: t.TempDir(), Session: session,
+				Code: "import time\nfrom hermes_tools import web_search\nprint('sleeping', flush=True)\nweb_search('go')\ntime.sleep(60)\n"})
+			require.NoError(t, err)
+			require.Equal(t, "interrupted", res.Status)
+			require.Equal(t, "Interrupted; the session kernel was killed and its state was lost.", res.Error)
+			require.True(t, <-interrupted)
+			require.Equal(t, "sleeping\n\n[execution interrupted — user sent a new message]", res.Output)
+			require.Equal(t, -1, *res.ExitCode)
+			require.True(t, kernelOf(t, res).Ended)
+		})
+		t.Run(mode+" truncation and stderr", func(t *testing.T) {
+			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: t.TempDir(),
+				Code: "import sys\nsys.stdout.write('x' * 60000)\nsys.stderr.write('first error\\n' + 'e' * 15000 + 'LAST')\nsys.exit(3)\n"})
+			require.NoError(t, err)
+			require.Equal(t, "error", res.Status)
+			require.Equal(t, 3, *res.ExitCode)
+			require.True(t, res.StdoutTruncated)
+			require.NotEmpty(t, res.StdoutSpillPath)
+			require.Equal(t, "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to "+res.StdoutSpillPath+
+				` — page it with read_file(path="`+res.StdoutSpillPath+`", offset=...) instead of re-running.`, res.Warning)
+			// stderr: the head only, 10,000 bytes.
+			_, stderr, ok := strings.Cut(res.Output, "\n--- stderr ---\n")
+			require.True(t, ok, res.Output)
+			require.Equal(t, "first error\n"+strings.Repeat("e", 10_000-len("first error\n"))+"\n\n... [OUTPUT TRUNCATED - 5,016 bytes omitted out of 15,016 total] ...", stderr)
+		})
+	}
 }

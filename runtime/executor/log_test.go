@@ -119,7 +119,7 @@ func TestLogfLines(t *testing.T) {
 
 	all := strings.Join(lines, "\n")
 	require.Contains(t, all, "execute_code: refusing to pass through host-managed credentials [OPENAI_API_KEY]\n")
-	require.Regexp(t, `execute_code: dropped \d+ non-allowlisted HERMES_\* var\(s\): (.*, )?HERMES_A, HERMES_B(, .*)? \(add them to terminal.env_passthrough to pass them through\)`, all)
+	require.Regexp(t, `execute_code: dropped \d+ non-allowlisted HERMES_\* var\(s\) from the sandbox child env \((.*, )?HERMES_A, HERMES_B(, .*)?\)\. This is intentional hardening \(#27303\); if a sandbox script legitimately needs one, declare it via env_passthrough in the skill/config so it passes by explicit opt-in\.`, all)
 	require.Regexp(t, `\nexecute_code: tool call session="my session" tool=read_file duration_ms=[0-9.e-]+ ok=false\n`, all)
 	require.Regexp(t, `\nexecute_code: execute done session="my session" mode=strict status=success duration=\S+ tool_calls=1\n`, all)
 	require.Contains(t, all, "execute_code: refusing to pass through host-managed credentials [GROQ_API_KEY] registered by a skill")

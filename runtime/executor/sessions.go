@@ -85,9 +85,8 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 	if c.mode == shared.ModeProject && c.python.Path != "" {
 		interp = c.python.Path
 	}
-	tools := slices.Clone(c.enabled)
-	slices.Sort(tools)
-	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(tools, ",")}
+	// c.enabled is canonical (shared.ToolSet): equal sets give equal keys.
+	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ",")}
 
 	stateReset := false
 	if req.Reset {
@@ -97,7 +96,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 		}
 	}
 	en, reused := ks.get(key)
+	var startNote string
 	if en == nil {
+		startNote = ks.otherKernelNote(key)
 		k, err := e.startKernel(ctx, c)
 		if err != nil && ctx.Err() != nil {
 			return e.interruptedBeforeStart(ctx, c)
@@ -121,15 +122,16 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 	res, err := shared.Execute(runCtx, en.k, e.request(c, req.Code))
 	ks.setIdle(req.Session, en)
 
-	info := &shared.KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset}
+	info := &shared.KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote}
 	if !en.k.Alive() {
 		ks.remove(en)
 		en.k.Close()
 		info.Ended = true
 		switch {
 		case res.Status == shared.StatusTimeout || res.Status == shared.StatusInterrupted:
+			// The error says so too (shared.KernelTimeoutMessage,
+			// shared.KernelInterruptedMessage).
 			info.Note = noteKilled
-			res.Error += " " + noteKilled
 		case res.Status == shared.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
 			info.Note = noteExited
 		default:
@@ -149,13 +151,55 @@ func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (shared.
 		reason = ie.Reason
 	}
 	msg := "Execution interrupted before it started: " + reason
+	exit := -1
 	return shared.Result{
 		Status:    shared.StatusInterrupted,
-		Output:    "[execution interrupted — " + reason + "]",
+		Output:    shared.InterruptMarker(reason),
 		Error:     msg,
+		ExitCode:  &exit,
 		Mode:      c.mode,
 		ToolCalls: []shared.ToolCall{},
 	}, nil
+}
+
+// otherKernelNote is the kernel note of a call that starts a new kernel
+// for key while its session has a live kernel for another key: why the
+// earlier calls' variables are not there. "" when the session has none.
+func (ks *kernels) otherKernelNote(key kernelKey) string {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	var other *kernelEntry
+	for k, en := range ks.entries {
+		if k.session == key.session && k != key && (other == nil || en.lastUsed.After(other.lastUsed)) {
+			other = en
+		}
+	}
+	if other == nil {
+		return ""
+	}
+	var diff []string
+	o := other.key
+	if o.mode != key.mode {
+		diff = append(diff, "mode")
+	}
+	if o.interpreter != key.interpreter && o.mode == key.mode {
+		diff = append(diff, "interpreter")
+	}
+	if o.workdir != key.workdir {
+		diff = append(diff, "working dir")
+	}
+	if o.tools != key.tools {
+		diff = append(diff, "tool set")
+	}
+	return "A new kernel: this call's " + joinAnd(diff) + " differs from that of the session's existing kernel, so the variables and imports of the calls made there are not here. That kernel is kept for calls that match it."
+}
+
+// joinAnd joins words as "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // ErrClosed is returned for calls made after Close.
@@ -178,7 +222,12 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 	e.kernels.mu.Lock()
 	pool := e.kernels.pool
 	if e.kernels.poolGen != c.envGen {
-		// Started before a skill registered a variable this call passes.
+		// Started before a skill registered a variable this call passes,
+		// or the call passes skill variables of its session (envGen -1).
+		pool = nil
+	}
+	if shared.ToolsInject(c.enabled) != "" {
+		// The pool's kernels have all seven tools' functions.
 		pool = nil
 	}
 	e.kernels.mu.Unlock()
@@ -197,7 +246,11 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 // scrubbed env plus the injected variables, as of now (SPEC §4: a kernel's
 // environment is frozen when it starts).
 func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
-	return e.spec(c.envOpts, c.inject, c.workdir)
+	inject := c.inject
+	if tools := shared.ToolsInject(c.enabled); tools != "" {
+		inject = append(slices.Clone(inject), tools)
+	}
+	return e.spec(c.envOpts, inject, c.workdir)
 }
 
 func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
@@ -233,7 +286,7 @@ func (e *Executor) StartWarmPool(ctx context.Context) {
 			return
 		}
 		ks.poolSize = n
-		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(), ""))
+		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(true), ""))
 		ks.poolGen = e.skillGen
 	}()
 }
@@ -248,7 +301,7 @@ func (e *Executor) refreshPool() {
 		return
 	}
 	old := ks.pool
-	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(), ""))
+	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(true), ""))
 	ks.poolGen = e.skillGen
 	ks.background.Go(old.Close)
 }
@@ -270,7 +323,8 @@ func (e *Executor) Interrupt(session, reason string) bool {
 }
 
 // CloseSession disposes the kernels of session and of its subagents, and
-// forgets its session-scoped approvals. Running calls of those sessions
+// forgets its session-scoped approvals and the skill variables registered
+// for them (RegisterSessionSkillEnv). Running calls of those sessions
 // are interrupted first.
 func (e *Executor) CloseSession(ctx context.Context, session string) {
 	ks := e.kernels
@@ -290,6 +344,7 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 		en.k.Close()
 	}
 	e.approvals.forgetSession(session)
+	e.forgetSessionSkillEnv(sessions...)
 }
 
 // evict closes the least recently used idle top-level kernels while more

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,45 @@ import (
 // ToolNames is the whitelist: the only tools a script can call. It is
 // hostfuncs' list, so the whitelist and the implementations cannot drift.
 var ToolNames = hostfuncs.Names
+
+// ToolSet is the tool set of an execution given a list of enabled tool
+// names, as Hermes computes it (the session's enabled tools intersected
+// with the seven): names that are not one of the seven (vision_analyze,
+// delegate_task, browser_navigate, ...) are dropped silently, duplicates
+// once, and the result is in ToolNames order. nil means every tool: it
+// returns all seven. A list with none of the seven gives an empty, non-nil
+// set: no tool is enabled. (Hermes falls back to all seven there; a list
+// meant to restrict never widens here.)
+func ToolSet(names []string) []string {
+	if names == nil {
+		return slices.Clone(ToolNames)
+	}
+	out := []string{}
+	for _, t := range ToolNames {
+		if slices.Contains(names, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ToolsEnv is the variable that tells the generated hermes_tools module
+// which tools are enabled: their names, comma-separated. The executor sets
+// it only when the tool set is not all seven; absent means all seven. It
+// shapes only the module (a disabled tool has no function, so importing it
+// raises ImportError); the broker enforces the tool set whatever a script
+// does with it.
+const ToolsEnv = "HERMES_RPC_TOOLS"
+
+// ToolsInject is the ToolsEnv assignment for the tool set enabled (as
+// ToolSet returns it), or "" when it is all seven.
+func ToolsInject(enabled []string) string {
+	set := ToolSet(enabled)
+	if len(set) == len(ToolNames) {
+		return ""
+	}
+	return ToolsEnv + "=" + strings.Join(set, ",")
+}
 
 // ExitReport is what the generated runner tells the host when the script
 // ends: how it ended, and for an uncaught exception its type, message and
@@ -44,16 +84,17 @@ type Broker struct {
 }
 
 // NewBroker returns a broker that runs calls with tools, allows at most
-// max calls (the limit of the run) and only the enabled tools (nil: all).
+// max calls (the limit of the run) and only the enabled tools (nil: all;
+// see ToolSet).
 func NewBroker(tools ToolFunc, max int, enabled []string) *Broker {
 	if max < 0 {
 		max = 0
 	}
-	if enabled == nil {
-		enabled = ToolNames
-	}
-	return &Broker{tools: tools, max: max, enabled: enabled}
+	return &Broker{tools: tools, max: max, enabled: ToolSet(enabled)}
 }
+
+// Enabled returns the broker's tool set, in ToolNames order.
+func (b *Broker) Enabled() []string { return slices.Clone(b.enabled) }
 
 // wireRequest is one line the script sends: a tool call, or the runner's
 // exit report when Op is "exit".
@@ -120,11 +161,8 @@ func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 
 // Call runs one tool call through the whitelist and the budget.
 func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) map[string]any {
-	if !slices.Contains(ToolNames, tool) {
-		return map[string]any{"error": fmt.Sprintf("Unknown tool: %q. Scripts can call only: %v.", tool, ToolNames)}
-	}
 	if !slices.Contains(b.enabled, tool) {
-		return map[string]any{"error": fmt.Sprintf("Tool %s is not enabled in this execution. Enabled tools: %v.", tool, b.enabled)}
+		return map[string]any{"error": NotAvailableMessage(tool, b.enabled)}
 	}
 	b.mu.Lock()
 	if b.made >= b.max {
@@ -141,6 +179,24 @@ func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) ma
 	b.calls = append(b.calls, entry)
 	b.mu.Unlock()
 	return res
+}
+
+// NotAvailableMessage is the error of a call to a tool outside the
+// execution's tool set (an unknown tool, or one of the seven that is not
+// enabled), Hermes's text: "Tool '<tool>' is not available in
+// execute_code. Available: <the enabled tools, sorted>".
+func NotAvailableMessage(tool string, enabled []string) string {
+	return fmt.Sprintf("Tool '%s' is not available in execute_code. Available: %s", tool, availableList(enabled))
+}
+
+// availableList is enabled sorted and comma-joined, or "none".
+func availableList(enabled []string) string {
+	if len(enabled) == 0 {
+		return "none"
+	}
+	sorted := slices.Clone(enabled)
+	slices.Sort(sorted)
+	return strings.Join(sorted, ", ")
 }
 
 // safeCall turns a handler panic into an error result so one broken tool

@@ -48,19 +48,32 @@ func TestBrokerBudgetAndLog(t *testing.T) {
 }
 
 func TestBrokerRefusals(t *testing.T) {
-	b := NewBroker(okTool, 10, []string{"read_file", "web_search"})
+	// Hermes's enabled_tools hold tools that are not script-callable: they
+	// are dropped, never enabled.
+	b := NewBroker(okTool, 10, []string{"web_search", "vision_analyze", "read_file", "delegate_task"})
+	require.Equal(t, []string{"web_search", "read_file"}, b.Enabled())
 	ctx := context.Background()
 	for line, want := range map[string]string{
-		`{"tool":"execute_code","args":{}}`:  "Unknown tool",
-		`{"tool":"delegate_task","args":{}}`: "Unknown tool",
-		`{"tool":"terminal","args":{}}`:      "Tool terminal is not enabled",
+		// Hermes's text (tools/code_execution_rpc.py), for an unknown tool
+		// and for one of the seven that is not enabled alike.
+		`{"tool":"execute_code","args":{}}`:  "Tool 'execute_code' is not available in execute_code. Available: read_file, web_search",
+		`{"tool":"delegate_task","args":{}}`: "Tool 'delegate_task' is not available in execute_code. Available: read_file, web_search",
+		`{"tool":"terminal","args":{}}`:      "Tool 'terminal' is not available in execute_code. Available: read_file, web_search",
 		`not json`:                           "Malformed tool request",
 		`{"tool":"read_file","args":{}}`:     "Tool read_file failed internally: disk on fire",
 		`{"tool": 5}`:                        "Malformed tool request",
 		`{"op":"exit","exit":{"kind":"boom"`: "Malformed tool request",
 	} {
-		require.Contains(t, decode(t, b.Serve(ctx, []byte(line)))["error"], want, line)
+		got := decode(t, b.Serve(ctx, []byte(line)))["error"]
+		if strings.HasPrefix(want, "Tool '") {
+			require.Equal(t, want, got, line)
+		} else {
+			require.Contains(t, got, want, line)
+		}
 	}
+	require.Equal(t, "Tool 'terminal' is not available in execute_code. Available: none",
+		decode(t, NewBroker(okTool, 10, []string{"vision_analyze"}).Serve(ctx, []byte(`{"tool":"terminal","args":{}}`)))["error"],
+		"a list with none of the seven enables none")
 	made, _ := b.Made()
 	require.Equal(t, 1, made, "refused calls do not count; the panicking call does")
 	require.Nil(t, b.Report())
@@ -125,18 +138,42 @@ func TestStubSignatures(t *testing.T) {
 	}
 }
 
+func TestToolSet(t *testing.T) {
+	require.Equal(t, ToolNames, ToolSet(nil), "nil: all seven")
+	require.Equal(t, []string{"web_search", "read_file", "terminal"},
+		ToolSet([]string{"terminal", "vision_analyze", "read_file", "browser_navigate", "web_search", "terminal", "delegate_task"}),
+		"intersected with the seven, in their order, once each")
+	require.Equal(t, []string{}, ToolSet([]string{"vision_analyze"}))
+	require.Equal(t, []string{}, ToolSet([]string{}))
+	require.Equal(t, "", ToolsInject(nil))
+	require.Equal(t, "", ToolsInject(append([]string{"image_generate"}, ToolNames...)), "all seven need no variable")
+	require.Equal(t, "HERMES_RPC_TOOLS=read_file,terminal", ToolsInject([]string{"terminal", "read_file", "clarify"}))
+	require.Equal(t, "HERMES_RPC_TOOLS=", ToolsInject([]string{}))
+}
+
 func TestHint(t *testing.T) {
 	exc := func(typ, msg string) *ExitReport { return &ExitReport{Kind: "exception", Type: typ, Message: msg} }
-	require.Contains(t, Hint(ModeStrict, exc("ImportError", "cannot import name 'delegate_task' from 'hermes_tools' (/hermes_tools.py)")), "hermes_tools has no delegate_task")
-	require.Contains(t, Hint(ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'")), "strict mode")
-	require.Contains(t, Hint(ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'")), "not installed")
-	require.Contains(t, Hint(ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict")), "return dicts")
-	require.Contains(t, Hint(ModeStrict, exc("OSError", "[Errno 51] No space left on device")), "code_execution.disk_limit_mb")
-	require.Empty(t, Hint(ModeProject, exc("OSError", "[Errno 28] No space left on device")), "project mode has no disk limit: a full host disk is not the config's doing")
-	require.Contains(t, Hint(ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'")), "return dicts")
-	require.Contains(t, Hint(ModeStrict, exc("EOFError", "EOF when reading a line")), "stdin is empty")
-	require.Empty(t, Hint(ModeStrict, exc("ValueError", "bad")))
-	require.Empty(t, Hint(ModeStrict, nil))
+	// Hermes's texts (tools/code_execution_tool.py, _missing_hermes_tools_import_hint).
+	require.Equal(t, "'delegate_task' is not available inside the execute_code sandbox. Importable tools here: patch, read_file, search_files, terminal, web_extract, web_search, write_file. For anything else, use the normal tool call instead of execute_code.",
+		Hint(ModeStrict, exc("ImportError", "cannot import name 'delegate_task' from 'hermes_tools' (/hermes_tools.py)"), nil))
+	require.Equal(t, "Import helpers with `from hermes_tools import retry`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true.",
+		Hint(ModeProject, exc("ImportError", "cannot import name 'retry' from 'hermes_tools' (/tmp/x/hermes_tools.py)"), nil))
+	// Only the enabled tools are importable; the attribute form gets the same hint.
+	enabled := []string{"terminal", "web_search", "vision_analyze"}
+	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",
+		Hint(ModeStrict, exc("ImportError", "cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)"), enabled))
+	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",
+		Hint(ModeProject, exc("AttributeError", "module 'hermes_tools' has no attribute 'read_file'"), enabled))
+	require.Contains(t, Hint(ModeStrict, exc("ImportError", "cannot import name 'terminal' from 'hermes_tools' (/hermes_tools.py)"), []string{}), "Importable tools here: none.")
+	require.Contains(t, Hint(ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
+	require.Contains(t, Hint(ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
+	require.Contains(t, Hint(ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict"), nil), "return dicts")
+	require.Contains(t, Hint(ModeStrict, exc("OSError", "[Errno 51] No space left on device"), nil), "code_execution.disk_limit_mb")
+	require.Empty(t, Hint(ModeProject, exc("OSError", "[Errno 28] No space left on device"), nil), "project mode has no disk limit: a full host disk is not the config's doing")
+	require.Contains(t, Hint(ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'"), nil), "return dicts")
+	require.Contains(t, Hint(ModeStrict, exc("EOFError", "EOF when reading a line"), nil), "stdin is empty")
+	require.Empty(t, Hint(ModeStrict, exc("ValueError", "bad"), nil))
+	require.Empty(t, Hint(ModeStrict, nil, nil))
 }
 
 func TestMergeEnv(t *testing.T) {

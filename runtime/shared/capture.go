@@ -42,14 +42,16 @@ func StdoutLimits(spillDir string) CaptureLimits {
 	return CaptureLimits{Max: 50_000, Head: 20_000, Tail: 30_000, SpillDir: spillDir, SpillCap: 5_000_000}
 }
 
-// StderrLimits are the limits for a script's stderr (SPEC §5): 10,000 bytes kept whole,
-// else the first 4,000 and the last 6,000. Stderr is never spilled.
-var StderrLimits = CaptureLimits{Max: 10_000, Head: 4_000, Tail: 6_000}
+// StderrLimits are the limits for a script's stderr (SPEC §5): the first 10,000 bytes, as
+// in Hermes, which keeps only the head of stderr (the first error is what explains a
+// failure; what follows is mostly its consequences). Stderr is never spilled.
+var StderrLimits = CaptureLimits{Max: 10_000, Head: 10_000, Tail: 0}
 
 // CaptureResult is what a [Capture] kept of its stream.
 type CaptureResult struct {
 	// Output is the captured text as valid UTF-8 (each invalid byte becomes U+FFFD): the
-	// whole output, or, when Truncated, the head, a [TruncationNotice] and the tail.
+	// whole output, or, when Truncated, the head, a [TruncationNotice] and the tail (with
+	// a Tail of 0, the head and the notice without its trailing newlines).
 	Output string
 	// Truncated reports whether more than Max bytes were written.
 	Truncated bool
@@ -275,7 +277,11 @@ func (c *Capture) Finish() CaptureResult {
 		var b strings.Builder
 		b.Grow(len(head) + len(tail) + 128)
 		b.WriteString(validUTF8(head))
-		b.WriteString(TruncationNotice(r.Omitted, r.Total))
+		notice := TruncationNotice(r.Omitted, r.Total)
+		if c.lim.Tail == 0 {
+			notice = strings.TrimRight(notice, "\n")
+		}
+		b.WriteString(notice)
 		b.WriteString(validUTF8(tail))
 		r.Output = b.String()
 		c.finishSpill()

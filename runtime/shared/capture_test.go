@@ -345,7 +345,7 @@ func TestCaptureLimitsNormalized(t *testing.T) {
 	}
 	c = NewCapture(CaptureLimits{Max: -1})
 	c.Write([]byte("x"))
-	if r := c.Finish(); r.Output != TruncationNotice(1, 1) {
+	if r := c.Finish(); r.Output != strings.TrimRight(TruncationNotice(1, 1), "\n") {
 		t.Fatalf("Output = %q", r.Output)
 	}
 }

@@ -24,6 +24,10 @@ type InterruptError struct {
 	Reason string
 }
 
+// NoCodeMessage is Hermes's error for a call whose code is missing, empty or
+// only whitespace (executor.NoCodeMessage is the same text).
+const NoCodeMessage = "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead."
+
 func (e *InterruptError) Error() string { return "execution interrupted: " + e.reason() }
 
 func (e *InterruptError) reason() string {
@@ -40,9 +44,61 @@ var BaseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8",
 // errTimedOut is the cause of a run context whose timeout fired.
 var errTimedOut = errors.New("script timed out")
 
-// TimeoutMessage is the exact error of a timed-out run.
+// The texts below are Hermes's (tools/code_execution_tool.py and
+// tools/code_kernel.py of NousResearch/hermes-agent), so that an agent
+// sees what it would see there.
+
+// TimeoutMessage is the exact error of a timed-out run:
+// "Script timed out after {N}s and was killed.". The output ends with it
+// too, after "⏰ " and a blank line (see Execute).
 func TimeoutMessage(timeout time.Duration) string {
-	return fmt.Sprintf("Script timed out after %ss and was killed.", strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
+	return fmt.Sprintf("Script timed out after %ss and was killed.", seconds(timeout))
+}
+
+// KernelTimeoutMessage is the exact error of a call whose session kernel
+// was killed by the timeout: "Cell timed out after {N}s; the session
+// kernel was killed and its state was lost. The next execute_code call
+// starts a fresh kernel.".
+func KernelTimeoutMessage(timeout time.Duration) string {
+	return fmt.Sprintf("Cell timed out after %ss; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", seconds(timeout))
+}
+
+// KernelInterruptedMessage is the exact error of a call whose session
+// kernel was killed by an interrupt. (The reason is in the output's
+// InterruptMarker.)
+const KernelInterruptedMessage = "Interrupted; the session kernel was killed and its state was lost."
+
+// InterruptedMessage is the error of an interrupted one-shot run (Hermes
+// gives none there; the result says why all the same).
+func InterruptedMessage(reason string) string {
+	return "Execution interrupted: " + (&InterruptError{Reason: reason}).reason()
+}
+
+// InterruptMarker is the line an interrupted run's output ends with:
+// "[execution interrupted — {reason}]".
+func InterruptMarker(reason string) string {
+	return "[execution interrupted — " + (&InterruptError{Reason: reason}).reason() + "]"
+}
+
+// TruncatedWarning is the warning of a result whose stdout was truncated:
+// with the full output saved at spillPath, "execute_code stdout was
+// truncated (head/tail shown); the script did run. FULL output saved to
+// {path} — page it with read_file(path="{path}", offset=...) instead of
+// re-running."; without (spillPath ""), "execute_code stdout was
+// truncated; the script did run, but only the captured head/tail output is
+// included. Re-run only with narrower output if the omitted data is
+// required.".
+func TruncatedWarning(spillPath string) string {
+	if spillPath == "" {
+		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
+	}
+	return "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to " + spillPath +
+		` — page it with read_file(path="` + spillPath + `", offset=...) instead of re-running.`
+}
+
+// seconds renders d in seconds, without a fraction when it is whole.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
 // Execute runs req on eng with the shared limits: it scrubs the
@@ -61,9 +117,14 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		timeout = DefaultTimeout
 	}
 	var env []string
-	if _, isKernel := eng.(Kernel); !isKernel { // a kernel's env was frozen when it started
+	kernel, isKernel := eng.(Kernel)
+	if !isKernel { // a kernel's env was frozen when it started
 		var dropped []string
-		env, dropped = ChildEnv(req.Environ, req.Env, req.Inject)
+		inject := req.Inject
+		if tools := ToolsInject(req.Enabled); tools != "" {
+			inject = append(slices.Clone(inject), tools)
+		}
+		env, dropped = ChildEnv(req.Environ, req.Env, inject)
 		if line := DroppedHermesLine(dropped); line != "" {
 			logf("%s", line)
 		}
@@ -78,7 +139,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		stdout.Discard()
 		stderr.Discard()
 		res.Status = StatusError
-		res.Error = "The script is empty: send Python code that prints what you need."
+		res.Error = NoCodeMessage
 		res.Output = res.Error
 		res.DurationSeconds = roundMillis(time.Since(start))
 		return res, nil
@@ -106,34 +167,40 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	res.StdoutBytesCaptured = out.Captured
 	res.StdoutBytesTotal = out.Total
 	res.StdoutBytesOmitted = out.Omitted
-	if out.SpillPath != "" {
+	if out.Truncated {
 		res.StdoutSpillPath = out.SpillPath
-		res.Warning = fmt.Sprintf("Output was truncated: %d of %d bytes omitted. The full output is saved at %s; page through it with read_file(%q, offset=1, limit=500).",
-			out.Omitted, out.Total, out.SpillPath, out.SpillPath)
-	} else if out.SpillErr != nil {
-		res.Warning = "Output was truncated and the full output could not be saved: " + out.SpillErr.Error()
+		res.Warning = TruncatedWarning(out.SpillPath)
+		if out.SpillErr != nil && req.SpillDir != "" {
+			logf("execute_code: the full stdout could not be saved in %s: %v", req.SpillDir, out.SpillErr)
+		}
 	}
 
+	// A kernel that is gone after a timeout or an interrupt was killed by
+	// it (one whose call never started is left as it was).
+	killed := isKernel && !kernel.Alive()
 	report := broker.Report()
-	var tail string
-	var interrupt *InterruptError
 	switch {
 	case errors.Is(context.Cause(runCtx), errTimedOut) && ctx.Err() == nil:
 		res.Status = StatusTimeout
+		res.ExitCode = intPtr(-1)
 		res.Error = TimeoutMessage(timeout)
-		tail = "⏰ " + res.Error
+		if killed {
+			res.Error = KernelTimeoutMessage(timeout)
+		}
 	case ctx.Err() != nil:
 		res.Status = StatusInterrupted
-		errors.As(context.Cause(ctx), &interrupt)
-		res.Error = "Execution interrupted: " + interrupt.reason()
-		tail = "[execution interrupted — " + interrupt.reason() + "]"
+		res.ExitCode = intPtr(-1)
+		res.Error = InterruptedMessage(interruptReason(ctx))
+		if killed {
+			res.Error = KernelInterruptedMessage
+		}
 	case runErr != nil:
 		res.Status = StatusError
 		res.Error = runErr.Error()
 	case report != nil && report.Kind == "exception":
 		res.Status = StatusError
 		res.Error = strings.TrimRight(report.Traceback, "\n")
-		res.Hint = Hint(req.Mode, report)
+		res.Hint = Hint(req.Mode, report, broker.Enabled())
 		res.ExitCode = intPtr(outcome.ExitCode)
 	case outcome.Crash != "":
 		res.Status = StatusError
@@ -154,18 +221,37 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if res.Status != StatusSuccess && errOut.Total > 0 {
 		output += "\n--- stderr ---\n" + errOut.Output
 	}
-	if res.Status == StatusError && output == "" {
-		output = res.Error
-	}
-	if tail != "" {
-		if output != "" && !strings.HasSuffix(output, "\n") {
-			output += "\n"
+	switch res.Status {
+	case StatusError:
+		if output == "" {
+			output = res.Error
 		}
-		output += tail
+	case StatusTimeout:
+		// As Hermes: the message goes in the output too (an empty result
+		// reads as "nothing happened"), after a blank line.
+		output = joinNonEmpty(output, "\n\n", "⏰ "+res.Error)
+	case StatusInterrupted:
+		output = joinNonEmpty(output, "\n", InterruptMarker(interruptReason(ctx)))
 	}
 	res.Output = output
 	res.DurationSeconds = roundMillis(time.Since(start))
 	return res, runErr
+}
+
+// joinNonEmpty is output+sep+line, or line alone when output is empty.
+func joinNonEmpty(output, sep, line string) string {
+	if output == "" {
+		return line
+	}
+	return output + sep + line
+}
+
+// interruptReason is the reason of ctx's interrupt: that of an
+// *InterruptError cause, else DefaultInterruptReason.
+func interruptReason(ctx context.Context) string {
+	var interrupt *InterruptError
+	errors.As(context.Cause(ctx), &interrupt)
+	return interrupt.reason()
 }
 
 // ChildEnv is an interpreter's environment in either mode: environ

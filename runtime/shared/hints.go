@@ -2,13 +2,31 @@ package shared
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
 var (
-	reBadImport     = regexp.MustCompile(`cannot import name '([^']+)' from 'hermes_tools'`)
+	// reBadImport matches Python's error for a name the module does not
+	// define: `from hermes_tools import x` (ImportError) and
+	// `hermes_tools.x` (AttributeError).
+	reBadImport     = regexp.MustCompile(`cannot import name '([^']+)' from 'hermes_tools'|module 'hermes_tools' has no attribute '([^']+)'`)
 	reMissingModule = regexp.MustCompile(`No module named '([^']+)'`)
 )
+
+// helperNames are the helpers hermes_tools always defines.
+var helperNames = []string{"json_parse", "shell_quote", "retry"}
+
+// BadImportHint is the hint for a name that hermes_tools does not define
+// (a tool outside the execution's tool set, or no tool at all), Hermes's
+// texts: for a helper, that the module found is not the generated one;
+// otherwise which tools can be imported here.
+func BadImportHint(name string, enabled []string) string {
+	if slices.Contains(helperNames, name) {
+		return "Import helpers with `from hermes_tools import " + name + "`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true."
+	}
+	return "'" + name + "' is not available inside the execute_code sandbox. Importable tools here: " + availableList(ToolSet(enabled)) + ". For anything else, use the normal tool call instead of execute_code."
+}
 
 // dictAsString matches error messages of code that treats a tool result (a
 // dict) as a string.
@@ -23,16 +41,16 @@ var dictAsString = []string{
 }
 
 // Hint returns a one-line hint for an uncaught exception that is a common
-// agent mistake, or "".
-func Hint(mode string, rep *ExitReport) string {
+// agent mistake, or "". enabled is the execution's tool set (nil: all).
+func Hint(mode string, rep *ExitReport, enabled []string) string {
 	if rep == nil || rep.Kind != "exception" {
 		return ""
 	}
 	msg := rep.Message
 	switch {
-	case reBadImport.MatchString(msg):
-		name := reBadImport.FindStringSubmatch(msg)[1]
-		return "hermes_tools has no " + name + ": it provides only " + strings.Join(ToolNames, ", ") + ", json_parse, shell_quote and retry."
+	case (rep.Type == "ImportError" || rep.Type == "AttributeError") && reBadImport.MatchString(msg):
+		m := reBadImport.FindStringSubmatch(msg)
+		return BadImportHint(m[1]+m[2], enabled)
 	case rep.Type == "ModuleNotFoundError" && reMissingModule.MatchString(msg):
 		name := reMissingModule.FindStringSubmatch(msg)[1]
 		if mode == ModeStrict {

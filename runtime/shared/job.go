@@ -55,7 +55,9 @@ type Request struct {
 	// Tools runs one tool call; the broker wraps it with the budget,
 	// whitelist and log.
 	Tools ToolFunc
-	// Enabled is the enabled subset of the seven tools; nil means all.
+	// Enabled is the enabled tools, intersected with the seven (see
+	// ToolSet); nil means all. A one-shot run's interpreter gets ToolsEnv
+	// from it (a kernel gets it from its KernelSpec.Env).
 	Enabled []string
 	// Logf receives debug log lines (nil discards them).
 	Logf func(format string, args ...any)

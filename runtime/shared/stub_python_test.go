@@ -44,3 +44,58 @@ func TestStubHostCallTransport(t *testing.T) {
 	require.NoError(t, err, string(out))
 	require.Equal(t, "ok\n", string(out))
 }
+
+// stubToolSetScript imports the generated module with HERMES_RPC_TOOLS set
+// by the caller and prints what a script sees of it.
+const stubToolSetScript = `import sys
+sys.path.insert(0, sys.argv[1])
+try:
+    from hermes_tools import terminal
+except ImportError as e:
+    print("ImportError:", str(e).replace(sys.argv[1], "DIR"))
+import hermes_tools
+print(sorted(n for n in hermes_tools._TOOL_NAMES if hasattr(hermes_tools, n)))
+print(hermes_tools.__all__)
+ns = {}
+exec("from hermes_tools import *", ns)
+print(sorted(k for k in ns if not k.startswith("__")))
+`
+
+// TestStubToolSet: only the enabled tools get a function, so importing
+// another raises Python's ImportError (as in Hermes, whose generated module
+// defines only the enabled tools); the helpers are always there.
+func TestStubToolSet(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs a native python3 to run the generated module")
+	}
+	for _, transport := range []StubOptions{{HostCall: false}, {HostCall: true}} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, StubName), []byte(GenerateStub(transport)), 0o600))
+		if transport.HostCall {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "_hermes_host.py"), []byte("def call(payload): raise AssertionError('no call')\n"), 0o600))
+		}
+		for _, tc := range []struct{ env, want string }{
+			{"", "['patch', 'read_file', 'search_files', 'terminal', 'web_extract', 'web_search', 'write_file']\n" +
+				"['web_search', 'web_extract', 'read_file', 'write_file', 'search_files', 'patch', 'terminal', 'json_parse', 'shell_quote', 'retry']\n" +
+				"['json_parse', 'patch', 'read_file', 'retry', 'search_files', 'shell_quote', 'terminal', 'web_extract', 'web_search', 'write_file']\n"},
+			{ToolsInject([]string{"web_search", "read_file"}), "ImportError: cannot import name 'terminal' from 'hermes_tools' (DIR/hermes_tools.py)\n" +
+				"['read_file', 'web_search']\n" +
+				"['web_search', 'read_file', 'json_parse', 'shell_quote', 'retry']\n" +
+				"['json_parse', 'read_file', 'retry', 'shell_quote', 'web_search']\n"},
+			{ToolsInject([]string{}), "ImportError: cannot import name 'terminal' from 'hermes_tools' (DIR/hermes_tools.py)\n" +
+				"[]\n" +
+				"['json_parse', 'shell_quote', 'retry']\n" +
+				"['json_parse', 'retry', 'shell_quote']\n"},
+		} {
+			cmd := exec.Command(python, "-c", stubToolSetScript, dir)
+			cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, tc.env)
+			}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, string(out))
+			require.Equal(t, tc.want, string(out), "env %q, host call %v", tc.env, transport.HostCall)
+		}
+	}
+}

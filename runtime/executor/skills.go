@@ -1,0 +1,360 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+)
+
+// Skills (SPEC §4 rule 1): a skill's SKILL.md declares in its YAML
+// frontmatter the environment variables it needs; once registered, they
+// pass through the env layer like terminal.env_passthrough, executor-wide
+// (Options.SkillEnv, RegisterSkillEnv) or for one session
+// (RegisterSessionSkillEnv, Request.SkillEnv).
+
+// SkillFileName is the file that describes a skill, in a skill's directory.
+const SkillFileName = "SKILL.md"
+
+// maxSkillFile bounds the SKILL.md that ParseSkillFile reads: a skill's
+// instructions are a few KiB, and a wrong path must not make the reader
+// hold a whole disk image.
+const maxSkillFile = 4 << 20
+
+// envNameRE is Hermes's test of a declared variable name
+// (tools/skills_tool.py, _ENV_VAR_NAME_RE); other names are skipped.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// frontmatterEndRE finds the line that closes the frontmatter, searched
+// after the opening "---", as Hermes's parse_frontmatter does.
+var frontmatterEndRE = regexp.MustCompile(`\n---\s*\n`)
+
+// SkillEnvFromMarkdown returns the environment variable names a SKILL.md
+// declares, read the way Hermes reads them (agent/skill_utils.py
+// parse_frontmatter, tools/skills_tool.py _get_required_environment_variables):
+//
+//   - The frontmatter is the YAML between a first line "---" (after an
+//     optional UTF-8 byte order mark) and the next line "---"; a document
+//     without one declares nothing.
+//   - required_environment_variables is a list (or a single mapping) whose
+//     items are names ("API_TOKEN") or mappings with a name (or env_var)
+//     and optional prompt, help, required_for, optional.
+//   - setup.collect_secrets lists mappings with an env_var.
+//   - prerequisites.env_vars, the legacy form, is a name or a list of names.
+//
+// Names are taken in that order, without duplicates (the first wins);
+// names that are not identifiers ([A-Za-z_][A-Za-z0-9_]*) are skipped, as
+// in Hermes. Optional variables are included: registering one that is
+// not set passes nothing. The error reports frontmatter that is not valid
+// YAML (Hermes then reads no variables from it).
+func SkillEnvFromMarkdown(content string) ([]string, error) {
+	fm, err := skillFrontmatter(content)
+	if err != nil || fm == nil {
+		return nil, err
+	}
+	var names []string
+	add := func(v any) {
+		name := strings.TrimSpace(pyStr(v))
+		if name != "" && envNameRE.MatchString(name) && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	for _, item := range asList(fm["required_environment_variables"]) {
+		switch item := item.(type) {
+		case string:
+			add(item)
+		case map[string]any:
+			add(firstTruthy(item["name"], item["env_var"]))
+		}
+	}
+	if setup, ok := fm["setup"].(map[string]any); ok {
+		for _, item := range asList(setup["collect_secrets"]) {
+			if m, ok := item.(map[string]any); ok {
+				add(firstTruthy(m["env_var"]))
+			}
+		}
+	}
+	if prereqs, ok := fm["prerequisites"].(map[string]any); ok {
+		switch v := prereqs["env_vars"].(type) {
+		case string:
+			add(v)
+		case []any:
+			for _, item := range v {
+				add(item)
+			}
+		}
+	}
+	return names, nil
+}
+
+// ParseSkillFile reads the variables a skill declares (see
+// [SkillEnvFromMarkdown]) from path: a SKILL.md file, or a skill's
+// directory holding one.
+func ParseSkillFile(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("skill %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		path = filepath.Join(path, SkillFileName)
+		if fi, err = os.Stat(path); err != nil {
+			return nil, fmt.Errorf("skill %s: %w (a skill's directory holds its %s)", path, err, SkillFileName)
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("skill %s: not a regular file (give a %s, or the skill's directory)", path, SkillFileName)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("skill %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSkillFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("skill %s: %w", path, err)
+	}
+	if len(b) > maxSkillFile {
+		return nil, fmt.Errorf("skill %s: larger than %d MiB, which no %s is (check the path)", path, maxSkillFile>>20, SkillFileName)
+	}
+	names, err := SkillEnvFromMarkdown(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("skill %s: %w", path, err)
+	}
+	return names, nil
+}
+
+// skillFrontmatter decodes content's frontmatter; nil when it has none or
+// it is not a mapping.
+func skillFrontmatter(content string) (map[string]any, error) {
+	content = strings.TrimPrefix(content, "\ufeff")
+	if !strings.HasPrefix(content, "---") {
+		return nil, nil
+	}
+	end := frontmatterEndRE.FindStringIndex(content[3:])
+	if end == nil {
+		return nil, nil
+	}
+	var v any
+	if err := yaml.Unmarshal([]byte(content[3:3+end[0]]), &v); err != nil {
+		return nil, fmt.Errorf("its frontmatter is not valid YAML (%v): fix the block between the --- lines", err)
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
+}
+
+// asList is Hermes's _as_dict_list: a mapping is a list of one, a list is
+// itself, anything else is empty.
+func asList(v any) []any {
+	switch v := v.(type) {
+	case map[string]any:
+		return []any{v}
+	case []any:
+		return v
+	}
+	return nil
+}
+
+// firstTruthy is Python's `a or b or ""`.
+func firstTruthy(vs ...any) any {
+	for _, v := range vs {
+		if pyTruthy(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// pyTruthy is Python's bool() of a decoded YAML or JSON value.
+func pyTruthy(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case string:
+		return v != ""
+	case int:
+		return v != 0
+	case int64:
+		return v != 0
+	case uint64:
+		return v != 0
+	case float64:
+		return v != 0
+	case []any:
+		return len(v) > 0
+	case map[string]any:
+		return len(v) > 0
+	}
+	return true
+}
+
+// pyStr is Python's str() of a decoded YAML scalar, as far as a variable
+// name can come of it.
+func pyStr(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case bool:
+		if v {
+			return "True"
+		}
+		return "False"
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// screenSkillNames splits names a skill registers into those that may pass
+// (valid, not host-managed, without duplicates, in order) and the refused
+// ones, and logs the refusals as warning events. session is "" for
+// executor-wide registrations.
+func (e *Executor) screenSkillNames(session string, names []string) (ok, refused []string) {
+	var managed []string
+	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
+		managed = []string{v}
+	}
+	credentials := shared.RefusedPassthrough(names, managed...)
+	var invalid []string
+	for _, n := range names {
+		switch {
+		case n == "" || strings.ContainsAny(n, "=\x00"):
+			invalid = append(invalid, n)
+		case slices.Contains(credentials, n):
+		case slices.Contains(ok, n):
+		default:
+			ok = append(ok, n)
+		}
+	}
+	var where []any
+	if session != "" {
+		where = []any{"session", session}
+	}
+	if len(credentials) > 0 {
+		e.log.event(slog.LevelWarn, "skill environment variable refused",
+			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v registered by a skill", credentials),
+			append([]any{"names", credentials, "reason", "host-managed credential"}, where...)...)
+	}
+	if len(invalid) > 0 {
+		e.log.event(slog.LevelWarn, "skill environment variable refused",
+			fmt.Sprintf("execute_code: refusing invalid environment variable names %q registered by a skill", invalid),
+			append([]any{"names", invalid, "reason", "invalid name"}, where...)...)
+	}
+	return ok, append(credentials, invalid...)
+}
+
+// ErrNoSession is the error of a session registration without a session.
+var ErrNoSession = errors.New("no session given: name the session the skill's variables are for")
+
+// RegisterSessionSkillEnv adds environment variables that a skill declares
+// (see [SkillEnvFromMarkdown], [ParseSkillFile]) for one session: they
+// pass through the env layer for calls of that session, and of its
+// subagents (Request.ParentSession), exactly like the names in
+// terminal.env_passthrough, in both modes. Other sessions do not see them;
+// [Executor.RegisterSkillEnv] registers names for every session.
+// [Executor.CloseSession] forgets them.
+//
+// As with RegisterSkillEnv, host-managed credentials and invalid names are
+// not added: they are returned in refused and logged as a warning event.
+// A session kernel that is already running keeps the environment it was
+// started with: its scripts see the new variables after a reset
+// (Request.Reset), as in Hermes; terminal() commands see them at once. With
+// an empty session nothing is registered and err is [ErrNoSession]. It is
+// safe for concurrent use.
+func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (refused []string, err error) {
+	if session == "" {
+		return nil, ErrNoSession
+	}
+	ok, refused := e.screenSkillNames(session, names)
+	var added []string
+	e.mu.Lock()
+	have := e.sessionSkillEnv[session]
+	for _, n := range ok {
+		if !slices.Contains(have, n) && !slices.Contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	if len(added) > 0 {
+		if e.sessionSkillEnv == nil {
+			e.sessionSkillEnv = map[string][]string{}
+		}
+		e.sessionSkillEnv[session] = append(slices.Clone(have), added...)
+	}
+	e.mu.Unlock()
+	if len(added) > 0 {
+		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added, "session", session)
+	}
+	return refused, nil
+}
+
+// SessionSkillEnv returns the variables registered for session with
+// [Executor.RegisterSessionSkillEnv] (not those registered executor-wide).
+func (e *Executor) SessionSkillEnv(session string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.sessionSkillEnv[session])
+}
+
+// forgetSessionSkillEnv drops the registrations of sessions.
+func (e *Executor) forgetSessionSkillEnv(sessions ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range sessions {
+		delete(e.sessionSkillEnv, s)
+	}
+}
+
+// registerRequestSkillEnv registers a session call's Request.SkillEnv with
+// its session, before the call builds its environment.
+func (e *Executor) registerRequestSkillEnv(req Request) {
+	if req.Session != "" && len(req.SkillEnv) > 0 {
+		_, _ = e.RegisterSessionSkillEnv(req.Session, req.SkillEnv...)
+	}
+}
+
+// envOptionsFor is the env layer's configuration for req, starting now:
+// the executor-wide passthrough (terminal.env_passthrough, skills) plus
+// the skill variables of req's session and parent session, and for a
+// one-shot call its own Request.SkillEnv. gen is the skill-env generation
+// it reflects, or -1 when the call passes names of its own, which no
+// warm-pool kernel has.
+func (e *Executor) envOptionsFor(req Request) (opts shared.EnvOptions, gen int) {
+	var own []string
+	if req.Session == "" && len(req.SkillEnv) > 0 {
+		own, _ = e.screenSkillNames("", req.SkillEnv)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	opts, gen = e.envOptionsLocked(), e.skillGen
+	for _, s := range []string{req.Session, req.ParentSession} {
+		if s != "" {
+			own = append(own, e.sessionSkillEnv[s]...)
+		}
+	}
+	if len(own) > 0 {
+		opts.Passthrough = append(opts.Passthrough, own...)
+		gen = -1
+	}
+	if req.ParentSession != "" {
+		// A subagent's scripts are a delegated child's, as in Hermes; warm-pool
+		// kernels start without the marker, so they are not used.
+		opts.Delegated = true
+		gen = -1
+	}
+	return opts, gen
+}
