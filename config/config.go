@@ -497,6 +497,9 @@ type parser struct {
 // aliases could otherwise multiply a small file into billions of keys.
 const maxMerged = 20000
 
+// maxMergeDepth bounds how deep merged mappings may themselves merge others.
+const maxMergeDepth = 8
+
 // yamlLine finds the line number in a yaml.v3 syntax error message.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
@@ -688,14 +691,19 @@ func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node,
 		}
 		for _, src := range sources {
 			src = resolveAlias(src)
-			if src.Kind != yaml.MappingNode || depth > 8 {
+			if src.Kind != yaml.MappingNode {
 				return nil, p.errorf(src, path, "%s has a merge key (<<) whose value is %s; merge a mapping or a list of mappings", describePath(path), describe(src))
+			}
+			if depth > maxMergeDepth {
+				return nil, p.errorf(src, path, "%s: merge keys (<<) nest more than %d deep (a merged mapping that merges another, ...); merge fewer levels", describePath(path), maxMergeDepth)
 			}
 			sub, err := p.mergePairs(src, path, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if p.merged += len(sub); p.merged > maxMerged {
+			// Each merged mapping counts as one key besides its keys: an empty one adds
+			// none, and merging {} 20 times over 8 levels would otherwise run 20^8 times.
+			if p.merged += len(sub) + 2; p.merged > maxMerged {
 				return nil, p.errorf(k, path, "%s: merge keys (<<) expand to more than %d keys; merge fewer mappings", describePath(path), maxMerged/2)
 			}
 			for j := 0; j+1 < len(sub); j += 2 {
@@ -1298,7 +1306,25 @@ func suggestKey(k string, names []string) string {
 			best, bestD = n, d
 		}
 	}
+	if best == "" {
+		for _, n := range names {
+			if partOf(lk, n) || partOf(n, lk) {
+				return n
+			}
+		}
+	}
 	return best
+}
+
+// partOf reports whether long is short with one more underscore-separated word before or
+// after it, as in memory_limit for memory_limit_mb or approval_mode for mode: a unit or a
+// prefix left off or added, which the edit distance misses.
+func partOf(short, long string) bool {
+	if len(short) < 4 {
+		return false
+	}
+	return strings.HasPrefix(long, short+"_") && !strings.Contains(long[len(short)+1:], "_") ||
+		strings.HasSuffix(long, "_"+short) && !strings.Contains(long[:len(long)-len(short)-1], "_")
 }
 
 // editDistance is the optimal string alignment distance between a and b, counted in bytes:

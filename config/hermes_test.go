@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -150,6 +151,16 @@ func TestUnknownKeys(t *testing.T) {
 		{"wbe:\n  a: 1\n",
 			`config.yaml: line 1: unknown key "wbe" is ignored; did you mean "web"?`,
 			[]string{"wbe (line 1)"}},
+		// A unit or a word left off or added is a likely misspelling too.
+		{"code_execution:\n  memory_limit: 256\n",
+			`config.yaml: line 2: unknown key "code_execution.memory_limit" is ignored; did you mean "code_execution.memory_limit_mb"?`,
+			[]string{"code_execution.memory_limit (line 2)"}},
+		{"approvals:\n  approval_mode: deny\n",
+			`config.yaml: line 2: unknown key "approvals.approval_mode" is ignored; did you mean "approvals.mode"?`,
+			[]string{"approvals.approval_mode (line 2)"}},
+		{"code_execution:\n  timeout_seconds: 30\n",
+			`config.yaml: line 2: unknown key "code_execution.timeout_seconds" is ignored; did you mean "code_execution.timeout"?`,
+			[]string{"code_execution.timeout_seconds (line 2)"}},
 		// Not near a key used here: ignored silently (Hermes may add keys).
 		{"code_execution:\n  sandbox: true\n", "", []string{"code_execution.sandbox (line 2)"}},
 		{"frobnicate:\n  a: 1\n  b: [2]\nweb: {}\n", "", []string{"frobnicate (line 1)"}},
@@ -496,6 +507,53 @@ func TestMergeKeysBounded(t *testing.T) {
 	b.WriteString("code_execution:\n  <<: *l8\n")
 	_, err := Parse([]byte(b.String()), "c.yaml")
 	if err == nil || !strings.Contains(err.Error(), "merge keys (<<) expand to more than 10000 keys") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestMergeKeysBoundedEmpty: merging empty mappings counts too. They add no key, so a file
+// of 1 KiB merging {} twenty times over eight levels (20^8 merges) kept run, serve, mcp and
+// doctor busy for hours before its first line.
+func TestMergeKeysBoundedEmpty(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 {}\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d\n  <<: [", i, i)
+		for j := 0; j < 20; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("approvals:\n  <<: *l8\n  mode: deny\n")
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse([]byte(b.String()), "c.yaml")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "merge keys (<<) expand to more than 10000 keys") {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Parse of a 1 KiB file merging empty mappings did not return within 30 s")
+	}
+}
+
+// TestMergeKeysTooDeep: a chain of merges deeper than maxMergeDepth is refused with a
+// text that says so (it once shared the "not a mapping" message).
+func TestMergeKeysTooDeep(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 {timeout: 5}\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d\n  <<: *l%d\n", i, i, i-1)
+	}
+	b.WriteString("code_execution:\n  <<: *l12\n")
+	_, err := Parse([]byte(b.String()), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "merge keys (<<) nest more than 8 deep") || strings.Contains(err.Error(), "merge a mapping") {
 		t.Fatalf("got %v", err)
 	}
 }

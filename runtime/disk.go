@@ -357,6 +357,9 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 		if wasiWrapped[name] {
 			fn = noSpaceAsENOSPC(fn)
 		}
+		if name == "path_open" {
+			fn = tooManyAsEMFILE(fn) // see openfiles.go
+		}
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(fn, def.ParamTypes(), def.ResultTypes()).
 			WithParameterNames(def.ParamNames()...).

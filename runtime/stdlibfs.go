@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 	"time"
 
-	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
 // stdlibMount is the guest dir holding the standard library zip: the
@@ -53,20 +54,32 @@ func newStdlibFS(name string, data []byte) (stdlibFS, error) {
 	if _, err := fs.Stat(sub, "UTC"); err != nil {
 		return stdlibFS{}, fmt.Errorf("the standard library zip %s has no time zone data (%s/UTC): %w; re-run `make assets`", name, zoneinfoDir, err)
 	}
-	return stdlibFS{oneFileFS: oneFileFS{name: name, data: data}, zones: zoneFS{sub}}, nil
+	return stdlibFS{oneFileFS: oneFileFS{name: name, data: data}, zones: &zoneFS{sub: sub}}, nil
 }
 
-// mount adds the standard library's mounts to fsc.
-func (s stdlibFS) mount(fsc wazero.FSConfig) wazero.FSConfig {
-	return fsc.WithFSMount(s.oneFileFS, stdlibMount).WithFSMount(s.zones, zoneinfoMount)
+// mount adds the standard library's mounts to fsc, their opens counted
+// against the instance's open files.
+func (s stdlibFS) mount(fsc sysfs.FSConfig, open *openFiles) sysfs.FSConfig {
+	return fsc.WithSysFSMount(open.limit(&sysfs.AdaptFS{FS: s.oneFileFS}), stdlibMount).(sysfs.FSConfig).
+		WithSysFSMount(open.limit(&sysfs.AdaptFS{FS: s.zones}), zoneinfoMount).(sysfs.FSConfig)
 }
 
 // zoneFS is the zip's time zone directory. A file is decompressed whole
-// when it is opened, so the guest can seek in it (zoneinfo does; a zip
-// entry's reader cannot seek).
-type zoneFS struct{ sub fs.FS }
+// the first time it is opened, so the guest can seek in it (zoneinfo does;
+// a zip entry's reader cannot seek), and kept: every later open reads the
+// same bytes. Decompressing on every open let a guest hold a copy of the
+// largest file (tzdata.zi, 112 KiB) in host memory per open descriptor,
+// outside its memory cap (os.open in a loop: 5 GB of host memory under a
+// 512 MB cap). Kept, the zone files cost at most their total size (under
+// 1 MiB) once per process, however often they are opened.
+type zoneFS struct {
+	sub fs.FS
 
-func (z zoneFS) Open(name string) (fs.File, error) {
+	mu    sync.Mutex
+	files map[string][]byte // decompressed, by name
+}
+
+func (z *zoneFS) Open(name string) (fs.File, error) {
 	f, err := z.sub.Open(name)
 	if err != nil {
 		return nil, err
@@ -80,15 +93,34 @@ func (z zoneFS) Open(name string) (fs.File, error) {
 		return f, nil
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxZoneFile+1))
-	if err == nil && len(b) > maxZoneFile {
-		err = fmt.Errorf("larger than %d bytes", maxZoneFile)
-	}
+	b, err := z.contents(name, f)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	fi := fileInfo{name: info.Name(), size: int64(len(b)), mode: 0o444}
 	return &oneFile{info: fi, Reader: bytes.NewReader(b)}, nil
+}
+
+// contents returns the decompressed bytes of the zone file name, open as f,
+// decompressing it only the first time.
+func (z *zoneFS) contents(name string, f fs.File) ([]byte, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if b, ok := z.files[name]; ok {
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxZoneFile+1))
+	if err == nil && len(b) > maxZoneFile {
+		err = fmt.Errorf("larger than %d bytes", maxZoneFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if z.files == nil {
+		z.files = make(map[string][]byte)
+	}
+	z.files[name] = b
+	return b, nil
 }
 
 // oneFileFS is a read-only fs.FS holding one file in its root. wazero

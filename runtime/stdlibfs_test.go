@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,4 +88,40 @@ func TestStdlibFSNoZones(t *testing.T) {
 
 	_, err = newStdlibFS("python311.zip", []byte("not a zip"))
 	require.ErrorContains(t, err, "reading the standard library zip python311.zip")
+}
+
+// TestStdlibFSZoneOpensShareMemory: opening a zone file again does not
+// decompress it again. Each open held its own decompressed copy in host
+// memory, outside the guest's cap, for as long as the descriptor stayed
+// open: a guest calling os.open("/usr/share/zoneinfo/tzdata.zi") in a loop
+// grew the host to 5 GB under a 512 MB cap.
+func TestStdlibFSZoneOpensShareMemory(t *testing.T) {
+	const size = 100 << 10
+	s, err := newStdlibFS("python311.zip", zipOf(t, map[string]string{
+		"tzdata/zoneinfo/UTC":       "TZif2-utc",
+		"tzdata/zoneinfo/tzdata.zi": strings.Repeat("R", size),
+	}))
+	require.NoError(t, err)
+
+	const opens = 200
+	files := make([]fs.File, 0, opens)
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	for range opens {
+		f, err := s.zones.Open("tzdata.zi")
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	goruntime.ReadMemStats(&after)
+	grown := after.TotalAlloc - before.TotalAlloc
+	// One copy (100 KiB) plus a little per open; a copy per open is 20 MB.
+	require.Less(t, grown, uint64(opens*size/10),
+		"%d opens of a %d-byte zone file allocated %d bytes: each open must not hold its own copy", opens, size, grown)
+
+	for _, f := range files {
+		b, err := io.ReadAll(f.(io.Reader))
+		require.NoError(t, err)
+		require.Len(t, b, size, "every open reads the whole file from its own offset")
+		require.NoError(t, f.Close())
+	}
 }

@@ -469,6 +469,9 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	}
 	box.ctx = withDiskBudget(box.ctx, jail.budget)
 
+	// Every mount's opens count against one limit (see openfiles.go).
+	open := newOpenFiles(maxOpenFiles)
+	box.ctx = withOpenFiles(box.ctx, open)
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
 	box.env = append(slices.Clone(spec.env), guestEnv...)
 	if spec.root != "" {
@@ -477,8 +480,8 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 			return nil, fmt.Errorf("opening the working dir: %w", err)
 		}
 		box.jails = append(box.jails, rootJail)
-		fsc = fsc.WithSysFSMount(rootJail, "/").(sysfs.FSConfig).
-			WithSysFSMount(jail, libMount).(sysfs.FSConfig)
+		fsc = fsc.WithSysFSMount(open.limit(rootJail), "/").(sysfs.FSConfig).
+			WithSysFSMount(open.limit(jail), libMount).(sysfs.FSConfig)
 		box.lib = libMount + "/"
 		// The generated modules come first, then the session dir (as the
 		// script's dir comes first for a native python), so a session file
@@ -487,9 +490,9 @@ func (s *Strict) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		box.env = append(box.env, "PYTHONPATH="+libMount+":/")
 		box.safePath = true
 	} else {
-		fsc = fsc.WithSysFSMount(jail, "/").(sysfs.FSConfig)
+		fsc = fsc.WithSysFSMount(open.limit(jail), "/").(sysfs.FSConfig)
 	}
-	box.fsc = c.stdlib.mount(fsc.(wazero.FSConfig)).(sysfs.FSConfig)
+	box.fsc = c.stdlib.mount(fsc, open)
 	return box, nil
 }
 

@@ -219,7 +219,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else if pos[0] != "-" && isTerminal(stdin) {
 		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport, Approver: approver})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: warnLogf(stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
 	defer ex.Close(context.Background())
 
 	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}
@@ -417,4 +417,13 @@ func debugLogf(level string, stderr io.Writer) func(string, ...any) {
 		return func(string, ...any) {}
 	}
 	return func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
+}
+
+// warnLogf is the executor's function for warning events (a refused
+// passthrough or skill variable): shown at every log level, as the config
+// warnings are.
+func warnLogf(stderr io.Writer) func(string, ...any) {
+	return func(format string, a ...any) {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: "+format+"\n", a...)
+	}
 }

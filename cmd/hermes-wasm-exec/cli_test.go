@@ -229,6 +229,10 @@ print(json.dumps({"guest": sorted(n for n in names if n in os.environ),
 			} else {
 				require.NotContains(t, dropped[1], "HERMES_BASE_URL")
 				require.Contains(t, stderr, "refusing to pass through host-managed credentials [OPENAI_API_KEY]")
+				// A refused credential is a warning shown at the default log level too.
+				code, _, stderr = e.run(script)
+				require.Equal(t, 0, code)
+				require.Contains(t, stderr, "hermes-wasm-exec: warning: execute_code: refusing to pass through host-managed credentials [OPENAI_API_KEY]\n")
 			}
 		})
 	}

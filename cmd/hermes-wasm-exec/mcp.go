@@ -118,7 +118,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *logLevel == "debug" {
 		level = slog.LevelDebug
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: warnLogf(stderr), Progress: stderr})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
@@ -302,29 +302,10 @@ func codeInput(raw json.RawMessage) (in executeCodeInput, problem string) {
 	if r, ok := args["reset"]; ok {
 		var v any
 		if json.Unmarshal(r, &v) == nil {
-			in.Reset = pyTruthy(v)
+			in.Reset = shared.PyTruthy(v)
 		}
 	}
 	return in, ""
-}
-
-// pyTruthy is Python's bool() of a decoded JSON value.
-func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case string:
-		return v != ""
-	case float64:
-		return v != 0
-	case []any:
-		return len(v) > 0
-	case map[string]any:
-		return len(v) > 0
-	}
-	return true
 }
 
 // serve serves one connection until it ends, then closes its kernel.

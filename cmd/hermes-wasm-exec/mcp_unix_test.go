@@ -32,30 +32,8 @@ func TestMCPClientGone(t *testing.T) {
 				require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 0\n"), 0o600))
 				cmd := exec.Command(os.Args[0], "mcp", "--mode", mode, "--workdir", workdir, "--config", conf)
 				cmd.Env = append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+home, "TMPDIR="+tmp)
-				stdin, err := cmd.StdinPipe()
-				require.NoError(t, err)
-				outR, outW, err := os.Pipe()
-				require.NoError(t, err)
-				cmd.Stdout = outW
-				stderr := &syncBuffer{}
-				cmd.Stderr = stderr
-				require.NoError(t, cmd.Start())
-				outW.Close()
-				exited := make(chan struct{})
-				go func() {
-					cmd.Wait()
-					close(exited)
-				}()
-				t.Cleanup(func() {
-					stdin.Close()
-					outR.Close()
-					select {
-					case <-exited:
-					case <-time.After(time.Minute):
-						cmd.Process.Kill()
-						<-exited
-					}
-				})
+				p := startPiped(t, cmd)
+				stdin, outR, stderr, exited := p.stdin, p.out, p.stderr, p.exited
 
 				client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
 				// The test, not the SDK, closes stdin: the SDK would when its

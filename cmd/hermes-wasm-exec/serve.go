@@ -166,7 +166,7 @@ func serveCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Progress: stderr, RPCTransport: *transport})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: warnLogf(stderr), Progress: stderr, RPCTransport: *transport})
 	s := newServer(ex, logf, infof)
 	s.token = token
 	s.cfg = cfg
@@ -898,6 +898,16 @@ func sessionParam(p map[string]json.RawMessage, required bool) (string, *rpcErro
 	return s, nil
 }
 
+// sessionOrDefault is the optional session parameter of the session
+// methods (open_session, register_skill): "default" when absent.
+func sessionOrDefault(p map[string]json.RawMessage) (string, *rpcError) {
+	s, rerr := sessionParam(p, false)
+	if s == "" && rerr == nil {
+		s = "default"
+	}
+	return s, rerr
+}
+
 // executeParams are execute's parameters. command is not one: it is
 // accepted only to answer a terminal call sent to execute_code with
 // Hermes's message (executor.CommandNotCodeMessage).
@@ -1121,18 +1131,16 @@ func (c *conn) closeSession(params json.RawMessage) (any, *rpcError) {
 // openSession records the tools this connection runs itself for a
 // session: its later execute calls send their calls of those tools back
 // as tool_call requests. An empty list ends the delegation. skill_env
-// registers skill variables for the session (as register_skill names).
+// registers skill variables for the session (as register_skill names); a
+// call with skill_env and no delegate_tools leaves the delegation as it is.
 func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
 	p, rerr := paramsObject(params, "session", "delegate_tools", "skill_env")
 	if rerr != nil {
 		return nil, rerr
 	}
-	session, rerr := sessionParam(p, false)
+	session, rerr := sessionOrDefault(p)
 	if rerr != nil {
 		return nil, rerr
-	}
-	if session == "" {
-		session = "default"
 	}
 	tools, rerr := toolListParam(p, "delegate_tools")
 	if rerr != nil {
@@ -1142,26 +1150,38 @@ func (c *conn) openSession(params json.RawMessage) (any, *rpcError) {
 	if rerr != nil {
 		return nil, rerr
 	}
+	// A call that only registers skill variables leaves the delegation as
+	// it is: without delegate_tools, it would otherwise end it, and the
+	// tools the client runs itself (in its own sandbox, say) would run here.
+	keep := tools == nil && names != nil
 	if tools == nil {
 		tools = []string{}
 	}
-	result := map[string]any{"session": session, "delegate_tools": tools}
+	var refused []string
 	if names != nil {
-		refused, err := c.s.ex.RegisterSessionSkillEnv(session, names...)
-		if err != nil {
+		var err error
+		if refused, err = c.s.ex.RegisterSessionSkillEnv(session, names...); err != nil {
 			return nil, invalidParams("%v", err)
 		}
-		result["skill_env"] = withoutNames(names, refused)
-		result["skill_env_refused"] = nonNil(refused)
 	}
 	c.mu.Lock()
-	if len(tools) == 0 {
+	switch {
+	case keep:
+		tools = nonNil(slices.Clone(c.delegates[session]))
+	case len(tools) == 0:
 		delete(c.delegates, session)
-	} else {
+	default:
 		c.delegates[session] = tools
 	}
 	c.mu.Unlock()
-	c.s.logf("serve: session %s delegates %v to its client", session, tools)
+	result := map[string]any{"session": session, "delegate_tools": tools}
+	if names != nil {
+		result["skill_env"] = withoutNames(names, refused)
+		result["skill_env_refused"] = nonNil(refused)
+	}
+	if !keep {
+		c.s.logf("serve: session %s delegates %v to its client", session, tools)
+	}
 	return result, nil
 }
 
@@ -1175,12 +1195,9 @@ func (c *conn) registerSkill(params json.RawMessage) (any, *rpcError) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	session, rerr := sessionParam(p, false)
+	session, rerr := sessionOrDefault(p)
 	if rerr != nil {
 		return nil, rerr
-	}
-	if session == "" {
-		session = "default"
 	}
 	names, rerr := namesParam(p, "names")
 	if rerr != nil {

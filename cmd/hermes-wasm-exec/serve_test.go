@@ -2012,3 +2012,36 @@ func TestServeWriteFailure(t *testing.T) {
 	c.reply(json.RawMessage(`2`), map[string]bool{"ok": true}, nil)
 	require.Equal(t, int32(1), w.writes.Load(), "no write after the client is gone")
 }
+
+// TestServeOpenSessionSkillEnvKeepsDelegation: an open_session that only
+// registers skill variables leaves the session's delegation as it is (a
+// client that runs terminal in its own sandbox must not see it moved back
+// to this host by registering a skill); an explicit empty delegate_tools
+// still ends it.
+func TestServeOpenSessionSkillEnvKeepsDelegation(t *testing.T) {
+	t.Parallel()
+	nop := func(string, ...any) {}
+	s := newServer(fakeBackend{}, nop, nop)
+	defer s.cancel(nil)
+	c := s.newConn(strings.NewReader(""), io.Discard, nil, false)
+	answer := func(params string) string {
+		t.Helper()
+		res, rerr := c.openSession(json.RawMessage(params))
+		require.Nil(t, rerr)
+		out, err := json.Marshal(res)
+		require.NoError(t, err)
+		return string(out)
+	}
+	delegated := func() []string {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.delegates["s"]
+	}
+	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"]}`, answer(`{"session": "s", "delegate_tools": ["terminal"]}`))
+	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"], "skill_env": ["SKILL_TOKEN"], "skill_env_refused": []}`,
+		answer(`{"session": "s", "skill_env": ["SKILL_TOKEN"]}`))
+	require.Equal(t, []string{"terminal"}, delegated(), "registering a skill kept the delegation")
+	require.JSONEq(t, `{"session": "s", "delegate_tools": [], "skill_env": [], "skill_env_refused": []}`,
+		answer(`{"session": "s", "delegate_tools": [], "skill_env": []}`))
+	require.Empty(t, delegated(), "an empty delegate_tools ends it")
+}

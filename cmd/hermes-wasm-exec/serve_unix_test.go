@@ -291,30 +291,8 @@ func TestServeClientGone(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "serve", "--config", e.conf)
 			cmd.Env = append(os.Environ(), e.env...)
 			cmd.Dir = e.workdir
-			stdin, err := cmd.StdinPipe()
-			require.NoError(t, err)
-			outR, outW, err := os.Pipe()
-			require.NoError(t, err)
-			cmd.Stdout = outW
-			stderr := &syncBuffer{}
-			cmd.Stderr = stderr
-			require.NoError(t, cmd.Start())
-			outW.Close()
-			exited := make(chan struct{})
-			go func() {
-				cmd.Wait()
-				close(exited)
-			}()
-			t.Cleanup(func() {
-				stdin.Close()
-				outR.Close()
-				select {
-				case <-exited:
-				case <-time.After(time.Minute):
-					cmd.Process.Kill()
-					<-exited
-				}
-			})
+			p := startPiped(t, cmd)
+			stdin, outR, stderr, exited := p.stdin, p.out, p.stderr, p.exited
 			c := newServeClient(outR, stdin)
 			for _, mode := range []string{"strict", "project"} {
 				res := c.exec(t, map[string]any{"code": "x = 1", "mode": mode, "session": mode, "workdir": e.workdir})
@@ -348,15 +326,8 @@ func TestServeWriteToGoneClient(t *testing.T) {
 	e := newServeEnv(t, defaultServeConfig)
 	cmd := exec.Command(os.Args[0], "serve", "--config", e.conf)
 	cmd.Env = append(os.Environ(), e.env...)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	outR, outW, err := os.Pipe()
-	require.NoError(t, err)
-	cmd.Stdout = outW
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	outW.Close()
+	p := startPiped(t, cmd)
+	stdin, outR, stderr := p.stdin, p.out, p.stderr
 	c := newServeClient(outR, stdin)
 	res := c.exec(t, map[string]any{"code": "print(1)", "mode": "strict", "session": "s"})
 	require.Equal(t, "1\n", res.Output)
@@ -364,16 +335,54 @@ func TestServeWriteToGoneClient(t *testing.T) {
 	// The answer to this goes nowhere (if the server has not already seen
 	// that nobody reads).
 	_, _ = io.WriteString(stdin, `{"jsonrpc": "2.0", "id": 1, "method": "describe"}`+"\n")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		<-done
 		t.Fatalf("serve did not end; stderr:\n%s", stderr.String())
 	}
 	stdin.Close()
 	require.Equal(t, 0, cmd.ProcessState.ExitCode(), "%v; stderr:\n%s", cmd.ProcessState, stderr.String())
 	requireEmptyDir(t, e.tmp)
+}
+
+// pipedCmd is a started front end whose stdout is an os.Pipe, so that a
+// test can close its read end while the process runs (exec.Cmd's
+// StdoutPipe does not allow that).
+type pipedCmd struct {
+	stdin  io.WriteCloser
+	out    *os.File
+	stderr *syncBuffer
+	exited chan struct{} // closed once cmd.Wait returned
+}
+
+// startPiped starts cmd with its stdin, stdout and stderr captured. At the
+// end of the test it closes both pipes and waits for the process (killed
+// after a minute).
+func startPiped(t *testing.T, cmd *exec.Cmd) *pipedCmd {
+	t.Helper()
+	p := &pipedCmd{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	var err error
+	p.stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	var outW *os.File
+	p.out, outW, err = os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = outW, p.stderr
+	require.NoError(t, cmd.Start())
+	outW.Close()
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stdin.Close()
+		p.out.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
 }

@@ -39,7 +39,8 @@ func NonStringCodeMessage(typeName string) string {
 // a model sent (a JSON object), as Hermes's handler does: an argument
 // "command" without "code" is a misdirected terminal call, and a code that
 // is not a string (nor null) is refused; problem is then Hermes's message
-// for it and code is "". A missing or null code is "": [Executor.Execute]
+// for it and code is "". A missing, null (or, in a map built in code,
+// empty) code is "": [Executor.Execute]
 // answers an empty code with [NoCodeMessage]. Other arguments are not
 // looked at.
 func CodeArgument(args map[string]json.RawMessage) (code, problem string) {
@@ -48,7 +49,7 @@ func CodeArgument(args map[string]json.RawMessage) (code, problem string) {
 		return "", CommandNotCodeMessage
 	}
 	raw = bytes.TrimSpace(raw)
-	if !hasCode || string(raw) == "null" {
+	if !hasCode || len(raw) == 0 || string(raw) == "null" {
 		return "", ""
 	}
 	if json.Unmarshal(raw, &code) == nil {
@@ -136,8 +137,8 @@ const (
 // code_execution.mode), its limits are cfg's (a 300 s timeout reads
 // "5-minute timeout"), and the code parameter's import example prefers
 // web_search and terminal. Fields of cfg left zero read as the executor
-// reads them (see Options.Config): a zero timeout is the default, a zero
-// max_tool_calls no limit.
+// reads them (see Options.Config): a zero timeout is the default; a zero
+// max_tool_calls allows no tool call, and the description says so.
 func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchema {
 	cfg = withDefaults(cfg)
 	mode, _ = NormalizeMode(cmp.Or(mode, cfg.CodeExecution.Mode))
@@ -176,7 +177,8 @@ func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchem
 	ce := cfg.CodeExecution
 	calls := fmt.Sprintf("max %d tool calls per call", ce.MaxToolCalls)
 	if ce.MaxToolCalls <= 0 {
-		calls = "no tool-call limit"
+		// 0 allows none (the broker refuses every call), as for the executor.
+		calls = "no tool calls allowed (code_execution.max_tool_calls is 0)"
 	}
 	toolLines := strings.Join(lines, "\n")
 	if toolLines == "" {

@@ -52,6 +52,14 @@ func TestCodeArgument(t *testing.T) {
 		require.Equal(t, tc.code, code, tc.args)
 		require.Equal(t, tc.problem, problem, tc.args)
 	}
+	// A map built in code may hold an empty value (no JSON decoder makes
+	// one): it reads as no code, and never panics.
+	code, problem := CodeArgument(map[string]json.RawMessage{"code": nil, "command": json.RawMessage(`"ls"`)})
+	require.Equal(t, "", code)
+	require.Equal(t, "", problem)
+	code, problem = CodeArgument(map[string]json.RawMessage{"code": json.RawMessage(" ")})
+	require.Equal(t, "", code)
+	require.Equal(t, "", problem)
 }
 
 // Execute answers an empty script with Hermes's message, before anything
@@ -162,7 +170,9 @@ func TestExecuteCodeSchema(t *testing.T) {
 	require.Contains(t, d, "Pages over char_limit (default 4000)")
 	cfg.CodeExecution.Timeout = 600
 	cfg.CodeExecution.MaxToolCalls = 0
-	require.Contains(t, ExecuteCodeSchema(cfg, "", nil).Description, "Limits: 10-minute timeout, no tool-call limit.")
+	// 0 allows no tool call at all (the broker refuses the first): the
+	// model must not read "no limit".
+	require.Contains(t, ExecuteCodeSchema(cfg, "", nil).Description, "Limits: 10-minute timeout, no tool calls allowed (code_execution.max_tool_calls is 0).")
 }
 
 func param(s ToolSchema, name string) string {

@@ -55,6 +55,11 @@ type Options struct {
 	// "execute_code: <message> key=value ...", or for the events the CLI
 	// has always printed, their historical text. nil discards them.
 	Logf func(format string, args ...any)
+	// Warnf, when set and Logger is nil, receives the warning and error
+	// events (such as "passthrough refused") as text lines instead of
+	// Logf, so that a front end can show them while keeping the other
+	// events quiet. nil means Logf.
+	Warnf func(format string, args ...any)
 	// Progress receives the one-line notice printed while the interpreter
 	// is compiled for the first time; nil means os.Stderr.
 	Progress io.Writer
@@ -155,12 +160,14 @@ type Executor struct {
 	strict    *runtime.Strict
 	transport string
 
-	mu       sync.Mutex
-	skillEnv []string // registered skill variables, in registration order
-	skillGen int      // bumped whenever skillEnv grows
+	mu          sync.Mutex
+	skillEnv    []string        // registered skill variables, in registration order
+	skillGen    int             // bumped whenever skillEnv grows
+	refusedSeen map[string]bool // passthrough names already warned about (once each)
 	// sessionSkillEnv holds the skill variables registered for one
 	// session (RegisterSessionSkillEnv), by session.
 	sessionSkillEnv map[string][]string
+	subagentOf      map[string]string // subagent session → parent session, as seen in requests
 
 	closed   bool
 	calls    map[uint64]context.CancelCauseFunc // running Execute calls
@@ -206,7 +213,7 @@ func New(opts Options) *Executor {
 		cacheDir:  cacheDir,
 		environ:   environ,
 		getenv:    getenv,
-		log:       eventLog{logger: opts.Logger, logf: opts.Logf},
+		log:       eventLog{logger: opts.Logger, logf: opts.Logf, warnf: opts.Warnf},
 		strict:    runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: opts.Progress}),
 		transport: opts.RPCTransport,
 		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).withCron(cfg.Approvals.CronMode),
@@ -452,7 +459,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	}
 	web := e.cfg.Web
 	c.envOpts, c.envGen = e.envOptionsFor(req)
-	if refused := shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...); len(refused) > 0 {
+	if refused := e.newlyRefused(shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
 		e.log.event(slog.LevelWarn, "passthrough refused",
 			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v", refused),
 			"names", refused, "source", "terminal.env_passthrough")
@@ -688,6 +695,27 @@ func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
 	return refused
 }
 
+// newlyRefused keeps the names of refused that have not been warned about
+// yet, so that a long-running server warns once per name, not once per call.
+func (e *Executor) newlyRefused(refused []string) []string {
+	if len(refused) == 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refusedSeen == nil {
+		e.refusedSeen = make(map[string]bool)
+	}
+	var fresh []string
+	for _, n := range refused {
+		if !e.refusedSeen[n] {
+			e.refusedSeen[n] = true
+			fresh = append(fresh, n)
+		}
+	}
+	return fresh
+}
+
 // envOptions is the env layer's configuration for a call starting now,
 // and the skill-env generation it reflects.
 func (e *Executor) envOptions() (shared.EnvOptions, int) {
@@ -730,11 +758,15 @@ func (e *Executor) inject(guest bool) []string {
 type eventLog struct {
 	logger *slog.Logger
 	logf   func(string, ...any)
+	warnf  func(string, ...any) // warning and error events, when set
 }
 
 func (l eventLog) enabled(level slog.Level) bool {
 	if l.logger != nil {
 		return l.logger.Enabled(context.Background(), level)
+	}
+	if level >= slog.LevelWarn && l.warnf != nil {
+		return true
 	}
 	return l.logf != nil
 }
@@ -748,13 +780,17 @@ func (l eventLog) event(level slog.Level, msg, line string, args ...any) {
 		l.logger.Log(context.Background(), level, msg, args...)
 		return
 	}
-	if l.logf == nil {
+	logf := l.logf
+	if level >= slog.LevelWarn && l.warnf != nil {
+		logf = l.warnf
+	}
+	if logf == nil {
 		return
 	}
 	if line == "" {
 		line = formatEvent(msg, args)
 	}
-	l.logf("%s", line)
+	logf("%s", line)
 }
 
 // formatEvent renders an event as "execute_code: msg key=value ...",

@@ -71,6 +71,7 @@ func TestLogEvents(t *testing.T) {
 	unknown := rec.find("unknown mode, falling back to project")
 	require.Len(t, unknown, 1)
 	require.Equal(t, "sandbox", unknown[0].attrs["mode"])
+	require.Len(t, rec.find("passthrough refused"), 1, "a refused name is warned about once, not once per call")
 
 	// Two sessions with max_session_kernels 1: the first is evicted.
 	run(t, ex, Request{Code: "x = 1", Mode: "strict", Workdir: wd, Session: "s1"})
@@ -141,6 +142,20 @@ func TestLogDestinations(t *testing.T) {
 	l.event(slog.LevelInfo, "m", "line", "k", "v")
 	require.Empty(t, got)
 	require.Len(t, rec.find("m"), 1)
+
+	// Warnf takes the warning and error events, Logf the others.
+	var warned, logged []string
+	split := eventLog{logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) },
+		warnf: func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }}
+	split.event(slog.LevelDebug, "d", "debug line")
+	split.event(slog.LevelWarn, "w", "warn line")
+	split.event(slog.LevelError, "e", "")
+	require.Equal(t, []string{"debug line"}, logged)
+	require.Equal(t, []string{"warn line", "execute_code: e"}, warned)
+	onlyWarn := eventLog{warnf: func(string, ...any) {}}
+	require.False(t, onlyWarn.enabled(slog.LevelInfo))
+	require.True(t, onlyWarn.enabled(slog.LevelWarn))
+	onlyWarn.event(slog.LevelInfo, "i", "dropped") // no Logf: nothing, no panic
 
 	quiet := eventLog{logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	require.False(t, quiet.enabled(slog.LevelInfo))

@@ -127,14 +127,14 @@ func TestRegisterSkillEnv(t *testing.T) {
 			req := Request{Code: envProbe, Mode: mode}
 			require.JSONEq(t, notPassed, run(t, ex, req).Output, "secret-named: dropped until registered")
 
-			refused := ex.RegisterSkillEnv("SKILL_TOKEN", "OPENAI_API_KEY", "my_search_key", "", "A=B")
-			require.Equal(t, []string{"OPENAI_API_KEY", "my_search_key", "", "A=B"}, refused)
+			refused := ex.RegisterSkillEnv("SKILL_TOKEN", "OPENAI_API_KEY", "my_search_key", "", "A=B", "X\nY")
+			require.Equal(t, []string{"OPENAI_API_KEY", "my_search_key", "", "A=B", "X\nY"}, refused)
 			warnings := rec.find("skill environment variable refused")
 			require.Len(t, warnings, 2)
 			require.Equal(t, slog.LevelWarn, warnings[0].level)
 			require.Equal(t, []string{"OPENAI_API_KEY", "my_search_key"}, warnings[0].attrs["names"])
 			require.Equal(t, "host-managed credential", warnings[0].attrs["reason"])
-			require.Equal(t, []string{"", "A=B"}, warnings[1].attrs["names"])
+			require.Equal(t, []string{"", "A=B", "X\nY"}, warnings[1].attrs["names"])
 			require.Equal(t, []string{"SKILL_TOKEN"}, rec.find("skill environment variables registered")[0].attrs["names"])
 
 			require.JSONEq(t, passed, run(t, ex, req).Output)
@@ -330,9 +330,14 @@ func TestRegisterSessionSkillEnv(t *testing.T) {
 			require.JSONEq(t, passed, probe(Request{Session: "c"}))
 			require.Equal(t, []string{"SKILL_TOKEN"}, ex.SessionSkillEnv("c"))
 
+			// A subagent whose kernel is gone (idle timeout, eviction) is
+			// still forgotten with its parent.
+			ex.registerRequestSkillEnv(Request{Session: "a-idle", ParentSession: "a", SkillEnv: []string{"SKILL_TOKEN"}})
+			require.Equal(t, []string{"SKILL_TOKEN"}, ex.SessionSkillEnv("a-idle"))
 			ex.CloseSession(context.Background(), "a")
 			require.Empty(t, ex.SessionSkillEnv("a"))
 			require.Empty(t, ex.SessionSkillEnv("a-sub"))
+			require.Empty(t, ex.SessionSkillEnv("a-idle"), "a subagent without a kernel is forgotten too")
 			require.JSONEq(t, notPassed, probe(Request{Session: "a"}), "a closed session's variables are forgotten")
 
 			_, err = ex.RegisterSessionSkillEnv("", "SKILL_TOKEN")

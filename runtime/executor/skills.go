@@ -167,36 +167,11 @@ func asList(v any) []any {
 // firstTruthy is Python's `a or b or ""`.
 func firstTruthy(vs ...any) any {
 	for _, v := range vs {
-		if pyTruthy(v) {
+		if shared.PyTruthy(v) {
 			return v
 		}
 	}
 	return ""
-}
-
-// pyTruthy is Python's bool() of a decoded YAML or JSON value.
-func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case string:
-		return v != ""
-	case int:
-		return v != 0
-	case int64:
-		return v != 0
-	case uint64:
-		return v != 0
-	case float64:
-		return v != 0
-	case []any:
-		return len(v) > 0
-	case map[string]any:
-		return len(v) > 0
-	}
-	return true
 }
 
 // pyStr is Python's str() of a decoded YAML scalar, as far as a variable
@@ -233,7 +208,7 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 	var invalid []string
 	for _, n := range names {
 		switch {
-		case n == "" || strings.ContainsAny(n, "=\x00"):
+		case !envName.MatchString(n):
 			invalid = append(invalid, n)
 		case slices.Contains(credentials, n):
 		case slices.Contains(ok, n):
@@ -257,6 +232,10 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 	}
 	return ok, append(credentials, invalid...)
 }
+
+// envName is what Hermes accepts as a skill's variable name: a shell
+// identifier. Others ("A=B", names with a newline) are refused.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ErrNoSession is the error of a session registration without a session.
 var ErrNoSession = errors.New("no session given: name the session the skill's variables are for")
@@ -310,18 +289,36 @@ func (e *Executor) SessionSkillEnv(session string) []string {
 	return slices.Clone(e.sessionSkillEnv[session])
 }
 
-// forgetSessionSkillEnv drops the registrations of sessions.
+// forgetSessionSkillEnv drops the registrations of sessions and of the
+// subagents seen with one of them as parent.
 func (e *Executor) forgetSessionSkillEnv(sessions ...string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, s := range sessions {
 		delete(e.sessionSkillEnv, s)
+		delete(e.subagentOf, s)
+	}
+	for sub, parent := range e.subagentOf {
+		if slices.Contains(sessions, parent) {
+			delete(e.sessionSkillEnv, sub)
+			delete(e.subagentOf, sub)
+		}
 	}
 }
 
 // registerRequestSkillEnv registers a session call's Request.SkillEnv with
-// its session, before the call builds its environment.
+// its session, before the call builds its environment, and remembers a
+// subagent's parent so that closing the parent forgets the subagent's
+// variables even when it has no live kernel.
 func (e *Executor) registerRequestSkillEnv(req Request) {
+	if req.Session != "" && req.ParentSession != "" {
+		e.mu.Lock()
+		if e.subagentOf == nil {
+			e.subagentOf = map[string]string{}
+		}
+		e.subagentOf[req.Session] = req.ParentSession
+		e.mu.Unlock()
+	}
 	if req.Session != "" && len(req.SkillEnv) > 0 {
 		_, _ = e.RegisterSessionSkillEnv(req.Session, req.SkillEnv...)
 	}
