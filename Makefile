@@ -5,17 +5,22 @@ BIN := bin/hermes-wasm-exec
 # compiled once per machine rather than once per package.
 TEST_CACHE := $(CURDIR)/.cache/wasm
 
-.PHONY: all assets build test demo bench vet fuzz clean
+.PHONY: all assets assets-rebuild build release test demo bench vet fuzz clean
 
 all: build
 
-# Build the pinned WASI CPython and its standard library from Debian source
-# packages (pyodide-assets/cpython), or take them from the build cache
-# (~/.cache/hermes-wasm-exec/cpython, by recipe hash). As root it installs the
-# missing toolchain with apt-get, printing each command. Idempotent: verified
-# files in pyodide-assets/dist are kept.
+# The WASI CPython and its standard library are committed in
+# pyodide-assets/dist. `make assets` checks them, and the recipe they were
+# built from, against the pins (seconds, no root).
 assets:
 	$(GO) run ./pyodide-assets/build
+
+# Rebuilds them from Debian source packages (pyodide-assets/cpython; about 4
+# minutes; as root it installs the toolchain with apt-get, printing each
+# command) and fails unless the bytes equal the pins. REPIN=1 accepts a new
+# build after a deliberate recipe change and prints the pins to commit.
+assets-rebuild:
+	$(GO) run ./pyodide-assets/build -rebuild $(if $(REPIN),-repin)
 
 build: assets
 	$(GO) build -o $(BIN) ./cmd/hermes-wasm-exec
@@ -39,6 +44,11 @@ demo: build
 FUZZTIME ?= 30s
 fuzz: assets
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash .ci/fuzz
+
+# Static, reproducible binaries for five platforms and their SHA256SUMS in
+# bin/release (.ci/release says how; VERSION=... to name them).
+release:
+	GO=$(GO) bash .ci/release
 
 bench: build
 	./$(BIN) bench

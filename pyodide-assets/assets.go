@@ -2,25 +2,24 @@
 // inside wazero: CPython 3.11 compiled for wasm32-wasi by this project's own
 // recipe (cpython/), from Debian's source packages with Debian's clang-19
 // toolchain at -O2, with zlib, bzip2, liblzma, SQLite and musl's time zone
-// code linked in, the IANA time zone database in its standard library, and a built-in
-// module (_hermes_host) that calls the host's tool functions.
+// code linked in, the IANA time zone database in its standard library, and a
+// built-in module (_hermes_host) that calls the host's tool functions.
 //
 // The package has three parts:
 //
-//   - the recipe and its pins: cpython/ (embedded, so a binary can rebuild
-//     what it runs) and the constants below, the sha256 and size of the
-//     stripped module and of the standard library zip;
-//   - the build step: [Build] installs the pinned toolchain, runs the recipe,
-//     strips the module's debug sections, adds its loop checks, verifies both against the pins and caches them by [RecipeHash] ("make
-//     assets" runs it);
+//   - the committed build: dist/python.wasm and dist/python311.zip are in
+//     the repository, so `go build`, `go install` and `go get` give a
+//     working strict mode with no other step; the constants below pin their
+//     sha256 and size, and [RecipeSHA256] pins the recipe they were built
+//     from;
 //   - the embedding: the directory dist is embedded into the binary, and
 //     [Interpreter] and [Stdlib] return the embedded files after verifying
-//     them against the pins.
-//
-// The built files are never committed. On a fresh clone dist holds only a
-// README, so the code builds everywhere, and [Interpreter] returns an error
-// wrapping [ErrMissing] until "make assets" has been run and the binary
-// rebuilt.
+//     them against the pins;
+//   - the provenance: the recipe (cpython/, embedded, so a binary can
+//     rebuild what it runs), [Check] (the committed files and the recipe
+//     against the pins: "make assets", seconds, no root) and [Build] (a
+//     rebuild from Debian's sources that must give the committed bytes:
+//     "make assets-rebuild").
 //
 // The directory is named pyodide-assets because the product's layout reserves
 // that name for the browser-style Python-in-wasm asset bundle; the WASI
@@ -57,9 +56,17 @@ const StdlibSHA256 = "f4378b53d28fca97b7253223eb772cf7790757d3dba573105281bc735d
 // StdlibSize is the size in bytes of the standard library zip.
 const StdlibSize = 5031720
 
-// FetchCommand is the command that builds (or takes from the cache) the
-// interpreter into dist; error messages tell the user to run it.
-const FetchCommand = "make assets"
+// RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
+// from. [Check] fails when the recipe changed without a rebuild and re-pin.
+const RecipeSHA256 = "0d108b518ea7a11380dcb8e10e48d7024877b5b27b677b2dc65d2e47cd384f62"
+
+// RestoreCommand puts back the committed files of dist when they were
+// deleted or changed in a checkout; error messages name it.
+const RestoreCommand = "git checkout -- pyodide-assets/dist"
+
+// RebuildCommand rebuilds the files of dist from Debian's sources and
+// checks that the bytes equal the pins ([Build]).
+const RebuildCommand = "make assets-rebuild"
 
 // InterpreterEnv is the environment variable that, when set to a file path,
 // makes [Interpreter] read the interpreter from that file instead of the
@@ -68,19 +75,20 @@ const FetchCommand = "make assets"
 // binary. Both are verified against the pins like the embedded ones.
 const InterpreterEnv = "HERMES_WASM_INTERPRETER"
 
-// distFS embeds the directory dist. It always holds README.md, so the build
-// works before the build; it holds python.wasm and the standard library zip
-// once "make assets" has run. Files whose names begin with "." or "_" (such
-// as the temporary files of an interrupted install) are never embedded.
+// distFS embeds the directory dist: its README, python.wasm and the
+// standard library zip, all committed. Files whose names begin with "." or
+// "_" (such as the temporary files of an interrupted rebuild) are never
+// embedded.
 //
 //go:embed dist
 var distFS embed.FS
 
 var (
-	// ErrMissing reports that the interpreter is not available: it was not
-	// built before this binary was, or the file named by InterpreterEnv
-	// does not exist.
-	ErrMissing = errors.New("pyodideassets: the Python interpreter has not been built: run `" + FetchCommand + "`, then rebuild")
+	// ErrMissing reports that the interpreter is not available: the
+	// committed files were missing from dist when this binary was built, or
+	// the file named by InterpreterEnv does not exist.
+	ErrMissing = errors.New("pyodideassets: the Python interpreter is missing (pyodide-assets/dist/python.wasm and " + StdlibName +
+		" are committed files): restore them with `" + RestoreCommand + "` or rebuild them with `" + RebuildCommand + "`, then rebuild the binary")
 
 	// ErrCorrupt reports that interpreter bytes do not match the pin or are
 	// not a well-formed module. Every *VerifyError wraps it.
@@ -100,14 +108,21 @@ type VerifyError struct {
 }
 
 // Error returns a message that says the file is corrupt or truncated, gives
-// the expected and actual values and tells the user to run `make assets`.
+// the expected and actual values and says how to get the pinned file back.
 func (e *VerifyError) Error() string {
-	return fmt.Sprintf("pyodideassets: %s mismatch, the file is corrupt or truncated: want %s, got %s; re-run `%s` (then rebuild)",
-		e.What, e.Want, e.Got, FetchCommand)
+	return fmt.Sprintf("pyodideassets: %s mismatch, the file is corrupt or truncated: want %s, got %s; restore the committed file with `%s` or rebuild it with `%s`, then rebuild the binary",
+		e.What, e.Want, e.Got, RestoreCommand, RebuildCommand)
 }
 
 // Unwrap returns [ErrCorrupt], so errors.Is(err, ErrCorrupt) holds.
 func (e *VerifyError) Unwrap() error { return ErrCorrupt }
+
+// missingError is a missing file with its own remedy; it wraps [ErrMissing]
+// without repeating ErrMissing's text (which is about the embedded files).
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string { return e.msg }
+func (e *missingError) Unwrap() error { return ErrMissing }
 
 var (
 	interpOnce  sync.Once
@@ -166,7 +181,8 @@ func loadAsset(override string, embedded fs.FS, name string, verify func([]byte)
 	if override != "" {
 		b, err = os.ReadFile(override)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("pyodideassets: %s %q (from %s) does not exist: %w", name, override, InterpreterEnv, ErrMissing)
+			return nil, &missingError{fmt.Sprintf("pyodideassets: %s %q (from %s) does not exist: point %s at a python.wasm with %s beside it, or unset it to use the embedded interpreter",
+				name, override, InterpreterEnv, InterpreterEnv, StdlibName)}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pyodideassets: reading %s %q (from %s): %w", name, override, InterpreterEnv, err)

@@ -3,7 +3,6 @@ package pyodideassets
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const skipNotBuilt = "dist/python.wasm and dist/" + StdlibName + " are not built or do not match the pins; run `make assets`"
+const notPinned = "dist/python.wasm and dist/" + StdlibName + " are committed and must match the pins: restore them with `" + RestoreCommand + "`"
 
 // leb encodes v as unsigned LEB128.
 func leb(v uint32) []byte {
@@ -62,25 +61,22 @@ func customPayload(name string, data []byte) []byte {
 }
 
 // realDist returns python.wasm and the stdlib zip from the dist directory on
-// disk, skipping the test unless both exist and match the pins.
+// disk; both are committed, so the test fails unless they match the pins.
 func realDist(t *testing.T) (wasm, stdlib []byte) {
 	t.Helper()
 	wasm, werr := os.ReadFile(filepath.Join("dist", "python.wasm"))
 	stdlib, serr := os.ReadFile(filepath.Join("dist", StdlibName))
-	if werr != nil || serr != nil || Verify(wasm) != nil || VerifyStdlib(stdlib) != nil {
-		t.Skip(skipNotBuilt)
-	}
+	require.NoError(t, errors.Join(werr, serr), notPinned)
+	require.NoError(t, errors.Join(Verify(wasm), VerifyStdlib(stdlib)), notPinned)
 	return wasm, stdlib
 }
 
-// realEmbedded returns the embedded python.wasm, skipping the test unless it
-// is present and matches the pins.
+// realEmbedded returns the embedded python.wasm, which must match the pins.
 func realEmbedded(t *testing.T) []byte {
 	t.Helper()
 	b, err := fs.ReadFile(distFS, "dist/python.wasm")
-	if err != nil || Verify(b) != nil {
-		t.Skip(skipNotBuilt + " (then rebuild the test binary)")
-	}
+	require.NoError(t, err, notPinned)
+	require.NoError(t, Verify(b), notPinned)
 	return b
 }
 
@@ -176,7 +172,8 @@ func assertVerifyError(t *testing.T, err error, what string) *VerifyError {
 	assert.Contains(t, ve.What, what)
 	assert.NotEqual(t, ve.Want, ve.Got)
 	assert.Contains(t, err.Error(), "corrupt or truncated")
-	assert.Contains(t, err.Error(), "`make assets`")
+	assert.Contains(t, err.Error(), "`"+RestoreCommand+"`")
+	assert.Contains(t, err.Error(), "`"+RebuildCommand+"`")
 	assert.Contains(t, err.Error(), ve.Want)
 	assert.Contains(t, err.Error(), ve.Got)
 	return ve
@@ -249,7 +246,7 @@ func TestVerifyErrorMessage(t *testing.T) {
 	err := error(&VerifyError{What: "python.wasm sha256", Want: "aaaa", Got: "bbbb"})
 	assert.True(t, errors.Is(err, ErrCorrupt))
 	assert.Equal(t,
-		"pyodideassets: python.wasm sha256 mismatch, the file is corrupt or truncated: want aaaa, got bbbb; re-run `make assets` (then rebuild)",
+		"pyodideassets: python.wasm sha256 mismatch, the file is corrupt or truncated: want aaaa, got bbbb; restore the committed file with `git checkout -- pyodide-assets/dist` or rebuild it with `make assets-rebuild`, then rebuild the binary",
 		err.Error())
 }
 
@@ -286,9 +283,8 @@ func TestLoadInterpreterEmbeddedMissing(t *testing.T) {
 	b, err := loadInterpreter("", fstest.MapFS{"dist/README.md": {Data: []byte("readme")}})
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
-	assert.Contains(t, err.Error(), "has not been built")
-	assert.Contains(t, err.Error(), "`make assets`")
-	assert.Contains(t, err.Error(), "rebuild")
+	assert.Equal(t, "pyodideassets: the Python interpreter is missing (pyodide-assets/dist/python.wasm and python311.zip are committed files): "+
+		"restore them with `git checkout -- pyodide-assets/dist` or rebuild them with `make assets-rebuild`, then rebuild the binary", err.Error())
 }
 
 func TestLoadInterpreterEmbeddedCorrupt(t *testing.T) {
@@ -341,23 +337,13 @@ func TestLoadAssetReal(t *testing.T) {
 	assert.True(t, bytes.Equal(stdlib, b))
 }
 
-// TestInterpreter is the only test that calls the cached Interpreter.
+// TestInterpreter is the only test that calls the cached Interpreter: the
+// committed module is embedded and verifies.
 func TestInterpreter(t *testing.T) {
 	t.Setenv(InterpreterEnv, "")
 	b, err := Interpreter()
-	embedded, rerr := fs.ReadFile(distFS, "dist/python.wasm")
-	switch {
-	case errors.Is(rerr, fs.ErrNotExist):
-		require.ErrorIs(t, err, ErrMissing)
-		assert.Nil(t, b)
-	case Verify(embedded) != nil:
-		// A stale build embedded from before the pins changed.
-		require.ErrorIs(t, err, ErrCorrupt)
-		assert.Nil(t, b)
-	default:
-		require.NoError(t, err)
-		assert.Len(t, b, Size)
-	}
+	require.NoError(t, err, notPinned)
+	assert.Len(t, b, Size)
 	b2, err2 := Interpreter()
 	assert.Equal(t, err, err2, "the result is cached")
 	assert.Equal(t, len(b), len(b2))
@@ -420,10 +406,7 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 // .pyc in name order with one fixed timestamp, without tests, IDLE,
 // tkinter or ensurepip, and the time zone database as the package tzdata.
 func TestStdlibZipReal(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("dist", StdlibName))
-	if err != nil || VerifyStdlib(b) != nil {
-		t.Skip("dist/python311.zip is not built or does not match the pins; run `make assets`")
-	}
+	_, b := realDist(t)
 	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	require.NoError(t, err)
 	var names []string
@@ -523,64 +506,42 @@ func TestDebSrcEntries(t *testing.T) {
 	assert.NotContains(t, s, "Types: deb\n", "no binary entries")
 }
 
-func TestDefaultCacheDir(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("HERMES_ASSETS_CACHE", dir)
-	assert.Equal(t, dir, DefaultCacheDir())
-	t.Setenv("HERMES_ASSETS_CACHE", "")
-	assert.True(t, strings.HasSuffix(DefaultCacheDir(), filepath.Join("hermes-wasm-exec", "cpython")), DefaultCacheDir())
+// TestRecipePinned is the CI-sized provenance check: the recipe in cpython/
+// is the one the committed files were built from. A recipe change without a
+// rebuild and re-pin fails here (and in `make assets`).
+func TestRecipePinned(t *testing.T) {
+	require.Equal(t, RecipeSHA256, RecipeHash(),
+		"pyodide-assets/cpython changed since the committed build: run `%s REPIN=1` (about 4 minutes, as root) and commit pyodide-assets/dist with the new pins", RebuildCommand)
+	require.NoError(t, Check("dist"))
 }
 
-func TestBuildKeepsVerifiedDist(t *testing.T) {
+// TestCheck: the committed dist passes; a copy with a file missing, a file
+// damaged, or both, fails with every problem named, each with its remedy.
+func TestCheck(t *testing.T) {
 	wasm, stdlib := realDist(t)
-	dist, cache := t.TempDir(), t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dist, "python.wasm"), wasm, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dist, StdlibName), stdlib, 0o644))
+	dist := t.TempDir()
+	writeTree(t, dist, map[string]string{"python.wasm": string(wasm), StdlibName: string(stdlib)})
+	require.NoError(t, verifyDir(dist)) // Check adds the recipe, which TestRecipePinned covers
 
-	var log bytes.Buffer
-	require.NoError(t, Build(context.Background(), BuildOptions{Dist: dist, CacheDir: cache, Log: &log}))
-	assert.Contains(t, log.String(), "is up to date")
-	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, dist))
-	assert.Empty(t, dirNames(t, cache), "nothing is built or cached")
-}
+	require.NoError(t, os.Remove(filepath.Join(dist, StdlibName)))
+	err := Check(dist)
+	require.ErrorIs(t, err, ErrMissing)
+	assert.NotErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), filepath.Join(dist, StdlibName)+" does not exist")
+	assert.Contains(t, err.Error(), RestoreCommand)
 
-func TestBuildInstallsFromCache(t *testing.T) {
-	wasm, stdlib := realDist(t)
-	dist, cache := t.TempDir(), t.TempDir()
-	key := RecipeHash()[:16]
-	writeTree(t, cache, map[string]string{key + "/python.wasm": string(wasm), key + "/" + StdlibName: string(stdlib)})
+	damaged := bytes.Clone(wasm)
+	damaged[len(damaged)/2] ^= 1
+	require.NoError(t, os.WriteFile(filepath.Join(dist, "python.wasm"), damaged, 0o644))
+	err = Check(dist)
+	require.ErrorIs(t, err, ErrMissing)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), filepath.Join(dist, "python.wasm")+": pyodideassets: python.wasm sha256 mismatch")
+	assert.Contains(t, err.Error(), RebuildCommand)
 
-	var log bytes.Buffer
-	require.NoError(t, Build(context.Background(), BuildOptions{Dist: dist, CacheDir: cache, Log: &log}))
-	assert.Contains(t, log.String(), "using the cached build")
-	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, dist), "no temporary files are left behind")
-	require.NoError(t, verifyDir(dist))
-	got, err := os.ReadFile(filepath.Join(dist, StdlibName))
-	require.NoError(t, err)
-	assert.True(t, bytes.Equal(stdlib, got))
-	assert.Equal(t, []string{key}, dirNames(t, cache), "no build directory is created")
-	assert.ElementsMatch(t, []string{"python.wasm", StdlibName}, dirNames(t, filepath.Join(cache, key)))
-}
-
-func TestInstallDirRefusesUnverified(t *testing.T) {
-	src, dist := t.TempDir(), t.TempDir()
-	writeTree(t, src, map[string]string{"python.wasm": string(module(section(1, []byte{0}))), StdlibName: "PK\x05\x06junk"})
-	err := installDir(src, dist)
-	assertVerifyError(t, err, "python.wasm")
-	assert.Empty(t, dirNames(t, dist))
-
-	err = installDir(filepath.Join(t.TempDir(), "missing"), dist)
-	require.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Empty(t, dirNames(t, dist))
-
-	// A verified module with a corrupt stdlib zip is refused as a pair.
-	t.Run("real module, corrupt zip", func(t *testing.T) {
-		wasm, _ := realDist(t)
-		src, dist := t.TempDir(), t.TempDir()
-		writeTree(t, src, map[string]string{"python.wasm": string(wasm), StdlibName: "PK\x05\x06junk"})
-		assertVerifyError(t, installDir(src, dist), StdlibName)
-		assert.Empty(t, dirNames(t, dist))
-	})
+	err = Check(filepath.Join(t.TempDir(), "none"))
+	require.ErrorIs(t, err, ErrMissing)
+	assert.Equal(t, 2, strings.Count(err.Error(), "does not exist"), err.Error())
 }
 
 func FuzzStripCustomSections(f *testing.F) {

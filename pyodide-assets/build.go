@@ -19,15 +19,15 @@ import (
 )
 
 // recipeFS is the build recipe: build.sh, its pins (recipe.env), the
-// built-in C module and the helpers. Its hash keys the build cache.
+// built-in C module and the helpers. Its hash is pinned as [RecipeSHA256].
 //
 //go:embed cpython
 var recipeFS embed.FS
 
 // RecipeHash returns the hex sha256 of the recipe: every file under
 // cpython/, by name and content, in name order. Any change to the recipe
-// (a pinned version, a flag, the C module) changes it, and with it the
-// cache entry that `make assets` looks for.
+// (a pinned version, a flag, the C module) changes it; [Check] compares it
+// with [RecipeSHA256].
 func RecipeHash() string {
 	h := sha256.New()
 	_ = fs.WalkDir(recipeFS, "cpython", func(p string, d fs.DirEntry, err error) error {
@@ -72,8 +72,6 @@ func recipeVar(name string) string {
 type BuildOptions struct {
 	// Dist is the directory the package embeds (pyodide-assets/dist).
 	Dist string
-	// CacheDir holds finished builds, one directory per recipe hash.
-	CacheDir string
 	// Log receives what Build does: the commands it runs and the build's
 	// progress.
 	Log io.Writer
@@ -81,52 +79,48 @@ type BuildOptions struct {
 	// (as root). Without it a missing package is an error naming the
 	// command to run.
 	Install bool
-	// Repin accepts a build whose hashes differ from the pins and prints
-	// the new pins, for a deliberate change of the recipe.
+	// Repin accepts a build whose hashes differ from the pins, writes it to
+	// Dist and prints the new pins to commit, for a deliberate change of the
+	// recipe.
 	Repin bool
 }
 
-// DefaultCacheDir is where `make assets` keeps finished builds:
-// $HERMES_ASSETS_CACHE, else the user cache dir's hermes-wasm-exec/cpython.
-func DefaultCacheDir() string {
-	if d := os.Getenv("HERMES_ASSETS_CACHE"); d != "" {
-		return d
+// Check verifies the committed build in dist and the recipe against the
+// pins: python.wasm and the standard library zip against their sha256 and
+// size, and [RecipeHash] against [RecipeSHA256], so a recipe changed
+// without a rebuild and re-pin is caught. It reads two files and hashes
+// them: well under a second, no root, no network. Every mismatch is
+// reported, each with what to do.
+func Check(dist string) error {
+	var errs []error
+	if got := RecipeHash(); got != RecipeSHA256 {
+		errs = append(errs, fmt.Errorf("pyodideassets: the recipe in pyodide-assets/cpython changed (recipe hash %s, the committed build is from %s): "+
+			"rebuild and re-pin with `%s REPIN=1`, then commit pyodide-assets/dist and the new pins in pyodide-assets/assets.go; "+
+			"to drop the change instead: git checkout -- pyodide-assets/cpython", got[:16], RecipeSHA256[:16], RebuildCommand))
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
+	if err := verifyDir(dist); err != nil {
+		errs = append(errs, err)
 	}
-	return filepath.Join(d, "hermes-wasm-exec", "cpython")
+	return errors.Join(errs...)
 }
 
-// Build makes sure Dist holds the pinned interpreter and standard library.
-// In order, it keeps files already in Dist that match the pins, copies a
-// cached build for this recipe, or builds from source: toolchain and
+// Build rebuilds the interpreter and its standard library from source and
+// checks that the result is byte for byte the pinned build: toolchain and
 // source packages from Debian (installed when missing, see
 // [BuildOptions.Install]), then cpython/build.sh, then the debug sections
-// are stripped and the loop checks added ([AddLoopChecks]). The result is
-// verified against the pins, cached, and only then written to Dist.
+// are stripped and the loop checks added ([AddLoopChecks]). A build that
+// differs from the pins is an error (the recipe or the toolchain changed),
+// unless [BuildOptions.Repin]. Dist is written only with verified bytes (or,
+// with Repin, the new build), each file through a temporary name and a
+// rename, so a damaged dist is restored and a failed build changes nothing.
 func Build(ctx context.Context, opts BuildOptions) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(opts.Log, "assets: "+format+"\n", args...) }
-	if !opts.Repin && verifyDir(opts.Dist) == nil {
-		logf("%s is up to date (python.wasm %s…, %s %s…)", opts.Dist, SHA256[:12], StdlibName, StdlibSHA256[:12])
-		return nil
-	}
-	key := RecipeHash()[:16]
-	cached := filepath.Join(opts.CacheDir, key)
-	if !opts.Repin && verifyDir(cached) == nil {
-		logf("using the cached build %s", cached)
-		return installDir(cached, opts.Dist)
-	}
 	if err := ensureToolchain(ctx, opts, logf); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
-		return fmt.Errorf("pyodideassets: cache dir: %w", err)
-	}
-	out, err := os.MkdirTemp(opts.CacheDir, ".build-")
+	out, err := os.MkdirTemp("", "hermes-cpython-out-")
 	if err != nil {
-		return fmt.Errorf("pyodideassets: cache dir: %w", err)
+		return fmt.Errorf("pyodideassets: %w", err)
 	}
 	defer os.RemoveAll(out)
 
@@ -134,7 +128,8 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if err != nil {
 		return err
 	}
-	logf("building CPython for wasm32-wasi (recipe %s; about 3 minutes on 2 cores)", key)
+	recipe := RecipeHash()
+	logf("building CPython for wasm32-wasi (recipe %s; about 3.5 minutes on 2 cores)", recipe[:16])
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(script, "build.sh"), filepath.Join(out, "raw"))
 	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
@@ -161,39 +156,45 @@ func Build(ctx context.Context, opts BuildOptions) error {
 		time.Since(start).Round(time.Second), len(wasm), len(raw), StdlibName, len(stdlib))
 	if opts.Repin { // the pins in this binary are the old ones
 		ws, ss := sha256.Sum256(wasm), sha256.Sum256(stdlib)
-		fmt.Fprintf(opts.Log, "new pins for pyodide-assets/assets.go:\n\tSHA256 = %q\n\tSize = %d\n\tStdlibSHA256 = %q\n\tStdlibSize = %d\n",
-			hex.EncodeToString(ws[:]), len(wasm), hex.EncodeToString(ss[:]), len(stdlib))
-		return writeFiles(opts.Dist, wasm, stdlib)
+		if err := writeFiles(opts.Dist, wasm, stdlib); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Log, "wrote %s; the new pins for pyodide-assets/assets.go (commit them with dist):\n\tSHA256 = %q\n\tSize = %d\n\tStdlibSHA256 = %q\n\tStdlibSize = %d\n\tRecipeSHA256 = %q\n",
+			opts.Dist, hex.EncodeToString(ws[:]), len(wasm), hex.EncodeToString(ss[:]), len(stdlib), recipe)
+		return nil
 	}
 	if err := errors.Join(Verify(wasm), VerifyStdlib(stdlib)); err != nil {
-		return fmt.Errorf("%w\nThe build is not the pinned one: the recipe or the toolchain changed. If the change is deliberate, run `go run ./pyodide-assets/build -repin` and commit the new pins", err)
+		return fmt.Errorf("%w\nThe rebuild is not the committed build: the recipe or the toolchain changed. If the change is deliberate, run `%s REPIN=1` and commit the new pins with pyodide-assets/dist", err, RebuildCommand)
 	}
-	done := filepath.Join(out, "done")
-	if err := writeFiles(done, wasm, stdlib); err != nil {
-		return err
+	logf("the rebuild is byte for byte the committed build (python.wasm %s…, %s %s…)", SHA256[:12], StdlibName, StdlibSHA256[:12])
+	if recipe != RecipeSHA256 {
+		logf("the recipe hash changed (%s, pinned %s) but the bytes did not: update RecipeSHA256 in pyodide-assets/assets.go to %q", recipe[:16], RecipeSHA256[:16], recipe)
 	}
-	os.RemoveAll(cached)
-	if err := os.Rename(done, cached); err != nil {
-		return fmt.Errorf("pyodideassets: caching the build: %w", err)
+	if verifyDir(opts.Dist) != nil {
+		logf("restoring %s from the rebuild", opts.Dist)
+		return writeFiles(opts.Dist, wasm, stdlib)
 	}
-	logf("cached in %s", cached)
-	return installDir(cached, opts.Dist)
+	return nil
 }
 
-// verifyDir checks python.wasm and the stdlib zip in dir against the pins.
+// verifyDir checks python.wasm and the stdlib zip in dir against the pins
+// and reports every problem, a missing file wrapping [ErrMissing].
 func verifyDir(dir string) error {
-	wasm, err := os.ReadFile(filepath.Join(dir, "python.wasm"))
-	if err != nil {
-		return err
+	check := func(name string, verify func([]byte) error) error {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &missingError{fmt.Sprintf("pyodideassets: %s does not exist (it is a committed file): restore it with `%s` or rebuild it with `%s`", p, RestoreCommand, RebuildCommand)}
+		}
+		if err != nil {
+			return fmt.Errorf("pyodideassets: %w", err)
+		}
+		if err := verify(b); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
 	}
-	if err := Verify(wasm); err != nil {
-		return err
-	}
-	stdlib, err := os.ReadFile(filepath.Join(dir, StdlibName))
-	if err != nil {
-		return err
-	}
-	return VerifyStdlib(stdlib)
+	return errors.Join(check("python.wasm", Verify), check(StdlibName, VerifyStdlib))
 }
 
 // writeFiles writes the module and the standard library zip into dir.
@@ -202,24 +203,6 @@ func writeFiles(dir string, wasm, stdlib []byte) error {
 		return err
 	}
 	return WriteFileAtomic(filepath.Join(dir, StdlibName), stdlib)
-}
-
-// installDir copies the verified pair from src into dist, each file
-// through a temporary name and a rename, so dist never holds half a file.
-func installDir(src, dist string) error {
-	if err := verifyDir(src); err != nil {
-		return err
-	}
-	for _, name := range []string{"python.wasm", StdlibName} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return err
-		}
-		if err := WriteFileAtomic(filepath.Join(dist, name), b); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // WriteFileAtomic writes b to dest through a temporary file in the same
@@ -345,7 +328,7 @@ const debSrcFile = "/etc/apt/sources.list.d/hermes-wasm-exec-src.sources"
 
 func debSrcEntries() string {
 	suite := recipeVar("DEBIAN_SUITE")
-	return "# Added by hermes-wasm-exec's `make assets`: the interpreter is built from Debian source packages.\n" +
+	return "# Added by hermes-wasm-exec's `make assets-rebuild`: the interpreter is built from Debian source packages.\n" +
 		"Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: " + suite + " " + suite + "-updates\nComponents: main\n" +
 		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n" +
 		"Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: " + suite + "-security\nComponents: main\n" +

@@ -3,7 +3,6 @@ package pyodideassets
 import (
 	"bytes"
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,12 +93,9 @@ func TestAddLoopChecksRejects(t *testing.T) {
 }
 
 func TestAddLoopChecksReal(t *testing.T) {
-	b, err := os.ReadFile("dist/python.wasm")
-	if err != nil || Verify(b) != nil {
-		t.Skip("dist/python.wasm is not built or does not match the pins; run `make assets`")
-	}
+	b, _ := realDist(t)
 	// The pinned module has its checks, and says so; it compiles.
-	_, err = AddLoopChecks(b)
+	_, err := AddLoopChecks(b)
 	require.ErrorContains(t, err, "already has loop checks")
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)

@@ -52,7 +52,7 @@ func newStdlibFS(name string, data []byte) (stdlibFS, error) {
 		return stdlibFS{}, fmt.Errorf("reading the standard library zip %s: %w", name, err)
 	}
 	if _, err := fs.Stat(sub, "UTC"); err != nil {
-		return stdlibFS{}, fmt.Errorf("the standard library zip %s has no time zone data (%s/UTC): %w; re-run `make assets`", name, zoneinfoDir, err)
+		return stdlibFS{}, fmt.Errorf("the standard library zip %s has no time zone data (%s/UTC): %w; it is older than this version's pinned build (pyodide-assets/dist)", name, zoneinfoDir, err)
 	}
 	return stdlibFS{oneFileFS: oneFileFS{name: name, data: data}, zones: &zoneFS{sub: sub}}, nil
 }

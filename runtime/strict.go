@@ -150,7 +150,7 @@ func (s *Strict) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 		return nil, ErrClosed
 	}
 	if c.err != nil {
-		// Forget the failure so a later call (after `make assets`, say)
+		// Forget the failure so a later call (after $HERMES_WASM_INTERPRETER is fixed, say)
 		// tries again.
 		s.mu.Lock()
 		if s.compiled[p] == c {

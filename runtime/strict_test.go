@@ -40,7 +40,7 @@ func testEngine(t testing.TB) *Strict {
 		engine = NewStrict(Options{CacheDir: dir})
 	})
 	if err := engine.Warm(context.Background(), 0); err != nil {
-		t.Fatalf("strict interpreter unavailable (run `make assets` first, or `make test`): %v", err)
+		t.Fatalf("strict interpreter unavailable (pyodide-assets/dist is committed: restore it with `git checkout -- pyodide-assets/dist`): %v", err)
 	}
 	return engine
 }

@@ -25,9 +25,15 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
-// Version is the program's version, set at build time with
-// -ldflags "-X main.Version=...".
-var Version = "0.1.0-dev"
+// Version is the program's version. `make release` sets it with
+// -ldflags "-X main.Version=..."; otherwise it is the module version Go
+// recorded (`go install ...@v1.2.3` gives v1.2.3), or "devel" in a checkout
+// (see version.go).
+var Version = ""
+
+// Commit is the VCS revision the binary was built from, set like Version;
+// otherwise the one Go recorded (a build in a git checkout), if any.
+var Commit = ""
 
 // hostHeapLimit is the Go heap size at which a one-shot run collects
 // garbage: the interpreter's standard library, tool results and the
@@ -114,7 +120,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "hermes-wasm-exec %s\n", Version)
+		printVersion(stdout)
 		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

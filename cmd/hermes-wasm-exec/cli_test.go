@@ -606,7 +606,7 @@ func TestInterpreterFile(t *testing.T) {
 	dir := t.TempDir()
 	tmp := t.TempDir()
 	good, err := os.ReadFile("../../pyodide-assets/dist/python.wasm")
-	require.NoError(t, err, "run `make assets` first")
+	require.NoError(t, err, "pyodide-assets/dist is committed: restore it with `git checkout -- pyodide-assets/dist`")
 	truncated := filepath.Join(dir, "truncated.wasm")
 	require.NoError(t, os.WriteFile(truncated, good[:len(good)/2], 0o600))
 	corrupt := filepath.Join(dir, "corrupt.wasm")
@@ -615,7 +615,7 @@ func TestInterpreterFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(corrupt, bad, 0o600))
 
 	for name, tc := range map[string]struct{ path, want string }{
-		"missing":   {filepath.Join(dir, "none.wasm"), "make assets"},
+		"missing":   {filepath.Join(dir, "none.wasm"), "or unset it to use the embedded interpreter"},
 		"truncated": {truncated, "corrupt or truncated"},
 		"corrupted": {corrupt, "corrupt or truncated"},
 	} {

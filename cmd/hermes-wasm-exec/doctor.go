@@ -35,7 +35,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	code := exitOK
-	fmt.Fprintf(stdout, "hermes-wasm-exec %s\n\n", Version)
+	fmt.Fprintf(stdout, "%s\n\n", versionString())
 
 	fmt.Fprintln(stdout, "strict-mode interpreter:")
 	fmt.Fprintf(stdout, "  build     %s\n", pyodideassets.Description)

@@ -237,7 +237,7 @@ func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := &mcpServer{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}}
-	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: Version}, &mcp.ServerOptions{
+	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: versionOnce().version}, &mcp.ServerOptions{
 		Logger:       logger,
 		Capabilities: &mcp.ServerCapabilities{},
 		Instructions: "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",

@@ -1,14 +1,16 @@
-// Command build makes sure pyodide-assets/dist holds the pinned WASI
-// CPython and its standard library: kept if already there, copied from the
-// build cache, or built from Debian source packages (see
-// pyodide-assets/cpython/build.sh). "make assets" runs it from the
-// repository root:
+// Command build checks or rebuilds the committed WASI CPython and its
+// standard library in pyodide-assets/dist. Run from the repository root:
 //
-//	go run ./pyodide-assets/build [-dist pyodide-assets/dist] [-cache DIR] [-no-install] [-repin]
+//	go run ./pyodide-assets/build [-dist DIR]                               # make assets
+//	go run ./pyodide-assets/build -rebuild [-dist DIR] [-no-install] [-repin] # make assets-rebuild
 //
-// As root it installs the pinned toolchain with apt-get when missing,
-// printing every command first. It exits with status 1 and the error on any
-// failure; dist is only written once a build has matched the pins.
+// Without -rebuild it verifies the committed files and the recipe against
+// the pins (seconds, no root). With -rebuild it builds both from Debian's
+// source packages (see pyodide-assets/cpython/build.sh) and fails unless the
+// bytes equal the pins; as root it installs the pinned toolchain with
+// apt-get when missing, printing every command first. -repin accepts a new
+// build, writes it to dist and prints the pins to commit. It exits with
+// status 1 and the error on any failure.
 package main
 
 import (
@@ -24,14 +26,23 @@ import (
 func main() {
 	opts := pyodideassets.BuildOptions{Log: os.Stderr}
 	flag.StringVar(&opts.Dist, "dist", "pyodide-assets/dist", "the directory the binary embeds")
-	flag.StringVar(&opts.CacheDir, "cache", pyodideassets.DefaultCacheDir(), "where finished builds are kept, by recipe hash ($HERMES_ASSETS_CACHE)")
-	noInstall := flag.Bool("no-install", false, "never run apt-get; report missing packages instead")
-	flag.BoolVar(&opts.Repin, "repin", false, "rebuild, accept new hashes and print the pins to commit")
+	rebuild := flag.Bool("rebuild", false, "rebuild from Debian's sources and check the bytes equal the pins (about 4 minutes; root to install the toolchain)")
+	noInstall := flag.Bool("no-install", false, "with -rebuild: never run apt-get; report missing packages instead")
+	flag.BoolVar(&opts.Repin, "repin", false, "with -rebuild: accept new hashes, write them to dist and print the pins to commit")
 	flag.Parse()
-	if flag.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "build: unexpected arguments %q\n", flag.Args())
+	if flag.NArg() != 0 || (!*rebuild && (opts.Repin || *noInstall)) {
+		fmt.Fprintf(os.Stderr, "build: unexpected arguments %q (-repin and -no-install go with -rebuild)\n", os.Args[1:])
 		flag.Usage()
 		os.Exit(2)
+	}
+	if !*rebuild {
+		if err := pyodideassets.Check(opts.Dist); err != nil {
+			fmt.Fprintf(os.Stderr, "build: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "assets: %s matches the pins (python.wasm %s…, %s %s…, recipe %s…)\n",
+			opts.Dist, pyodideassets.SHA256[:12], pyodideassets.StdlibName, pyodideassets.StdlibSHA256[:12], pyodideassets.RecipeSHA256[:16])
+		return
 	}
 	opts.Install = !*noInstall
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

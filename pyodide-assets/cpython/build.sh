@@ -4,7 +4,7 @@
 #   build.sh OUT_DIR
 #
 # Expects the toolchain of recipe.env installed and deb-src entries for its
-# suite (pyodide-assets/build, run by `make assets`, sees to both). Writes
+# suite (pyodide-assets/build -rebuild, run by `make assets-rebuild`, sees to both). Writes
 # OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
 # OUT_DIR/python311.zip (the standard library as .pyc, and the IANA time zone
 # database as the package tzdata).

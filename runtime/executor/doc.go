@@ -14,13 +14,12 @@
 //		"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 //	)
 //
-// No wazero type appears in these APIs. The interpreter is embedded with
-// go:embed from pyodide-assets/dist, which `make assets` fills (the module
-// and its standard library zip are never committed), so build the
-// embedding program against a checkout where it has run, for instance
-// through a replace directive as testdata/embed does, or point
-// $HERMES_WASM_INTERPRETER at a verified python.wasm with its
-// python311.zip beside it. The program then needs no file at run time.
+// No wazero type appears in these APIs. The interpreter and its standard
+// library are committed in pyodide-assets/dist and embedded with go:embed,
+// so `go get` and `go build` give a program whose strict mode works with no
+// other step and needs no file at run time (testdata/embed is such a
+// program). $HERMES_WASM_INTERPRETER may point at a python.wasm with its
+// python311.zip beside it instead; it is verified against the same pins.
 //
 // # Lifecycle
 //

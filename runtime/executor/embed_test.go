@@ -13,39 +13,50 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/gittree"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
-// TestEmbedProgram builds and runs testdata/embed, a separate module that
-// embeds the executor the way a third-party program would (through a
-// replace directive to this checkout): it replaces web_search with its own
-// handler and prints the result JSON of a strict script that calls it.
+// TestEmbedProgram is an embedder's first five minutes: testdata/embed, a
+// separate module, depends on this one through its module path and is
+// built with `go run` alone, no `make assets`. The dependency is a copy of
+// the files git tracks in this checkout (what the module proxy would
+// serve), so the test proves the committed interpreter is enough. The
+// program replaces web_search with its own handler and prints the result
+// JSON of a strict script that calls it.
 func TestEmbedProgram(t *testing.T) {
 	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("the go command is not on PATH, so the embedding program cannot be built: " + err.Error())
+		t.Fatalf("the go command is not on PATH, so the embedding program cannot be built: install Go (https://go.dev/dl) or put it on PATH: %v", err)
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(root, "pyodide-assets", "dist", "python.wasm")); err != nil {
-		t.Fatalf("the interpreter is not in pyodide-assets/dist (%v): run `make assets` first; the embedding program embeds it from this checkout", err)
-	}
+
+	// The module as published: the tracked files only (working-tree
+	// contents), so an untracked or ignored build output cannot help.
+	module := filepath.Join(t.TempDir(), "hermes-wasm-exec")
+	copied, err := gittree.CopyTracked(root, module)
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(module, "pyodide-assets", "dist", "python.wasm"), "the interpreter is a committed file")
+	program := filepath.Join(module, "testdata", "embed")
 
 	env := []string{}
 	for _, kv := range os.Environ() {
 		// The program's module is built as its own: no workspace, and no
 		// GOFLAGS (-mod=mod would hide a stale go.sum).
-		if !strings.HasPrefix(kv, "GOFLAGS=") && !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "HERMES_HOME=") {
+		if !strings.HasPrefix(kv, "GOFLAGS=") && !strings.HasPrefix(kv, "GOWORK=") && !strings.HasPrefix(kv, "HERMES_HOME=") &&
+			!strings.HasPrefix(kv, "HERMES_WASM_INTERPRETER=") {
 			env = append(env, kv)
 		}
 	}
 	env = append(env, "GOWORK=off", "HERMES_HOME="+t.TempDir())
+	t.Logf("copied %d tracked files; building %s", copied, program)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, "run", "-mod=readonly", ".")
-	cmd.Dir = filepath.Join(root, "testdata", "embed")
+	cmd.Dir = program
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -85,7 +85,7 @@ func TestExecuteOutcomes(t *testing.T) {
 	require.Equal(t, "Execution interrupted: new message", res.Error)
 	require.Equal(t, -1, *res.ExitCode)
 
-	setup := errors.New("interpreter missing: run make assets")
+	setup := errors.New("interpreter missing: restore pyodide-assets/dist")
 	res, err = execFake(t, time.Minute, ctx, func(ctx context.Context, job *Job) (Outcome, error) { return Outcome{}, setup })
 	require.ErrorIs(t, err, setup)
 	require.Equal(t, StatusError, res.Status)

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/gittree"
+)
+
+// TestReleaseReproducible runs `make release`'s script for one target twice:
+// from this checkout with the usual build cache, and from a copy of its
+// tracked files at another path with an empty build cache. The binaries and
+// SHA256SUMS must be byte for byte the same. On linux/amd64 the binary then
+// runs: `version` names the release, and a strict script runs on the
+// embedded interpreter.
+func TestReleaseReproducible(t *testing.T) {
+	t.Parallel()
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err, "bash runs .ci/release: install it (apt-get install bash)")
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is not on PATH: install Go (https://go.dev/dl)")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	copyRoot := filepath.Join(t.TempDir(), "elsewhere", "hermes-wasm-exec")
+	_, err = gittree.CopyTracked(root, copyRoot)
+	require.NoError(t, err)
+
+	const target, version, commit = "linux/amd64", "v0.0.0-reprotest", "0123456789abcdef"
+	name := "hermes-wasm-exec-" + version + "-linux-amd64"
+	release := func(dir, out string, extra ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bash, filepath.Join(dir, ".ci", "release"))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GO="+goBin, "RELEASE_TARGETS="+target, "RELEASE_OUT="+out, "VERSION="+version, "COMMIT="+commit, "GOFLAGS=")
+		cmd.Env = append(cmd.Env, extra...)
+		var outb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &outb, &outb
+		require.NoError(t, cmd.Run(), "%s", outb.String())
+		require.Contains(t, outb.String(), "CGO_ENABLED=0")
+		require.Contains(t, outb.String(), "-trimpath")
+	}
+	out1, out2 := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "two")
+	release(root, out1)
+	release(copyRoot, out2, "GOCACHE="+t.TempDir())
+
+	for _, f := range []string{name, "SHA256SUMS"} {
+		a, err := os.ReadFile(filepath.Join(out1, f))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(out2, f))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(a, b), "%s differs between the two builds (%d vs %d bytes)", f, len(a), len(b))
+	}
+	sums, err := os.ReadFile(filepath.Join(out1, "SHA256SUMS"))
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{64}  `+name+"\n$", string(sums))
+	bin, err := os.ReadFile(filepath.Join(out1, name))
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(bin, []byte(root)), "the build path is not in the binary")
+
+	if runtime.GOOS+"/"+runtime.GOARCH != target {
+		return
+	}
+	exe := filepath.Join(out1, name)
+	ver, err := exec.Command(exe, "version").Output()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(ver), "hermes-wasm-exec "+version+"\ncommit         "+commit+"\n"), string(ver))
+
+	run := exec.Command(exe, "run", "--mode", "strict", "-")
+	run.Env = append(os.Environ(), "HERMES_HOME="+t.TempDir(), "HERMES_WASM_INTERPRETER=")
+	run.Stdin = strings.NewReader("import sys, zoneinfo\nprint(sys.version_info[:2], zoneinfo.ZoneInfo('Asia/Tokyo'))\n")
+	res, err := run.Output()
+	require.NoError(t, err, "%s", res)
+	require.Contains(t, string(res), `(3, 11) Asia/Tokyo\n`)
+}
