@@ -16,10 +16,12 @@
 //     [Interpreter] and [Stdlib] return the embedded files after verifying
 //     them against the pins;
 //   - the provenance: the recipe (cpython/, embedded, so a binary can
-//     rebuild what it runs), [Check] (the committed files and the recipe
-//     against the pins: "make assets", seconds, no root) and [Build] (a
-//     rebuild from Debian's sources that must give the committed bytes:
-//     "make assets-rebuild").
+//     rebuild what it runs: [Recipe], [RecipeHash]) and [Check] (the
+//     committed files and the recipe against the pins: "make assets",
+//     seconds, no root). The rebuild from Debian's sources, which must give
+//     the committed bytes ("make assets-rebuild"), lives in
+//     internal/assetbuild with the toolchain install, the recipe runner and
+//     the loop-check rewriter; nothing at run time imports it.
 //
 // The directory is named pyodide-assets because the product's layout reserves
 // that name for the browser-style Python-in-wasm asset bundle; the WASI

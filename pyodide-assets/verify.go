@@ -3,6 +3,11 @@ package pyodideassets
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -33,4 +38,43 @@ func verifyPin(b []byte, what string, size int, sum string) error {
 		return &VerifyError{What: what + " sha256", Want: sum, Got: gotHex}
 	}
 	return nil
+}
+
+// Check verifies the committed build in dist and the recipe against the
+// pins: python.wasm and the standard library zip against their sha256 and
+// size, and [RecipeHash] against [RecipeSHA256], so a recipe changed
+// without a rebuild and re-pin is caught. It reads two files and hashes
+// them: well under a second, no root, no network. Every mismatch is
+// reported, each with what to do.
+func Check(dist string) error {
+	var errs []error
+	if got := RecipeHash(); got != RecipeSHA256 {
+		errs = append(errs, fmt.Errorf("pyodideassets: the recipe in pyodide-assets/cpython changed (recipe hash %s, the committed build is from %s): "+
+			"rebuild and re-pin with `%s REPIN=1`, then commit pyodide-assets/dist and the new pins in pyodide-assets/assets.go; "+
+			"to drop the change instead: git checkout -- pyodide-assets/cpython", got[:16], RecipeSHA256[:16], RebuildCommand))
+	}
+	if err := verifyDir(dist); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// verifyDir checks python.wasm and the stdlib zip in dir against the pins
+// and reports every problem, a missing file wrapping [ErrMissing].
+func verifyDir(dir string) error {
+	check := func(name string, verify func([]byte) error) error {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &missingError{fmt.Sprintf("pyodideassets: %s does not exist (it is a committed file): restore it with `%s` or rebuild it with `%s`", p, RestoreCommand, RebuildCommand)}
+		}
+		if err != nil {
+			return fmt.Errorf("pyodideassets: %w", err)
+		}
+		if err := verify(b); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	}
+	return errors.Join(check("python.wasm", Verify), check(StdlibName, VerifyStdlib))
 }

@@ -308,7 +308,7 @@ var errStopped = errors.New("the interpreter was stopped")
 // start instantiates the interpreter and runs it to the end under ctx,
 // which carries the tool channel. When ctx ends, or the engine is closed,
 // the instance is stopped where it is and start returns errStopped: at its
-// next loop check (see pyodideassets.AddLoopChecks: every 16k loop
+// next loop check (see pyodide-assets/internal/assetbuild.AddLoopChecks: every 16k loop
 // iterations, in Python or C code alike, the module calls sched_yield,
 // which lands in the Osyield function here), or in its sleep, which is cut
 // short and does not return to the guest. A tool call in progress returns

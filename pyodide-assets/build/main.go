@@ -21,10 +21,11 @@ import (
 	"os/signal"
 
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+	"github.com/hermes-agent/hermes-wasm-exec/pyodide-assets/internal/assetbuild"
 )
 
 func main() {
-	opts := pyodideassets.BuildOptions{Log: os.Stderr}
+	opts := assetbuild.BuildOptions{Log: os.Stderr}
 	flag.StringVar(&opts.Dist, "dist", "pyodide-assets/dist", "the directory the binary embeds")
 	rebuild := flag.Bool("rebuild", false, "rebuild from Debian's sources and check the bytes equal the pins (about 4 minutes; root to install the toolchain)")
 	noInstall := flag.Bool("no-install", false, "with -rebuild: never run apt-get; report missing packages instead")
@@ -46,7 +47,7 @@ func main() {
 	}
 	opts.Install = !*noInstall
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := pyodideassets.Build(ctx, opts)
+	err := assetbuild.Build(ctx, opts)
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n", err)

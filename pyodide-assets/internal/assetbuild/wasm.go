@@ -1,6 +1,8 @@
-package pyodideassets
+package assetbuild
 
 import (
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+
 	"bytes"
 	"fmt"
 )
@@ -17,16 +19,16 @@ var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 // The header must be the magic "\0asm" with version 1, and every section's
 // declared size must fit in the input; a bad header, a truncated or
 // over-long size, or a section running past the end of b is an error
-// wrapping [ErrCorrupt]. Section contents are not otherwise validated.
+// wrapping [pyodideassets.ErrCorrupt]. Section contents are not otherwise validated.
 func StripCustomSections(b []byte) ([]byte, error) {
 	if len(b) < len(wasmHeader) {
-		return nil, fmt.Errorf("%w: wasm module is %d bytes, shorter than its 8-byte header", ErrCorrupt, len(b))
+		return nil, fmt.Errorf("%w: wasm module is %d bytes, shorter than its 8-byte header", pyodideassets.ErrCorrupt, len(b))
 	}
 	if !bytes.Equal(b[:4], wasmHeader[:4]) {
-		return nil, fmt.Errorf("%w: not a wasm module: bad magic % x", ErrCorrupt, b[:4])
+		return nil, fmt.Errorf("%w: not a wasm module: bad magic % x", pyodideassets.ErrCorrupt, b[:4])
 	}
 	if !bytes.Equal(b[4:8], wasmHeader[4:8]) {
-		return nil, fmt.Errorf("%w: unsupported wasm binary version % x, want 01 00 00 00", ErrCorrupt, b[4:8])
+		return nil, fmt.Errorf("%w: unsupported wasm binary version % x, want 01 00 00 00", pyodideassets.ErrCorrupt, b[4:8])
 	}
 	out := make([]byte, 0, len(b))
 	out = append(out, b[:8]...)
@@ -37,12 +39,12 @@ func StripCustomSections(b []byte) ([]byte, error) {
 		off++
 		size, n, err := readVarU32(b[off:])
 		if err != nil {
-			return nil, fmt.Errorf("%w: wasm section (id %d) at offset %d: %v", ErrCorrupt, id, start, err)
+			return nil, fmt.Errorf("%w: wasm section (id %d) at offset %d: %v", pyodideassets.ErrCorrupt, id, start, err)
 		}
 		off += n
 		if uint64(size) > uint64(len(b)-off) {
 			return nil, fmt.Errorf("%w: wasm section (id %d) at offset %d declares %d payload bytes but only %d remain",
-				ErrCorrupt, id, start, size, len(b)-off)
+				pyodideassets.ErrCorrupt, id, start, size, len(b)-off)
 		}
 		off += int(size)
 		if id != 0 {

@@ -1,11 +1,15 @@
-package pyodideassets
+// Package assetbuild rebuilds the committed interpreter from its recipe:
+// the Debian toolchain check and install, the recipe runner (cpython/build.sh),
+// the custom-section strip and the loop-check rewriter. Only the command
+// pyodide-assets/build (`make assets-rebuild`) uses it; the run-time package
+// pyodideassets embeds and verifies the result and never runs a build.
+package assetbuild
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,39 +20,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
-
-// recipeFS is the build recipe: build.sh, its pins (recipe.env), the
-// built-in C module and the helpers. Its hash is pinned as [RecipeSHA256].
-//
-//go:embed cpython
-var recipeFS embed.FS
-
-// RecipeHash returns the hex sha256 of the recipe: every file under
-// cpython/, by name and content, in name order. Any change to the recipe
-// (a pinned version, a flag, the C module) changes it; [Check] compares it
-// with [RecipeSHA256].
-func RecipeHash() string {
-	h := sha256.New()
-	_ = fs.WalkDir(recipeFS, "cpython", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := recipeFS.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
-		h.Write(b)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // recipeVar returns a variable of recipe.env (a shell file of NAME=value
 // and NAME="value" lines).
 func recipeVar(name string) string {
-	b, _ := recipeFS.ReadFile("cpython/recipe.env")
+	b, _ := fs.ReadFile(pyodideassets.Recipe(), "cpython/recipe.env")
 	lines := strings.Split(string(b), "\n")
 	for i, line := range lines {
 		v, ok := strings.CutPrefix(line, name+"=")
@@ -85,25 +64,6 @@ type BuildOptions struct {
 	Repin bool
 }
 
-// Check verifies the committed build in dist and the recipe against the
-// pins: python.wasm and the standard library zip against their sha256 and
-// size, and [RecipeHash] against [RecipeSHA256], so a recipe changed
-// without a rebuild and re-pin is caught. It reads two files and hashes
-// them: well under a second, no root, no network. Every mismatch is
-// reported, each with what to do.
-func Check(dist string) error {
-	var errs []error
-	if got := RecipeHash(); got != RecipeSHA256 {
-		errs = append(errs, fmt.Errorf("pyodideassets: the recipe in pyodide-assets/cpython changed (recipe hash %s, the committed build is from %s): "+
-			"rebuild and re-pin with `%s REPIN=1`, then commit pyodide-assets/dist and the new pins in pyodide-assets/assets.go; "+
-			"to drop the change instead: git checkout -- pyodide-assets/cpython", got[:16], RecipeSHA256[:16], RebuildCommand))
-	}
-	if err := verifyDir(dist); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
 // Build rebuilds the interpreter and its standard library from source and
 // checks that the result is byte for byte the pinned build: toolchain and
 // source packages from Debian (installed when missing, see
@@ -120,7 +80,7 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	}
 	out, err := os.MkdirTemp("", "hermes-cpython-out-")
 	if err != nil {
-		return fmt.Errorf("pyodideassets: %w", err)
+		return fmt.Errorf("assetbuild: %w", err)
 	}
 	defer os.RemoveAll(out)
 
@@ -128,18 +88,18 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if err != nil {
 		return err
 	}
-	recipe := RecipeHash()
+	recipe := pyodideassets.RecipeHash()
 	logf("building CPython for wasm32-wasi (recipe %s; about 3.5 minutes on 2 cores)", recipe[:16])
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(script, "build.sh"), filepath.Join(out, "raw"))
 	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pyodideassets: cpython/build.sh failed: %w (its logs are under /tmp/hermes-cpython-build)", err)
+		return fmt.Errorf("assetbuild: cpython/build.sh failed: %w (its logs are under /tmp/hermes-cpython-build)", err)
 	}
 	raw, err := os.ReadFile(filepath.Join(out, "raw", "python.wasm"))
 	if err != nil {
-		return fmt.Errorf("pyodideassets: build.sh wrote no python.wasm: %w", err)
+		return fmt.Errorf("assetbuild: build.sh wrote no python.wasm: %w", err)
 	}
 	wasm, err := StripCustomSections(raw)
 	if err != nil {
@@ -148,12 +108,12 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if wasm, err = AddLoopChecks(wasm); err != nil {
 		return err
 	}
-	stdlib, err := os.ReadFile(filepath.Join(out, "raw", StdlibName))
+	stdlib, err := os.ReadFile(filepath.Join(out, "raw", pyodideassets.StdlibName))
 	if err != nil {
-		return fmt.Errorf("pyodideassets: build.sh wrote no %s: %w", StdlibName, err)
+		return fmt.Errorf("assetbuild: build.sh wrote no %s: %w", pyodideassets.StdlibName, err)
 	}
 	logf("built in %s: python.wasm %d bytes (%d before stripping), %s %d bytes",
-		time.Since(start).Round(time.Second), len(wasm), len(raw), StdlibName, len(stdlib))
+		time.Since(start).Round(time.Second), len(wasm), len(raw), pyodideassets.StdlibName, len(stdlib))
 	if opts.Repin { // the pins in this binary are the old ones
 		ws, ss := sha256.Sum256(wasm), sha256.Sum256(stdlib)
 		if err := writeFiles(opts.Dist, wasm, stdlib); err != nil {
@@ -163,38 +123,24 @@ func Build(ctx context.Context, opts BuildOptions) error {
 			opts.Dist, hex.EncodeToString(ws[:]), len(wasm), hex.EncodeToString(ss[:]), len(stdlib), recipe)
 		return nil
 	}
-	if err := errors.Join(Verify(wasm), VerifyStdlib(stdlib)); err != nil {
-		return fmt.Errorf("%w\nThe rebuild is not the committed build: the recipe or the toolchain changed. If the change is deliberate, run `%s REPIN=1` and commit the new pins with pyodide-assets/dist", err, RebuildCommand)
+	if err := errors.Join(pyodideassets.Verify(wasm), pyodideassets.VerifyStdlib(stdlib)); err != nil {
+		return fmt.Errorf("%w\nThe rebuild is not the committed build: the recipe or the toolchain changed. If the change is deliberate, run `%s REPIN=1` and commit the new pins with pyodide-assets/dist", err, pyodideassets.RebuildCommand)
 	}
-	logf("the rebuild is byte for byte the committed build (python.wasm %s…, %s %s…)", SHA256[:12], StdlibName, StdlibSHA256[:12])
-	if recipe != RecipeSHA256 {
-		logf("the recipe hash changed (%s, pinned %s) but the bytes did not: update RecipeSHA256 in pyodide-assets/assets.go to %q", recipe[:16], RecipeSHA256[:16], recipe)
+	logf("the rebuild is byte for byte the committed build (python.wasm %s…, %s %s…)", pyodideassets.SHA256[:12], pyodideassets.StdlibName, pyodideassets.StdlibSHA256[:12])
+	if recipe != pyodideassets.RecipeSHA256 {
+		logf("the recipe hash changed (%s, pinned %s) but the bytes did not: update pyodideassets.RecipeSHA256 in pyodide-assets/assets.go to %q", recipe[:16], pyodideassets.RecipeSHA256[:16], recipe)
 	}
-	if verifyDir(opts.Dist) != nil {
+	if !sameFile(filepath.Join(opts.Dist, "python.wasm"), wasm) || !sameFile(filepath.Join(opts.Dist, pyodideassets.StdlibName), stdlib) {
 		logf("restoring %s from the rebuild", opts.Dist)
 		return writeFiles(opts.Dist, wasm, stdlib)
 	}
 	return nil
 }
 
-// verifyDir checks python.wasm and the stdlib zip in dir against the pins
-// and reports every problem, a missing file wrapping [ErrMissing].
-func verifyDir(dir string) error {
-	check := func(name string, verify func([]byte) error) error {
-		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return &missingError{fmt.Sprintf("pyodideassets: %s does not exist (it is a committed file): restore it with `%s` or rebuild it with `%s`", p, RestoreCommand, RebuildCommand)}
-		}
-		if err != nil {
-			return fmt.Errorf("pyodideassets: %w", err)
-		}
-		if err := verify(b); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		return nil
-	}
-	return errors.Join(check("python.wasm", Verify), check(StdlibName, VerifyStdlib))
+// sameFile reports whether the file at p holds exactly b.
+func sameFile(p string, b []byte) bool {
+	got, err := os.ReadFile(p)
+	return err == nil && bytes.Equal(got, b)
 }
 
 // writeFiles writes the module and the standard library zip into dir.
@@ -202,7 +148,7 @@ func writeFiles(dir string, wasm, stdlib []byte) error {
 	if err := WriteFileAtomic(filepath.Join(dir, "python.wasm"), wasm); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, StdlibName), stdlib)
+	return WriteFileAtomic(filepath.Join(dir, pyodideassets.StdlibName), stdlib)
 }
 
 // WriteFileAtomic writes b to dest through a temporary file in the same
@@ -211,11 +157,11 @@ func writeFiles(dir string, wasm, stdlib []byte) error {
 func WriteFileAtomic(dest string, b []byte) error {
 	dir := filepath.Dir(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("pyodideassets: %w", err)
+		return fmt.Errorf("assetbuild: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("pyodideassets: %w", err)
+		return fmt.Errorf("assetbuild: %w", err)
 	}
 	tmp := f.Name()
 	_, werr := f.Write(b)
@@ -223,11 +169,11 @@ func WriteFileAtomic(dest string, b []byte) error {
 	cerr := f.Close()
 	if err := errors.Join(werr, merr, cerr); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("pyodideassets: writing %s: %w", dest, err)
+		return fmt.Errorf("assetbuild: writing %s: %w", dest, err)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("pyodideassets: writing %s: %w", dest, err)
+		return fmt.Errorf("assetbuild: writing %s: %w", dest, err)
 	}
 	return nil
 }
@@ -235,7 +181,8 @@ func WriteFileAtomic(dest string, b []byte) error {
 // extractRecipe writes the embedded recipe into dir/cpython and returns
 // that path: the build runs the recipe this binary was built with.
 func extractRecipe(dir string) (string, error) {
-	err := fs.WalkDir(recipeFS, "cpython", func(p string, d fs.DirEntry, err error) error {
+	recipe := pyodideassets.Recipe()
+	err := fs.WalkDir(recipe, "cpython", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -243,14 +190,14 @@ func extractRecipe(dir string) (string, error) {
 		if d.IsDir() {
 			return os.MkdirAll(dest, 0o755)
 		}
-		b, err := recipeFS.ReadFile(p)
+		b, err := fs.ReadFile(recipe, p)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(dest, b, 0o644)
 	})
 	if err != nil {
-		return "", fmt.Errorf("pyodideassets: writing the recipe: %w", err)
+		return "", fmt.Errorf("assetbuild: writing the recipe: %w", err)
 	}
 	return filepath.Join(dir, "cpython"), nil
 }
@@ -294,14 +241,14 @@ func ensureToolchain(ctx context.Context, opts BuildOptions, logf func(string, .
 			}
 			fmt.Fprintf(&b, "\n  sudo %s", strings.Join(c, " "))
 		}
-		return fmt.Errorf("pyodideassets: the build needs Debian packages that are not installed (%s) or source entries that are missing; run as root, or run:%s",
+		return fmt.Errorf("assetbuild: the build needs Debian packages that are not installed (%s) or source entries that are missing; run as root, or run:%s",
 			strings.Join(missing, " "), b.String())
 	}
 	for _, c := range run {
 		if c[0] == "write" {
 			logf("writing %s (deb-src entries for the %s source packages)", c[1], recipeVar("DEBIAN_SUITE"))
 			if err := os.WriteFile(c[1], []byte(debSrcEntries()), 0o644); err != nil {
-				return fmt.Errorf("pyodideassets: %w", err)
+				return fmt.Errorf("assetbuild: %w", err)
 			}
 			continue
 		}
@@ -310,11 +257,11 @@ func ensureToolchain(ctx context.Context, opts BuildOptions, logf func(string, .
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("pyodideassets: %s: %w", strings.Join(c, " "), err)
+			return fmt.Errorf("assetbuild: %s: %w", strings.Join(c, " "), err)
 		}
 	}
 	if !haveSources(ctx, sources) {
-		return fmt.Errorf("pyodideassets: Debian does not serve the pinned source packages %s any more; update pyodide-assets/cpython/recipe.env and re-pin", strings.Join(sources, " "))
+		return fmt.Errorf("assetbuild: Debian does not serve the pinned source packages %s any more; update pyodide-assets/cpython/recipe.env and re-pin", strings.Join(sources, " "))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package pyodideassets
+package assetbuild
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -70,12 +71,12 @@ func TestAddLoopChecksYieldsEveryBudget(t *testing.T) {
 
 func TestAddLoopChecksRejects(t *testing.T) {
 	_, err := AddLoopChecks([]byte("not wasm"))
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, pyodideassets.ErrCorrupt)
 
 	bad := append([]byte(nil), spinModule...)
 	bad[len(bad)-4] = 0xfe // an opcode the rewriter does not know (the threads prefix)
 	_, err = AddLoopChecks(bad)
-	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, pyodideassets.ErrCorrupt)
 	require.ErrorContains(t, err, "unsupported opcode 0xfe")
 
 	twice, err := AddLoopChecks(spinModule)

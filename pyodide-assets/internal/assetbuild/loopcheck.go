@@ -1,6 +1,8 @@
-package pyodideassets
+package assetbuild
 
 import (
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,10 +41,10 @@ const LoopBudget = 1 << 14
 // left that refer to code offsets (strip them first), and may use only the
 // instruction set clang emits for wasm32 (MVP, sign extension, saturating
 // conversions, bulk memory, reference types); anything else is an error
-// wrapping [ErrCorrupt].
+// wrapping [pyodideassets.ErrCorrupt].
 func AddLoopChecks(b []byte) ([]byte, error) {
 	if len(b) < 8 || string(b[:8]) != string(wasmHeader) {
-		return nil, fmt.Errorf("%w: not a wasm module", ErrCorrupt)
+		return nil, fmt.Errorf("%w: not a wasm module", pyodideassets.ErrCorrupt)
 	}
 	type section struct {
 		id   byte
@@ -53,7 +55,7 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 		id := b[off]
 		size, n, err := readVarU32(b[off+1:])
 		if err != nil || uint64(off+1+n)+uint64(size) > uint64(len(b)) {
-			return nil, fmt.Errorf("%w: bad section at offset %d", ErrCorrupt, off)
+			return nil, fmt.Errorf("%w: bad section at offset %d", pyodideassets.ErrCorrupt, off)
 		}
 		start := off + 1 + n
 		secs = append(secs, section{id, b[start : start+int(size)]})
@@ -75,18 +77,18 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 			haveExport = true
 			var has bool
 			if has, err = exportsName(s.body, BudgetGlobal); has {
-				return nil, fmt.Errorf("%w: module already has loop checks (it exports %s)", ErrCorrupt, BudgetGlobal)
+				return nil, fmt.Errorf("%w: module already has loop checks (it exports %s)", pyodideassets.ErrCorrupt, BudgetGlobal)
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: %v", pyodideassets.ErrCorrupt, err)
 		}
 	}
 	if !haveGlobal || !haveExport {
-		return nil, fmt.Errorf("%w: module has no global or export section", ErrCorrupt)
+		return nil, fmt.Errorf("%w: module has no global or export section", pyodideassets.ErrCorrupt)
 	}
 	if !imports.found {
-		return nil, fmt.Errorf("%w: module does not import wasi_snapshot_preview1.sched_yield", ErrCorrupt)
+		return nil, fmt.Errorf("%w: module does not import wasi_snapshot_preview1.sched_yield", pyodideassets.ErrCorrupt)
 	}
 	g := uleb(imports.globals + definedGlobals)
 	budget := sleb(LoopBudget)
@@ -114,7 +116,7 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 			body, err = addLoopChecks(body, check)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: %v", pyodideassets.ErrCorrupt, err)
 		}
 		out = append(out, s.id)
 		out = append(out, uleb(uint32(len(body)))...)
