@@ -60,6 +60,18 @@ const (
 	ModeStrict = "strict"
 )
 
+// Statuses of an execution's result (the result's "status" field).
+const (
+	// StatusSuccess: the script ran to the end and exited 0.
+	StatusSuccess = "success"
+	// StatusError: the script failed (an exception, a non-zero exit, a crash) or could not start.
+	StatusError = "error"
+	// StatusTimeout: the script was stopped at its timeout.
+	StatusTimeout = "timeout"
+	// StatusInterrupted: the script was stopped by an interrupt (a cancelled context).
+	StatusInterrupted = "interrupted"
+)
+
 // Limits on the numeric settings. They are exported so that documentation, the command-line
 // front end and tests quote the same numbers the validator enforces.
 const (

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // DefaultGrace is how long a stopped script's process tree gets between
@@ -29,7 +29,7 @@ const drainTimeout = 2 * time.Second
 
 // Engine is project mode's engine: the script runs in a native python
 // child in the session's working dir and calls tools over the RPC server.
-// It implements shared.Engine and is safe for concurrent use.
+// It implements engine.Engine and is safe for concurrent use.
 type Engine struct {
 	// Python is the interpreter to run (see Resolve).
 	Python string
@@ -47,34 +47,34 @@ type Engine struct {
 // stagedSources are the generated modules every run writes, built once.
 var stagedSources = sync.OnceValue(func() map[string][]byte {
 	return map[string][]byte{
-		shared.StubName:   []byte(shared.GenerateStub(shared.StubOptions{})),
-		shared.RunnerName: []byte(shared.Runner),
+		engine.StubName:   []byte(engine.GenerateStub(engine.StubOptions{})),
+		engine.RunnerName: []byte(engine.Runner),
 	}
 })
 
-// Run implements shared.Engine. The script, the generated hermes_tools
+// Run implements engine.Engine. The script, the generated hermes_tools
 // module and the runner go to a private dir (0700) that is first on
 // PYTHONPATH; the child runs in job.Workdir in its own process group (a
 // job object on Windows), and when ctx ends the whole tree gets SIGTERM,
 // then SIGKILL after the grace period. Whatever the outcome, nothing of
 // the run is left: no process of the group, no socket, no temp dir.
-func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, error) {
+func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
 	if e.Python == "" {
-		return shared.Outcome{}, errors.New("no python interpreter given to the project-mode engine")
+		return engine.Outcome{}, errors.New("no python interpreter given to the project-mode engine")
 	}
-	files := map[string][]byte{shared.ScriptName: []byte(job.Code)}
+	files := map[string][]byte{engine.ScriptName: []byte(job.Code)}
 	for name, src := range stagedSources() {
 		files[name] = src
 	}
 	dir, err := stagePrivateDir(e.TempDir, "hermes-project-", files)
 	if err != nil {
-		return shared.Outcome{}, err
+		return engine.Outcome{}, err
 	}
 	defer os.RemoveAll(dir)
 
 	srv, err := Listen(ctx, e.transport(), dir, job.Broker)
 	if err != nil {
-		return shared.Outcome{}, err
+		return engine.Outcome{}, err
 	}
 	defer srv.Close()
 
@@ -82,10 +82,10 @@ func (e *Engine) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 	// runner is started as a file so that its own dir, not the session
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
-	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.RunnerName), filepath.Join(dir, shared.ScriptName)},
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.RunnerName), filepath.Join(dir, engine.ScriptName)},
 		job.Workdir, childEnv(job.Env, dir, srv), e.grace())
 	if err != nil {
-		return shared.Outcome{}, err
+		return engine.Outcome{}, err
 	}
 	defer c.release()
 
@@ -157,7 +157,7 @@ func childEnv(env []string, dir string, srv *Server) []string {
 			pythonPath += string(os.PathListSeparator) + v
 		}
 	}
-	return shared.MergeEnv(env, []string{
+	return engine.MergeEnv(env, []string{
 		"PYTHONPATH=" + pythonPath,
 		"HERMES_RPC_SOCKET=" + srv.Address(),
 		"HERMES_RPC_TOKEN=" + srv.Token(),
@@ -255,15 +255,15 @@ func (c *child) drain(read <-chan struct{}) {
 func (c *child) release() { c.tree.Release() }
 
 // outcome is how the child ended; call it once it has exited.
-func (c *child) outcome() shared.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
+func (c *child) outcome() engine.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
 
 // outcome maps how the child ended.
-func outcome(ps *os.ProcessState, waitErr error) shared.Outcome {
+func outcome(ps *os.ProcessState, waitErr error) engine.Outcome {
 	if ps == nil {
-		return shared.Outcome{ExitCode: -1, Crash: "python could not be waited for: " + fmt.Sprint(waitErr)}
+		return engine.Outcome{ExitCode: -1, Crash: "python could not be waited for: " + fmt.Sprint(waitErr)}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return shared.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Python was killed by signal %d (%s).", int(ws.Signal()), ws.Signal())}
+		return engine.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Python was killed by signal %d (%s).", int(ws.Signal()), ws.Signal())}
 	}
-	return shared.Outcome{ExitCode: ps.ExitCode()}
+	return engine.Outcome{ExitCode: ps.ExitCode()}
 }

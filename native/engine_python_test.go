@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 func requireEmptyDir(t *testing.T, dir string) {
@@ -140,19 +140,19 @@ func TestEngineRealPython(t *testing.T) {
 				return map[string]any{"path": a.Path, "echo": strings.ToUpper(a.Path)}
 			}
 			var stdout, stderr bytes.Buffer
-			job := &shared.Job{
+			job := &engine.Job{
 				Code:    threadedScript,
 				Env:     pythonEnv("PYTHONPATH=" + extra),
 				Workdir: workdir,
 				Stdout:  &stdout,
 				Stderr:  &stderr,
-				Broker:  shared.NewBroker(tools, 100, nil),
+				Broker:  engine.NewBroker(tools, 100, nil),
 			}
 			e := &Engine{Python: py, Transport: tr, TempDir: t.TempDir()}
 			out, err := e.Run(context.Background(), job)
 			require.NoError(t, err)
 			requireEmptyDir(t, e.TempDir)
-			require.Equal(t, shared.Outcome{ExitCode: 1}, out, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			require.Equal(t, engine.Outcome{ExitCode: 1}, out, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 
 			so := stdout.String()
 			require.Contains(t, so, "path0 True\n")
@@ -180,7 +180,7 @@ func TestEngineRealPython(t *testing.T) {
 			require.Contains(t, rep.Traceback, "script.py")
 			require.Contains(t, rep.Traceback, "fail_at_the_end")
 			require.True(t, strings.HasSuffix(rep.Traceback, "ValueError: boom at the end\n"), rep.Traceback)
-			require.NotContains(t, rep.Traceback, shared.RunnerName, "the traceback starts at the script")
+			require.NotContains(t, rep.Traceback, engine.RunnerName, "the traceback starts at the script")
 			require.Contains(t, stderr.String(), "ValueError: boom at the end")
 		})
 	}
@@ -188,16 +188,16 @@ func TestEngineRealPython(t *testing.T) {
 
 // runRealPython runs code once in a real python3 with no tools, checks that
 // the run leaves its private dir behind nothing, and returns what it gave.
-func runRealPython(t *testing.T, py, code string) (out shared.Outcome, stdout, stderr *bytes.Buffer, job *shared.Job) {
+func runRealPython(t *testing.T, py, code string) (out engine.Outcome, stdout, stderr *bytes.Buffer, job *engine.Job) {
 	t.Helper()
 	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
-	job = &shared.Job{
+	job = &engine.Job{
 		Code:    code,
 		Env:     pythonEnv(),
 		Workdir: t.TempDir(),
 		Stdout:  stdout,
 		Stderr:  stderr,
-		Broker:  shared.NewBroker((&callRecorder{}).tool, 0, nil),
+		Broker:  engine.NewBroker((&callRecorder{}).tool, 0, nil),
 	}
 	e := &Engine{Python: py, TempDir: t.TempDir()}
 	out, err := e.Run(context.Background(), job)
@@ -215,7 +215,7 @@ for i in range(1024):
     sys.stdout.buffer.write(chunk)
 sys.stderr.write("done\n")
 `)
-	require.Equal(t, shared.Outcome{ExitCode: 0}, out, "stderr: %s", stderr.String())
+	require.Equal(t, engine.Outcome{ExitCode: 0}, out, "stderr: %s", stderr.String())
 	require.Equal(t, 1<<20, stdout.Len())
 	require.True(t, bytes.Equal(bytes.Repeat([]byte("0123456789abcdef"), 1<<16), stdout.Bytes()))
 	require.Equal(t, "done\n", stderr.String())
@@ -226,7 +226,7 @@ func TestEngineRealPythonSysExit(t *testing.T) {
 	py := realPython(t)
 	t.Parallel()
 	out, stdout, stderr, job := runRealPython(t, py, "import sys\nprint('bye')\nsys.exit(4)\n")
-	require.Equal(t, shared.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
+	require.Equal(t, engine.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
 	require.Equal(t, "bye\n", stdout.String())
 	require.Nil(t, job.Broker.Report())
 }
@@ -235,10 +235,10 @@ func TestEngineRealPythonSysExit(t *testing.T) {
 // once, and fails b unless the script succeeds.
 func benchRun(b *testing.B, e *Engine, code string, maxCalls int) {
 	var out, errOut bytes.Buffer
-	broker := shared.NewBroker(func(context.Context, string, json.RawMessage) map[string]any {
+	broker := engine.NewBroker(func(context.Context, string, json.RawMessage) map[string]any {
 		return map[string]any{"ok": true}
 	}, maxCalls, nil)
-	o, err := e.Run(context.Background(), &shared.Job{
+	o, err := e.Run(context.Background(), &engine.Job{
 		Code: code, Env: pythonEnv(), Workdir: b.TempDir(),
 		Stdout: &out, Stderr: &errOut, Broker: broker,
 	})

@@ -20,23 +20,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // fakeRun is one engine run of the test binary as python.
 type fakeRun struct {
 	engine  *Engine
-	job     *shared.Job
+	job     *engine.Job
 	stdout  *syncBuffer
 	stderr  *syncBuffer
-	outcome shared.Outcome
+	outcome engine.Outcome
 	err     error
 	elapsed time.Duration
 }
 
 // newFakeRun prepares a run of the fake python in behaviour. The engine's
 // TempDir is a fresh test dir, checked to be empty after the run.
-func newFakeRun(t *testing.T, behaviour string, tools shared.ToolFunc) *fakeRun {
+func newFakeRun(t *testing.T, behaviour string, tools engine.ToolFunc) *fakeRun {
 	t.Helper()
 	if tools == nil {
 		tools = (&callRecorder{}).tool
@@ -46,13 +46,13 @@ func newFakeRun(t *testing.T, behaviour string, tools shared.ToolFunc) *fakeRun 
 	stdout, stderr := newSyncBuffer(""), newSyncBuffer("")
 	return &fakeRun{
 		engine: &Engine{Python: exe, TempDir: t.TempDir(), Grace: 500 * time.Millisecond},
-		job: &shared.Job{
+		job: &engine.Job{
 			Code:    "print('the script')\n",
 			Env:     []string{"PATH=" + os.Getenv("PATH"), fakePythonEnv + "=" + behaviour},
 			Workdir: t.TempDir(),
 			Stdout:  stdout,
 			Stderr:  stderr,
-			Broker:  shared.NewBroker(tools, 10, nil),
+			Broker:  engine.NewBroker(tools, 10, nil),
 		},
 		stdout: stdout,
 		stderr: stderr,
@@ -112,7 +112,7 @@ func TestEngineFakeRoundtrip(t *testing.T) {
 				"FAKE_INHERITED=yes")
 			r.run(t, context.Background())
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{ExitCode: 1}, r.outcome, "stderr: %s", r.stderr.String())
+			require.Equal(t, engine.Outcome{ExitCode: 1}, r.outcome, "stderr: %s", r.stderr.String())
 
 			var info struct {
 				Args       []string `json:"args"`
@@ -133,12 +133,12 @@ func TestEngineFakeRoundtrip(t *testing.T) {
 			require.Len(t, info.Args, 3)
 			require.Equal(t, "-u", info.Args[0])
 			dir := filepath.Dir(info.Args[1])
-			require.Equal(t, filepath.Join(dir, shared.RunnerName), info.Args[1])
-			require.Equal(t, filepath.Join(dir, shared.ScriptName), info.Args[2])
+			require.Equal(t, filepath.Join(dir, engine.RunnerName), info.Args[1])
+			require.Equal(t, filepath.Join(dir, engine.ScriptName), info.Args[2])
 			require.Equal(t, r.engine.TempDir, filepath.Dir(dir))
 			require.True(t, strings.HasPrefix(filepath.Base(dir), "hermes-project-"), dir)
 			require.Equal(t, "700", info.DirMode)
-			require.Subset(t, info.Files, []string{shared.RunnerName, shared.StubName, shared.ScriptName})
+			require.Subset(t, info.Files, []string{engine.RunnerName, engine.StubName, engine.ScriptName})
 			require.Equal(t, r.job.Code, info.Script)
 			wd, err := filepath.EvalSymlinks(r.job.Workdir)
 			require.NoError(t, err)
@@ -160,7 +160,7 @@ func TestEngineFakeRoundtrip(t *testing.T) {
 			n, log := r.job.Broker.Made()
 			require.Equal(t, 1, n)
 			require.Equal(t, "read_file", log[0].Tool)
-			require.Equal(t, &shared.ExitReport{Kind: "exception", Code: 1, Type: "RuntimeError", Message: "fake", Traceback: "Traceback: fake\n"}, r.job.Broker.Report())
+			require.Equal(t, &engine.ExitReport{Kind: "exception", Code: 1, Type: "RuntimeError", Message: "fake", Traceback: "Traceback: fake\n"}, r.job.Broker.Report())
 			if tr == TransportUnix {
 				require.NoFileExists(t, info.Socket)
 			}
@@ -194,7 +194,7 @@ func TestEngineFakeDiesMidCall(t *testing.T) {
 			r.engine.Transport = tr
 			r.run(t, context.Background())
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{ExitCode: 3}, r.outcome, "stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
+			require.Equal(t, engine.Outcome{ExitCode: 3}, r.outcome, "stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
 			require.Less(t, r.elapsed, 5*time.Second, "Run returned promptly")
 			require.Contains(t, r.stdout.String(), "call arrived, dying")
 			// Run returned only after the server closed: the blocked call
@@ -223,7 +223,7 @@ func TestEngineFakeGarbage(t *testing.T) {
 			r.engine.Transport = tr
 			r.run(t, context.Background())
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
+			require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
 			require.Contains(t, r.stdout.String(), `got: {"error":"Malformed tool request: `)
 			require.Contains(t, r.stdout.String(), "(err <nil>)")
 			require.Zero(t, rec.n.Load())
@@ -299,7 +299,7 @@ func TestEngineFakeGrandchildKilled(t *testing.T) {
 	r := newFakeRun(t, "grandchild", nil)
 	r.run(t, context.Background())
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
+	require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
 	// The grandchild holds the output pipes: Run ends because it was
 	// killed with the group, not because the drain timed out.
 	require.Less(t, r.elapsed, drainTimeout)
@@ -321,7 +321,7 @@ func TestEngineFakeEscapedGrandchildDoesNotHang(t *testing.T) {
 		requireGone(t, grandchild)
 	}()
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{ExitCode: 0}, r.outcome)
+	require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome)
 	require.GreaterOrEqual(t, r.elapsed, drainTimeout)
 	require.Less(t, r.elapsed, drainTimeout+2*time.Second)
 }
@@ -331,7 +331,7 @@ func TestEngineFakeFDLevelOutput(t *testing.T) {
 	r := newFakeRun(t, "fd-output", nil)
 	r.run(t, context.Background())
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
+	require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome, "stderr: %s", r.stderr.String())
 	require.Equal(t, "from-grandchild\nfrom-child-stdout\n", r.stdout.String())
 	require.Equal(t, "grandchild-stderr\nfrom-child-stderr\n", r.stderr.String())
 }
@@ -341,7 +341,7 @@ func TestEngineFakeBigOutput(t *testing.T) {
 	r := newFakeRun(t, "big-output", nil)
 	r.run(t, context.Background())
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{ExitCode: 0}, r.outcome)
+	require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome)
 	require.Equal(t, strings.Repeat(strings.Repeat("o", 1023)+"\n", 4096), r.stdout.String())
 	require.Equal(t, strings.Repeat(strings.Repeat("e", 1023)+"\n", 1024), r.stderr.String())
 }
@@ -351,7 +351,7 @@ func TestEngineFakeExitCode(t *testing.T) {
 	r := newFakeRun(t, "exit", nil)
 	r.run(t, context.Background())
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{ExitCode: 7}, r.outcome)
+	require.Equal(t, engine.Outcome{ExitCode: 7}, r.outcome)
 	require.Nil(t, r.job.Broker.Report())
 }
 
@@ -422,7 +422,7 @@ func TestEngineRelativeTempDir(t *testing.T) {
 			r.engine.TempDir = "rel-tmp"
 			r.run(t, context.Background())
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{ExitCode: 1}, r.outcome, "stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
+			require.Equal(t, engine.Outcome{ExitCode: 1}, r.outcome, "stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
 			// The child, in another working dir, found the staged files
 			// and the socket.
 			require.Contains(t, r.stdout.String(), `"script":"print('the script')\n"`)

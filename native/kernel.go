@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // closeWait is how long Close gives an idle kernel to leave its loop and
@@ -34,20 +34,20 @@ const startupOutputLimit = 64 << 10
 // kernelSources are the files of a kernel's private dir, built once.
 var kernelSources = sync.OnceValue(func() map[string][]byte {
 	files := maps.Clone(stagedSources())
-	files[shared.KernelName] = []byte(shared.KernelSource)
+	files[engine.KernelName] = []byte(engine.KernelSource)
 	return files
 })
 
 // StartKernel starts a project-mode session kernel: a python child that
-// runs cells in one namespace until it is closed (see shared.Kernel). Like
+// runs cells in one namespace until it is closed (see engine.Kernel). Like
 // Run, it stages the generated hermes_tools module, the runner and the
 // kernel loop in a private dir (0700), serves the kernel's requests on a
-// token-checked RPC server (with a shared.Dispatcher as the handler) and
+// token-checked RPC server (with a engine.Dispatcher as the handler) and
 // starts `python -u DIR/_hermes_kernel.py` in spec.Workdir with spec.Env,
 // in a process tree of its own. It returns once the kernel asks for its
 // first cell, or an error (with what the child wrote to stderr) when the
 // child exits first or ctx ends; ctx bounds only the start.
-func (e *Engine) StartKernel(ctx context.Context, spec shared.KernelSpec) (shared.Kernel, error) {
+func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engine.Kernel, error) {
 	if e.Python == "" {
 		return nil, errors.New("no python interpreter given to the project-mode engine")
 	}
@@ -58,7 +58,7 @@ func (e *Engine) StartKernel(ctx context.Context, spec shared.KernelSpec) (share
 	k := &kernel{
 		dir:    dir,
 		grace:  e.grace(),
-		disp:   shared.NewDispatcher(),
+		disp:   engine.NewDispatcher(),
 		stdout: &outputRouter{},
 		stderr: &outputRouter{},
 		pumped: make(chan struct{}),
@@ -72,7 +72,7 @@ func (e *Engine) StartKernel(ctx context.Context, spec shared.KernelSpec) (share
 	k.srv = srv
 	// -u: unbuffered, so a cell's output arrives as it prints. Started as
 	// a file, the loop finds our hermes_tools before the session dir's.
-	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, shared.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace())
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace())
 	if err != nil {
 		k.teardown()
 		return nil, err
@@ -107,18 +107,18 @@ func (e *Engine) StartKernel(ctx context.Context, spec shared.KernelSpec) (share
 }
 
 // describeExit says how a child ended, for an error message.
-func describeExit(o shared.Outcome) string {
+func describeExit(o engine.Outcome) string {
 	if o.Crash != "" {
 		return strings.TrimSuffix(o.Crash, ".")
 	}
 	return fmt.Sprintf("exit code %d", o.ExitCode)
 }
 
-// kernel is a project-mode session kernel (shared.Kernel).
+// kernel is a project-mode session kernel (engine.Kernel).
 type kernel struct {
 	dir    string
 	grace  time.Duration
-	disp   *shared.Dispatcher
+	disp   *engine.Dispatcher
 	srv    *Server
 	child  *child
 	stdout *outputRouter
@@ -140,7 +140,7 @@ type kernel struct {
 // errClosedDuringCell is the cause a cell's context gets from Close.
 var errClosedDuringCell = errors.New("the kernel was closed while this call was running")
 
-// Alive implements shared.Kernel.
+// Alive implements engine.Kernel.
 func (k *kernel) Alive() bool {
 	k.mu.Lock()
 	closing := k.closing
@@ -156,34 +156,34 @@ func (k *kernel) Alive() bool {
 	}
 }
 
-// Run implements shared.Engine: job.Code runs as the kernel's next cell
-// (job.Env and job.Workdir are ignored, see shared.Kernel). It returns
+// Run implements engine.Engine: job.Code runs as the kernel's next cell
+// (job.Env and job.Workdir are ignored, see engine.Kernel). It returns
 // when the kernel has reported the cell done and the cell's end marks
 // have come through stdout and stderr (at most markWait after done); when
 // the child exits during the cell (sys.exit) with its exit status; when
 // ctx ends, after the whole tree was stopped as Engine.Run stops it (the
-// kernel is then dead). A dead or closed kernel gives shared.ErrKernelClosed.
+// kernel is then dead). A dead or closed kernel gives engine.ErrKernelClosed.
 // A cell that raised ends with the exit report's code (1), as a one-shot
 // run does; a ctx that is already done runs nothing and keeps the kernel;
 // a ctx that ends after the cell is done (while its end marks are awaited)
 // keeps it too.
-func (k *kernel) Run(ctx context.Context, job *shared.Job) (shared.Outcome, error) {
+func (k *kernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
 	k.run.Lock()
 	defer k.run.Unlock()
 	if !k.Alive() {
 		k.teardown()
-		return shared.Outcome{}, shared.ErrKernelClosed
+		return engine.Outcome{}, engine.ErrKernelClosed
 	}
 	if ctx.Err() != nil {
 		// The cell never started; the kernel and its state are intact.
-		return shared.Outcome{ExitCode: -1, Crash: "The call was stopped before it started."}, nil
+		return engine.Outcome{ExitCode: -1, Crash: "The call was stopped before it started."}, nil
 	}
 	cellCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	k.mu.Lock()
 	if k.closing {
 		k.mu.Unlock()
-		return shared.Outcome{}, shared.ErrKernelClosed
+		return engine.Outcome{}, engine.ErrKernelClosed
 	}
 	k.cancelCell = cancel
 	k.mu.Unlock()
@@ -203,12 +203,12 @@ func (k *kernel) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 
 	_, done, err := k.disp.Send(cellCtx, job.Code, string(mark), job.Broker)
 	if err != nil {
-		if errors.Is(err, shared.ErrKernelClosed) || !k.Alive() {
+		if errors.Is(err, engine.ErrKernelClosed) || !k.Alive() {
 			k.teardown()
-			return shared.Outcome{}, shared.ErrKernelClosed
+			return engine.Outcome{}, engine.ErrKernelClosed
 		}
 		// ctx ended before the kernel took the cell.
-		return shared.Outcome{ExitCode: -1, Crash: "The call was stopped before it started."}, nil
+		return engine.Outcome{ExitCode: -1, Crash: "The call was stopped before it started."}, nil
 	}
 
 	select {
@@ -223,13 +223,13 @@ func (k *kernel) Run(ctx context.Context, job *shared.Job) (shared.Outcome, erro
 			// As if interrupted, with Close's shorter patience.
 			k.child.stop(min(k.grace, closeWait))
 			k.teardown()
-			return shared.Outcome{ExitCode: -1, Crash: "The kernel was closed while this call was running."}, nil
+			return engine.Outcome{ExitCode: -1, Crash: "The kernel was closed while this call was running."}, nil
 		}
 		k.child.stop(k.grace)
 		k.teardown()
 		o := k.child.outcome()
 		if o.Crash == "" {
-			o = shared.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Python was stopped and exited with code %d.", o.ExitCode)}
+			o = engine.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Python was stopped and exited with code %d.", o.ExitCode)}
 		}
 		return o, nil
 	}
@@ -252,7 +252,7 @@ wait:
 			break wait
 		}
 	}
-	o := shared.Outcome{}
+	o := engine.Outcome{}
 	if r := job.Broker.Report(); r != nil && r.Kind == "exception" {
 		// As in a one-shot run, an uncaught exception is exit status 1.
 		o.ExitCode = r.Code
@@ -260,7 +260,7 @@ wait:
 	return o, nil
 }
 
-// Close implements shared.Kernel: the loop is told to end, the child gets
+// Close implements engine.Kernel: the loop is told to end, the child gets
 // closeWait to exit, then its whole tree is killed; the server and the
 // private dir go. A running cell ends as if interrupted.
 func (k *kernel) Close() error {
@@ -293,7 +293,7 @@ func (k *kernel) teardown() {
 		k.mu.Unlock()
 		if cancel != nil {
 			// Tool calls still running for the cell end with it.
-			cancel(shared.ErrKernelClosed)
+			cancel(engine.ErrKernelClosed)
 		}
 		k.disp.Close()
 		if k.child != nil {

@@ -18,14 +18,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // testKernel is a real-python kernel under test.
 type testKernel struct {
 	t       *testing.T
 	engine  *Engine
-	k       shared.Kernel
+	k       engine.Kernel
 	workdir string
 	// calls counts every tool call that reached the host, of any cell.
 	calls atomic.Int64
@@ -41,7 +42,7 @@ func startRealKernel(t *testing.T, py, tr string) *testKernel {
 	}
 	tk := &testKernel{t: t, workdir: t.TempDir()}
 	tk.engine = &Engine{Python: py, Transport: tr, TempDir: t.TempDir(), Grace: 500 * time.Millisecond}
-	k, err := tk.engine.StartKernel(context.Background(), shared.KernelSpec{Env: pythonEnv(), Workdir: tk.workdir})
+	k, err := tk.engine.StartKernel(context.Background(), engine.KernelSpec{Env: pythonEnv(), Workdir: tk.workdir})
 	require.NoError(t, err)
 	tk.k = k
 	t.Cleanup(func() {
@@ -61,12 +62,12 @@ func (tk *testKernel) tool(_ context.Context, tool string, args json.RawMessage)
 	return map[string]any{"tool": tool, "path": a.Path}
 }
 
-// exec runs code as the next cell through shared.Execute.
-func (tk *testKernel) exec(ctx context.Context, code string, maxCalls int) shared.Result {
+// exec runs code as the next cell through engine.Execute.
+func (tk *testKernel) exec(ctx context.Context, code string, maxCalls int) engine.Result {
 	tk.t.Helper()
-	res, err := shared.Execute(ctx, tk.k, shared.Request{
+	res, err := engine.Execute(ctx, tk.k, engine.Request{
 		Code:         code,
-		Mode:         shared.ModeProject,
+		Mode:         config.ModeProject,
 		Workdir:      tk.workdir,
 		MaxToolCalls: maxCalls,
 		Tools:        tk.tool,
@@ -77,10 +78,10 @@ func (tk *testKernel) exec(ctx context.Context, code string, maxCalls int) share
 
 // cellRun is one cell run directly with Kernel.Run.
 type cellRun struct {
-	outcome        shared.Outcome
+	outcome        engine.Outcome
 	err            error
 	stdout, stderr *syncBuffer
-	broker         *shared.Broker
+	broker         *engine.Broker
 	elapsed        time.Duration
 }
 
@@ -89,16 +90,16 @@ func (tk *testKernel) run(ctx context.Context, code string, stdout *syncBuffer) 
 	if stdout == nil {
 		stdout = newSyncBuffer("")
 	}
-	r := &cellRun{stdout: stdout, stderr: newSyncBuffer(""), broker: shared.NewBroker(tk.tool, 100, nil)}
+	r := &cellRun{stdout: stdout, stderr: newSyncBuffer(""), broker: engine.NewBroker(tk.tool, 100, nil)}
 	start := time.Now()
-	r.outcome, r.err = tk.k.Run(ctx, &shared.Job{Code: code, Stdout: r.stdout, Stderr: r.stderr, Broker: r.broker})
+	r.outcome, r.err = tk.k.Run(ctx, &engine.Job{Code: code, Stdout: r.stdout, Stderr: r.stderr, Broker: r.broker})
 	r.elapsed = time.Since(start)
 	return r
 }
 
-func requireSuccess(t *testing.T, res shared.Result) {
+func requireSuccess(t *testing.T, res engine.Result) {
 	t.Helper()
-	require.Equal(t, shared.StatusSuccess, res.Status, "%+v", res)
+	require.Equal(t, config.StatusSuccess, res.Status, "%+v", res)
 }
 
 func TestKernelRealPython(t *testing.T) {
@@ -114,7 +115,7 @@ func TestKernelRealPython(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(tk.workdir, "sessionmod.py"), []byte("VALUE = 42\n"), 0o600))
 			require.NoError(t, os.WriteFile(filepath.Join(tk.workdir, "hermes_tools.py"), []byte("raise RuntimeError('shadowed')\n"), 0o600))
 			cellN := 0
-			next := func(ctx context.Context, code string, maxCalls int) shared.Result {
+			next := func(ctx context.Context, code string, maxCalls int) engine.Result {
 				cellN++
 				return tk.exec(ctx, code, maxCalls)
 			}
@@ -139,7 +140,7 @@ func TestKernelRealPython(t *testing.T) {
 			r := tk.run(context.Background(), "import subprocess, sys\nprint('one')\nsubprocess.run([sys.executable, '-c', 'import sys; print(\"sub\"); print(\"sub-err\", file=sys.stderr)'])\nprint('e1', file=sys.stderr)\n", nil)
 			cellN++
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{}, r.outcome)
+			require.Equal(t, engine.Outcome{}, r.outcome)
 			require.Equal(t, "one\nsub\n", r.stdout.String())
 			require.Equal(t, "sub-err\ne1\n", r.stderr.String())
 			r = tk.run(context.Background(), "import sys\nprint('two')\nprint('e2', file=sys.stderr)\n", nil)
@@ -179,11 +180,11 @@ func TestKernelRealPython(t *testing.T) {
 			// An exception keeps the kernel and its state; the traceback
 			// shows the cell and its source line.
 			res = next(context.Background(), "def f():\n    raise ValueError('boom %d' % x)\n\nf()\n", 0)
-			require.Equal(t, shared.StatusError, res.Status)
+			require.Equal(t, config.StatusError, res.Status)
 			require.Contains(t, res.Error, fmt.Sprintf("File \"<cell %d>\", line 2, in f\n    raise ValueError('boom %%d' %% x)", cellN))
 			require.Contains(t, res.Error, fmt.Sprintf("File \"<cell %d>\", line 4, in <module>\n    f()", cellN))
 			require.True(t, strings.HasSuffix(res.Error, "ValueError: boom 21"), res.Error)
-			require.NotContains(t, res.Error, shared.KernelName)
+			require.NotContains(t, res.Error, engine.KernelName)
 			require.Equal(t, 1, *res.ExitCode)
 			require.Contains(t, res.Output, "--- stderr ---\nTraceback")
 			require.True(t, tk.k.Alive())
@@ -260,7 +261,7 @@ print("left a thread")
 
 			// sys.exit ends the kernel with its code.
 			res = next(context.Background(), "import sys\nprint('bye')\nsys.exit(3)\n", 0)
-			require.Equal(t, shared.StatusError, res.Status)
+			require.Equal(t, config.StatusError, res.Status)
 			require.Equal(t, 3, *res.ExitCode)
 			require.Equal(t, "Script exited with code 3", res.Error)
 			require.Equal(t, "bye\n", res.Output[:4])
@@ -268,7 +269,7 @@ print("left a thread")
 			// Everything is released without Close.
 			requireEmptyDir(t, tk.engine.TempDir)
 			r = tk.run(context.Background(), "print(1)\n", nil)
-			require.ErrorIs(t, r.err, shared.ErrKernelClosed)
+			require.ErrorIs(t, r.err, engine.ErrKernelClosed)
 			require.Empty(t, r.stdout.String())
 		})
 	}
@@ -284,11 +285,11 @@ func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
 	cancelled := make(chan error, 1)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	out, err := tk.k.Run(context.Background(), &shared.Job{
+	out, err := tk.k.Run(context.Background(), &engine.Job{
 		Code:   "import os, threading\nfrom hermes_tools import terminal\nthreading.Timer(0.2, lambda: os._exit(4)).start()\nterminal('block')\n",
 		Stdout: &stdout,
 		Stderr: &stderr,
-		Broker: shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+		Broker: engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 			select {
 			case <-ctx.Done():
 				cancelled <- ctx.Err()
@@ -299,7 +300,7 @@ func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
 		}, 5, nil),
 	})
 	require.NoError(t, err)
-	require.Equal(t, shared.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
+	require.Equal(t, engine.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
 	require.Less(t, time.Since(start), 3*time.Second)
 	require.ErrorIs(t, <-cancelled, context.Canceled)
 	require.False(t, tk.k.Alive())
@@ -315,7 +316,7 @@ func TestKernelRealPythonRedirectedStdout(t *testing.T) {
 	tk := startRealKernel(t, py, DefaultTransport())
 	r := tk.run(context.Background(), "import os\nprint('before', flush=True)\nsaved = os.dup(1)\nos.dup2(os.open(os.devnull, os.O_WRONLY), 1)\nprint('hidden')\n", nil)
 	require.NoError(t, r.err)
-	require.Equal(t, shared.Outcome{}, r.outcome)
+	require.Equal(t, engine.Outcome{}, r.outcome)
 	require.Equal(t, "before\n", r.stdout.String())
 	require.GreaterOrEqual(t, r.elapsed, markWait)
 	require.Less(t, r.elapsed, markWait+time.Second)
@@ -347,7 +348,7 @@ func TestKernelRealPythonClose(t *testing.T) {
 				requireEmptyDir(t, tk.engine.TempDir)
 				require.NoError(t, tk.k.Close(), "Close is idempotent")
 				r := tk.run(context.Background(), "print(1)\n", nil)
-				require.ErrorIs(t, r.err, shared.ErrKernelClosed)
+				require.ErrorIs(t, r.err, engine.ErrKernelClosed)
 			})
 			t.Run("idle-quick", func(t *testing.T) {
 				t.Parallel()
@@ -411,7 +412,7 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 				case <-time.After(10 * time.Second):
 				}
 				cancelled <- time.Now()
-				cancel(&shared.InterruptError{Reason: "test"})
+				cancel(&engine.InterruptError{Reason: "test"})
 			}()
 			r := tk.run(ctx, "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n", out)
 			after := time.Since(<-cancelled)
@@ -423,26 +424,26 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 			require.False(t, tk.k.Alive())
 			requireEmptyDir(t, tk.engine.TempDir)
 			r = tk.run(context.Background(), "print(x)\n", nil)
-			require.ErrorIs(t, r.err, shared.ErrKernelClosed)
+			require.ErrorIs(t, r.err, engine.ErrKernelClosed)
 		})
 	}
 }
 
 // BenchmarkProjectKernelCell is a warm kernel's time to result for
-// print(1) through shared.Execute.
+// print(1) through engine.Execute.
 func BenchmarkProjectKernelCell(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
 			e := &Engine{Python: realPython(b), Transport: tr}
-			k, err := e.StartKernel(context.Background(), shared.KernelSpec{Env: pythonEnv(), Workdir: b.TempDir()})
+			k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: pythonEnv(), Workdir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer k.Close()
-			req := shared.Request{Code: "print(1)\n", Mode: shared.ModeProject, Tools: (&callRecorder{}).tool}
+			req := engine.Request{Code: "print(1)\n", Mode: config.ModeProject, Tools: (&callRecorder{}).tool}
 			for b.Loop() {
-				res, err := shared.Execute(context.Background(), k, req)
-				if err != nil || res.Status != shared.StatusSuccess || res.Output != "1\n" {
+				res, err := engine.Execute(context.Background(), k, req)
+				if err != nil || res.Status != config.StatusSuccess || res.Output != "1\n" {
 					b.Fatalf("%v %+v", err, res)
 				}
 			}
@@ -451,7 +452,7 @@ func BenchmarkProjectKernelCell(b *testing.B) {
 }
 
 // TestKernelRealPythonLatency times 500 warm print(1) cells through
-// shared.Execute and logs the percentiles (go test -v shows them).
+// engine.Execute and logs the percentiles (go test -v shows them).
 func TestKernelRealPythonLatency(t *testing.T) {
 	py := realPython(t)
 	t.Parallel()
@@ -459,11 +460,11 @@ func TestKernelRealPythonLatency(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			tk := startRealKernel(t, py, tr)
-			req := shared.Request{Code: "print(1)\n", Mode: shared.ModeProject, Tools: tk.tool}
+			req := engine.Request{Code: "print(1)\n", Mode: config.ModeProject, Tools: tk.tool}
 			times := make([]time.Duration, 500)
 			for i := range times {
 				start := time.Now()
-				res, err := shared.Execute(context.Background(), tk.k, req)
+				res, err := engine.Execute(context.Background(), tk.k, req)
 				times[i] = time.Since(start)
 				require.NoError(t, err)
 				require.Equal(t, "1\n", res.Output)

@@ -19,7 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // fakeKernelEnv selects a behaviour of the test binary acting as a
@@ -110,8 +111,8 @@ func fakeKernelEngine(t *testing.T) *Engine {
 	return &Engine{Python: exe, TempDir: t.TempDir(), Grace: 500 * time.Millisecond}
 }
 
-func fakeKernelSpec(t *testing.T, behaviour string) shared.KernelSpec {
-	return shared.KernelSpec{Env: []string{"PATH=" + os.Getenv("PATH"), fakeKernelEnv + "=" + behaviour}, Workdir: t.TempDir()}
+func fakeKernelSpec(t *testing.T, behaviour string) engine.KernelSpec {
+	return engine.KernelSpec{Env: []string{"PATH=" + os.Getenv("PATH"), fakeKernelEnv + "=" + behaviour}, Workdir: t.TempDir()}
 }
 
 func TestKernelFakeMarksAcrossReads(t *testing.T) {
@@ -127,7 +128,7 @@ func TestKernelFakeMarksAcrossReads(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				r := tk.run(context.Background(), "split", nil)
 				require.NoError(t, r.err)
-				require.Equal(t, shared.Outcome{}, r.outcome)
+				require.Equal(t, engine.Outcome{}, r.outcome)
 				require.Equal(t, "a\x1ehermes-end-fake\n", r.stdout.String())
 				require.Equal(t, "err ", r.stderr.String())
 				r = tk.run(context.Background(), "plain", nil)
@@ -137,7 +138,7 @@ func TestKernelFakeMarksAcrossReads(t *testing.T) {
 			}
 			r := tk.run(context.Background(), "exit-9", nil)
 			require.NoError(t, r.err)
-			require.Equal(t, shared.Outcome{ExitCode: 9}, r.outcome)
+			require.Equal(t, engine.Outcome{ExitCode: 9}, r.outcome)
 			require.Equal(t, "exiting\n", r.stdout.String())
 			require.False(t, k.Alive())
 			requireEmptyDir(t, e.TempDir)
@@ -244,7 +245,7 @@ func TestKernelRealPythonTimeoutKillsGroup(t *testing.T) {
 			tk := startRealKernel(t, py, tr)
 			requireSuccess(t, tk.exec(context.Background(), "state = 1\n", 0))
 			start := time.Now()
-			res, err := shared.Execute(context.Background(), tk.k, shared.Request{
+			res, err := engine.Execute(context.Background(), tk.k, engine.Request{
 				Code: `import os, subprocess
 p = subprocess.Popen(["sh", "-c", "trap '' TERM; echo trapped; exec sleep 60"], stdout=subprocess.PIPE)
 p.stdout.readline()
@@ -252,13 +253,13 @@ print("pids", os.getpid(), p.pid, flush=True)
 while True:
     pass
 `,
-				Mode:    shared.ModeProject,
+				Mode:    config.ModeProject,
 				Timeout: time.Second,
 				Tools:   tk.tool,
 			})
 			elapsed := time.Since(start)
 			require.NoError(t, err)
-			require.Equal(t, shared.StatusTimeout, res.Status, "%+v", res)
+			require.Equal(t, config.StatusTimeout, res.Status, "%+v", res)
 			require.Less(t, elapsed, time.Second+tk.engine.Grace+time.Second)
 			var pid, grandchild int
 			_, err = fmt.Sscanf(res.Output, "pids %d %d", &pid, &grandchild)
@@ -268,8 +269,8 @@ while True:
 			require.True(t, groupGone(pid), "the kernel's process group is gone")
 			require.False(t, tk.k.Alive())
 			requireEmptyDir(t, tk.engine.TempDir)
-			_, err = tk.k.Run(context.Background(), &shared.Job{Code: "print(state)\n", Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Broker: shared.NewBroker(tk.tool, 0, nil)})
-			require.ErrorIs(t, err, shared.ErrKernelClosed)
+			_, err = tk.k.Run(context.Background(), &engine.Job{Code: "print(state)\n", Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Broker: engine.NewBroker(tk.tool, 0, nil)})
+			require.ErrorIs(t, err, engine.ErrKernelClosed)
 		})
 	}
 }
@@ -304,7 +305,7 @@ func TestKernelNoLeaks(t *testing.T) {
 			t.Run(tr+"/"+end, func(t *testing.T) {
 				before := settledGoroutines()
 				e := &Engine{Python: py, Transport: tr, TempDir: t.TempDir(), Grace: 200 * time.Millisecond}
-				k, err := e.StartKernel(context.Background(), shared.KernelSpec{Env: pythonEnv(), Workdir: t.TempDir()})
+				k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: pythonEnv(), Workdir: t.TempDir()})
 				require.NoError(t, err)
 				tk := &testKernel{t: t, engine: e, k: k}
 				res := tk.exec(context.Background(), "import os, threading\nfrom hermes_tools import read_file\nread_file('x')\nthreading.Thread(target=lambda: read_file('y')).start()\nprint(os.getpid())\n", 5)
@@ -331,7 +332,7 @@ func TestKernelNoLeaks(t *testing.T) {
 				case "exit":
 					r := tk.run(context.Background(), "raise SystemExit(2)\n", nil)
 					require.NoError(t, r.err)
-					require.Equal(t, shared.Outcome{ExitCode: 2}, r.outcome)
+					require.Equal(t, engine.Outcome{ExitCode: 2}, r.outcome)
 				}
 				require.NoError(t, k.Close())
 				requireGone(t, pid)

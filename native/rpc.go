@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // Transports of the tool RPC.
@@ -63,8 +63,8 @@ const maxSocketPath = 100
 // its own goroutine, so a script's threads (one connection each) call
 // tools in parallel; the broker enforces the budget across all of them.
 // The server itself only authenticates and frames: every request line
-// after the hello goes to its Handler (a *shared.Broker for a one-shot run,
-// a kernel's shared.Dispatcher through HandlerFunc).
+// after the hello goes to its Handler (a *engine.Broker for a one-shot run,
+// a kernel's engine.Dispatcher through HandlerFunc).
 type Server struct {
 	ln      net.Listener
 	address string // the value of HERMES_RPC_SOCKET
@@ -82,7 +82,7 @@ type Server struct {
 
 // Handler answers one request line of an authenticated connection with
 // one response line (JSON, newline-terminated). token is the server's
-// token, which the request must carry. *shared.Broker is a Handler.
+// token, which the request must carry. *engine.Broker is a Handler.
 type Handler interface {
 	ServeToken(ctx context.Context, line, token []byte) []byte
 }
@@ -255,7 +255,7 @@ func (s *Server) serve(c net.Conn) {
 			if hello.Op == "hello" {
 				resp = []byte(`{"ok": true}` + "\n")
 				if !authed {
-					resp = []byte(`{"error": "` + shared.ErrUnauthorized + `"}` + "\n")
+					resp = []byte(`{"error": "` + engine.ErrUnauthorized + `"}` + "\n")
 				}
 				break
 			}

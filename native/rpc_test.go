@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 var transports = []string{TransportUnix, TransportTCP}
@@ -112,7 +112,7 @@ func (r *callRecorder) tool(_ context.Context, tool string, args json.RawMessage
 	return map[string]any{"tool": tool, "args": a}
 }
 
-func listen(t *testing.T, transport string, b *shared.Broker) *Server {
+func listen(t *testing.T, transport string, b *engine.Broker) *Server {
 	t.Helper()
 	srv, err := Listen(context.Background(), transport, t.TempDir(), b)
 	require.NoError(t, err)
@@ -123,9 +123,9 @@ func listen(t *testing.T, transport string, b *shared.Broker) *Server {
 func TestServerAddressAndToken(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv := listen(t, tr, shared.NewBroker((&callRecorder{}).tool, 1, nil))
+			srv := listen(t, tr, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.Len(t, srv.Token(), 64, "32 random bytes, hex")
-			other := listen(t, tr, shared.NewBroker((&callRecorder{}).tool, 1, nil))
+			other := listen(t, tr, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.NotEqual(t, srv.Token(), other.Token())
 			if tr == TransportTCP {
 				require.True(t, strings.HasPrefix(srv.Address(), "tcp://127.0.0.1:"), srv.Address())
@@ -140,7 +140,7 @@ func TestServerGoodCall(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			b := shared.NewBroker(rec.tool, 10, nil)
+			b := engine.NewBroker(rec.tool, 10, nil)
 			srv := listen(t, tr, b)
 			c := dial(t, srv)
 
@@ -170,7 +170,7 @@ func TestServerUnauthorized(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			b := shared.NewBroker(rec.tool, 10, nil)
+			b := engine.NewBroker(rec.tool, 10, nil)
 			srv := listen(t, tr, b)
 			c := dial(t, srv)
 
@@ -194,7 +194,7 @@ func TestServerUnauthorized(t *testing.T) {
 					require.True(t, strings.HasPrefix(resp["error"].(string), "Malformed tool request"), resp)
 					continue
 				}
-				require.Equal(t, map[string]any{"error": shared.ErrUnauthorized}, resp, "request %v", req)
+				require.Equal(t, map[string]any{"error": engine.ErrUnauthorized}, resp, "request %v", req)
 			}
 			require.Zero(t, rec.n.Load(), "no tool ran")
 			n, _ := b.Made()
@@ -213,7 +213,7 @@ func TestServerMalformed(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			srv := listen(t, tr, shared.NewBroker(rec.tool, 10, nil))
+			srv := listen(t, tr, engine.NewBroker(rec.tool, 10, nil))
 			c := dial(t, srv)
 			for _, raw := range []string{"not json\n", "\n", "{\n", "[1,2]\n", `{"token": "` + srv.Token() + `", "tool": ` + "\n"} {
 				require.NoError(t, c.send([]byte(raw)))
@@ -237,7 +237,7 @@ func TestServerOversizeFrame(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			srv := listen(t, tr, shared.NewBroker(rec.tool, 10, nil))
+			srv := listen(t, tr, engine.NewBroker(rec.tool, 10, nil))
 			c := dial(t, srv)
 			// Before the connection has shown the token, a line over 4 KiB
 			// is refused and the connection closed: a peer without the
@@ -251,7 +251,7 @@ func TestServerOversizeFrame(t *testing.T) {
 			require.Error(t, err, "closed")
 
 			resp = c.mustRoundtrip(map[string]any{"token": "guess", "op": "hello"})
-			require.Equal(t, shared.ErrUnauthorized, resp["error"])
+			require.Equal(t, engine.ErrUnauthorized, resp["error"])
 			resp = c.mustRoundtrip(map[string]any{"token": srv.Token(), "op": "hello"})
 			require.Equal(t, map[string]any{"ok": true}, resp)
 
@@ -347,7 +347,7 @@ func TestServerParallelConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			b := shared.NewBroker(rec.tool, 1000, nil)
+			b := engine.NewBroker(rec.tool, 1000, nil)
 			srv := listen(t, tr, b)
 			const workers, calls = 8, 20
 			clients := make([]*rpcClient, workers)
@@ -390,7 +390,7 @@ func TestServerBudgetAcrossConnections(t *testing.T) {
 			const max, callers = 5, 8
 			var entered atomic.Int64
 			all := make(chan struct{})
-			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 				// The allowed calls wait for each other: they only all
 				// finish if the server runs them in parallel.
 				if entered.Add(1) == max {
@@ -443,20 +443,20 @@ func TestServerExitOp(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			rec := &callRecorder{}
-			b := shared.NewBroker(rec.tool, 0, nil)
+			b := engine.NewBroker(rec.tool, 0, nil)
 			srv := listen(t, tr, b)
 			c := dial(t, srv)
 			report := map[string]any{"kind": "exception", "code": 1, "type": "ValueError", "message": "boom", "traceback": "Traceback...\nValueError: boom\n"}
 
 			resp := c.mustRoundtrip(map[string]any{"token": "wrong", "op": "exit", "exit": report})
-			require.Equal(t, shared.ErrUnauthorized, resp["error"])
+			require.Equal(t, engine.ErrUnauthorized, resp["error"])
 			require.Nil(t, b.Report())
 
 			resp = c.mustRoundtrip(map[string]any{"token": srv.Token(), "op": "exit", "exit": report})
 			require.Equal(t, map[string]any{"ok": true}, resp)
 			got := b.Report()
 			require.NotNil(t, got)
-			require.Equal(t, shared.ExitReport{Kind: "exception", Code: 1, Type: "ValueError", Message: "boom", Traceback: "Traceback...\nValueError: boom\n"}, *got)
+			require.Equal(t, engine.ExitReport{Kind: "exception", Code: 1, Type: "ValueError", Message: "boom", Traceback: "Traceback...\nValueError: boom\n"}, *got)
 			require.Zero(t, rec.n.Load())
 		})
 	}
@@ -467,7 +467,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			entered := make(chan struct{})
 			toolErr := make(chan error, 1)
-			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 				close(entered)
 				select {
 				case <-ctx.Done():
@@ -483,7 +483,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 			idle := dial(t, srv)
 			// Make sure the idle connection has been accepted and served.
 			resp := idle.mustRoundtrip(map[string]any{"token": "x", "tool": "read_file"})
-			require.Equal(t, shared.ErrUnauthorized, resp["error"])
+			require.Equal(t, engine.ErrUnauthorized, resp["error"])
 
 			require.NoError(t, blocked.send([]byte(`{"token": "`+srv.Token()+`", "tool": "terminal", "args": {"command": "sleep 100"}}`+"\n")))
 			select {
@@ -532,7 +532,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 func TestServerCloseWithoutConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv, err := Listen(context.Background(), tr, t.TempDir(), shared.NewBroker((&callRecorder{}).tool, 1, nil))
+			srv, err := Listen(context.Background(), tr, t.TempDir(), engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.NoError(t, err)
 			require.NoError(t, srv.Close())
 			require.NoError(t, srv.Close())
@@ -546,7 +546,7 @@ func TestServerParentContextCancelsCalls(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			entered := make(chan struct{})
-			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 				close(entered)
 				select {
 				case <-ctx.Done():
@@ -571,7 +571,7 @@ func TestServerParentContextCancelsCalls(t *testing.T) {
 
 func TestServerUnknownTransport(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := Listen(context.Background(), "pipe", dir, shared.NewBroker((&callRecorder{}).tool, 1, nil))
+	srv, err := Listen(context.Background(), "pipe", dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
 	require.Nil(t, srv)
 	require.Contains(t, err.Error(), `"pipe"`)
@@ -582,7 +582,7 @@ func TestServerUnknownTransport(t *testing.T) {
 
 func TestServerUnixDirMissing(t *testing.T) {
 	dir := t.TempDir() + "/does-not-exist"
-	_, err := Listen(context.Background(), TransportUnix, dir, shared.NewBroker((&callRecorder{}).tool, 1, nil))
+	_, err := Listen(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rpc.sock")
 }
@@ -618,7 +618,7 @@ func TestServerNoGoroutineLeak(t *testing.T) {
 			before := settledGoroutines()
 
 			entered := make(chan struct{}, 1)
-			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 				if tool == "terminal" {
 					entered <- struct{}{}
 					select {
@@ -666,7 +666,7 @@ func TestServerPeerGoneMidCall(t *testing.T) {
 			entered := make(chan struct{}, 1)
 			release := make(chan struct{})
 			returned := make(chan struct{}, 1)
-			b := shared.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 				if tool == "terminal" {
 					entered <- struct{}{}
 					<-release

@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // benchToolScript times n no-op tool calls from inside the guest. The
@@ -76,7 +76,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Cold compile: an empty cache dir, once (it is slow).
-	cold := runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: io.Discard})
+	cold := strict.New(strict.Options{CacheDir: cacheDir, Progress: io.Discard})
 	t := time.Now()
 	if err := cold.Warm(ctx, 0); err != nil {
 		return fail("cold compile", err)
@@ -86,7 +86,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 	var warm []time.Duration
 	for range *n {
-		e := runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: io.Discard})
+		e := strict.New(strict.Options{CacheDir: cacheDir, Progress: io.Discard})
 		t := time.Now()
 		if err := e.Warm(ctx, 0); err != nil {
 			return fail("warm start", err)
@@ -214,9 +214,9 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, python nat
 		if mode == "strict" {
 			ex.StartWarmPool(ctx)
 		}
-		exec1 := func(session, code string) (shared.Result, error) {
+		exec1 := func(session, code string) (engine.Result, error) {
 			res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp, Session: session})
-			if err == nil && res.Status != shared.StatusSuccess {
+			if err == nil && res.Status != config.StatusSuccess {
 				err = fmt.Errorf("%s: %s", res.Status, res.Output)
 			}
 			return res, err
@@ -317,7 +317,7 @@ func benchInterp(ctx context.Context, ex *executor.Executor, tmp string, n int, 
 			var el []time.Duration
 			for range n {
 				res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp})
-				if err != nil || res.Status != shared.StatusSuccess {
+				if err != nil || res.Status != config.StatusSuccess {
 					return nil, fmt.Errorf("%s %s: %v %s", mode, w.name, err, res.Output)
 				}
 				v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)

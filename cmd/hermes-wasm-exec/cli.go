@@ -19,10 +19,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	wasmruntime "github.com/hermes-agent/hermes-wasm-exec/runtime"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // Version is the program's version. `make release` sets it with
@@ -209,7 +209,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// outside the Go heap (runtime/memory.go), bounded by its own cap.
 	debug.SetGCPercent(-1)
 	limit := int64(hostHeapLimit)
-	if wasmruntime.GuestMemoryInGoHeap {
+	if strict.GuestMemoryInGoHeap {
 		limit += int64(cfg.CodeExecution.MemoryLimitMB) << 20
 	}
 	debug.SetMemoryLimit(limit)
@@ -240,7 +240,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go func() {
 		select {
 		case <-sigs:
-			cancel(&shared.InterruptError{Reason: "interrupted by the user (Ctrl-C)"})
+			cancel(&engine.InterruptError{Reason: "interrupted by the user (Ctrl-C)"})
 		case <-ctx.Done():
 		}
 	}()
@@ -256,7 +256,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hermes-wasm-exec: writing the result: %v\n", encErr)
 		return exitFailed
 	}
-	if res.Status != shared.StatusSuccess {
+	if res.Status != config.StatusSuccess {
 		return exitFailed
 	}
 	return exitOK

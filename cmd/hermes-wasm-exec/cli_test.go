@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // TestMain lets the test binary act as the CLI in a child process (for
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // result is the result JSON as the tests decode it.
-type result = shared.Result
+type result = engine.Result
 
 // runMode is one way a script can run. The end-to-end scenarios are one
 // table run in every mode, so both modes are held to the same results.

@@ -26,8 +26,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // mcpToolName is the one tool the MCP server offers.
@@ -149,7 +149,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			cancel()
 		}
 	}()
-	if effective == shared.ModeStrict {
+	if effective == config.ModeStrict {
 		ex.StartWarmPool(ctx)
 	}
 	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool %s, %s mode, working dir %s)\n", mcpToolName, effective, wd)
@@ -216,7 +216,7 @@ type mcpConn struct {
 type mcpRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when res is set
-	res    shared.Result
+	res    engine.Result
 	asks   chan *mcpAsk // approval questions for the client (multi round trip)
 	asking *mcpAsk      // the question the client was sent (pending runs)
 }
@@ -302,7 +302,7 @@ func codeInput(raw json.RawMessage) (in executeCodeInput, problem string) {
 	if r, ok := args["reset"]; ok {
 		var v any
 		if json.Unmarshal(r, &v) == nil {
-			in.Reset = shared.PyTruthy(v)
+			in.Reset = engine.PyTruthy(v)
 		}
 	}
 	return in, ""
@@ -318,7 +318,7 @@ func (m *mcpServer) serve(ctx context.Context, t mcp.Transport) error {
 	}
 	stop := context.AfterFunc(ctx, func() {
 		// Close waits for the calls in flight: end them first.
-		m.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+		m.cancel(&engine.InterruptError{Reason: "the server is shutting down"})
 		ss.Close()
 	})
 	defer stop()
@@ -353,7 +353,7 @@ func (m *mcpServer) disconnect(ss *mcp.ServerSession) {
 	c.pending = map[string]*mcpRun{}
 	c.mu.Unlock()
 	for _, run := range pending {
-		run.cancel(&shared.InterruptError{Reason: "the MCP client disconnected"})
+		run.cancel(&engine.InterruptError{Reason: "the MCP client disconnected"})
 	}
 	m.ex.Interrupt(c.session, "the MCP client disconnected")
 	m.ex.CloseSession(context.Background(), c.session)
@@ -362,7 +362,7 @@ func (m *mcpServer) disconnect(ss *mcp.ServerSession) {
 
 // stop interrupts every run and waits (a bounded time) for them to end.
 func (m *mcpServer) stop() {
-	m.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+	m.cancel(&engine.InterruptError{Reason: "the server is shutting down"})
 	done := make(chan struct{})
 	go func() {
 		m.runs.Wait()
@@ -441,7 +441,7 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest) (
 			RequestState:  state,
 		}, nil
 	case <-ctx.Done():
-		run.cancel(&shared.InterruptError{Reason: "the MCP client cancelled the call"})
+		run.cancel(&engine.InterruptError{Reason: "the MCP client cancelled the call"})
 		return errorResult(context.Cause(ctx)), nil
 	}
 }
@@ -575,10 +575,10 @@ func approvalDecision(res *mcp.ElicitResult) executor.Decision {
 // mcpToolResult is execute_code's result: the output as text (with what a
 // failure adds), the whole result as structured content, and isError for
 // any status but success.
-func mcpToolResult(res shared.Result) *mcp.CallToolResult {
+func mcpToolResult(res engine.Result) *mcp.CallToolResult {
 	text := res.Output
 	var extra []string
-	if res.Status != shared.StatusSuccess {
+	if res.Status != config.StatusSuccess {
 		extra = append(extra, "[status: "+res.Status+"]")
 		if res.Error != "" && !strings.Contains(text, res.Error) {
 			extra = append(extra, "error: "+res.Error)
@@ -591,7 +591,7 @@ func mcpToolResult(res shared.Result) *mcp.CallToolResult {
 		extra = append(extra, "warning: "+res.Warning)
 	}
 	// The error of a call whose kernel was killed says so already.
-	killed := res.Status == shared.StatusTimeout || res.Status == shared.StatusInterrupted
+	killed := res.Status == config.StatusTimeout || res.Status == config.StatusInterrupted
 	if res.Kernel != nil && res.Kernel.Note != "" && !strings.Contains(res.Error, res.Kernel.Note) && !(killed && res.Kernel.Ended) {
 		extra = append(extra, "note: "+res.Kernel.Note)
 	}
@@ -604,6 +604,6 @@ func mcpToolResult(res shared.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: res,
-		IsError:           res.Status != shared.StatusSuccess,
+		IsError:           res.Status != config.StatusSuccess,
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // mcpEnv is an in-process MCP server on a working dir with a small
@@ -116,7 +116,7 @@ print(notes["total_lines"], "hello" in notes["content"])
 `
 
 func TestMCP(t *testing.T) {
-	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
 		t.Run(mode, func(t *testing.T) { mcpTests(t, mode) })
 	}
 }
@@ -138,7 +138,7 @@ func mcpTests(t *testing.T, mode string) {
 	cfg.CodeExecution.WarmPool = 0
 	hermes := executor.ExecuteCodeSchema(cfg, mode, nil)
 	require.True(t, strings.HasPrefix(tool.Description, hermes.Description+"\n\nThe tools act on the working dir "+e.workdir+"."), tool.Description)
-	for _, s := range shared.Signatures() {
+	for _, s := range engine.Signatures() {
 		require.Contains(t, tool.Description, s)
 	}
 	for _, want := range []string{
@@ -150,7 +150,7 @@ func mcpTests(t *testing.T, mode string) {
 	} {
 		require.Contains(t, tool.Description, want)
 	}
-	if mode == shared.ModeStrict {
+	if mode == config.ModeStrict {
 		require.Contains(t, tool.Description, "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files, the network or processes")
 	} else {
 		require.Contains(t, tool.Description, "Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python")
@@ -260,7 +260,7 @@ func mcpTests(t *testing.T, mode string) {
 // TestMCPLimits: the timeout kills the kernel and says so, and the
 // description states the configured limits and approvals.
 func TestMCPLimits(t *testing.T) {
-	e := newMCPEnv(t, shared.ModeStrict, func(c *config.Config) {
+	e := newMCPEnv(t, config.ModeStrict, func(c *config.Config) {
 		c.CodeExecution.Timeout = 2
 		c.CodeExecution.MaxToolCalls = 1
 		c.Approvals.Mode = config.ApprovalsOff
@@ -288,7 +288,7 @@ func TestMCPLimits(t *testing.T) {
 // server's own request (earlier versions); a client without elicitation
 // cannot approve it, and the message says how to allow such commands.
 func TestMCPApprovals(t *testing.T) {
-	e := newMCPEnv(t, shared.ModeStrict, nil)
+	e := newMCPEnv(t, config.ModeStrict, nil)
 	build := filepath.Join(e.workdir, "build")
 	const rm = "from hermes_tools import terminal\nr = terminal('rm -rf ./build')\nprint(r.get('error'))\nprint('after')\n"
 
@@ -448,7 +448,7 @@ func TestMCPSkills(t *testing.T) {
 	skill := filepath.Join(t.TempDir(), "gh-skill")
 	require.NoError(t, os.Mkdir(skill, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: gh-skill\nrequired_environment_variables:\n  - name: SKILL_TOKEN\n    prompt: a token\n  - OPENAI_API_KEY\n---\nbody\n"), 0o600))
-	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()

@@ -32,9 +32,9 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // ServeTokenEnv holds the token TCP clients must authenticate with; when
@@ -282,7 +282,7 @@ func writeTokenFile(path, token string) error {
 // backend is what the server asks of the executor (an interface so that
 // the framing fuzz test can run without interpreters).
 type backend interface {
-	Execute(ctx context.Context, req executor.Request) (shared.Result, error)
+	Execute(ctx context.Context, req executor.Request) (engine.Result, error)
 	Interrupt(session, reason string) bool
 	CloseSession(ctx context.Context, session string)
 	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
@@ -337,7 +337,7 @@ func (s *server) stop() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	s.cancel(&shared.InterruptError{Reason: "the server is shutting down"})
+	s.cancel(&engine.InterruptError{Reason: "the server is shutting down"})
 	done := make(chan struct{})
 	go func() {
 		s.calls.Wait()
@@ -1097,7 +1097,7 @@ func (c *conn) interrupt(params json.RawMessage) (any, *rpcError) {
 	if cancel != nil {
 		// Also end the call's context: this stops a call that is still
 		// waiting for an approval or for its interpreter to start.
-		cancel(&shared.InterruptError{Reason: reason})
+		cancel(&engine.InterruptError{Reason: reason})
 		interrupted = true
 	}
 	return map[string]bool{"interrupted": interrupted}, nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // fakeBackend stands in for the executor where only the protocol matters:
@@ -19,8 +19,8 @@ import (
 // waiting for an answer no longer than 20 ms.
 type fakeBackend struct{}
 
-func (fakeBackend) Execute(ctx context.Context, req executor.Request) (shared.Result, error) {
-	res := shared.Result{Status: "success", Output: req.Code, ToolCalls: []shared.ToolCall{}, Mode: req.Mode}
+func (fakeBackend) Execute(ctx context.Context, req executor.Request) (engine.Result, error) {
+	res := engine.Result{Status: "success", Output: req.Code, ToolCalls: []engine.ToolCall{}, Mode: req.Mode}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	switch req.Code {

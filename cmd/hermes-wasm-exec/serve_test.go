@@ -27,11 +27,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
-type kernelInfo = shared.KernelInfo
+type kernelInfo = engine.KernelInfo
 
 // rpcTimeout bounds the wait for any one response in these tests.
 const rpcTimeout = 3 * time.Minute

@@ -22,7 +22,7 @@ import (
 	goruntime "runtime"
 	"strings"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // fdEnv names the variable through which a re-executed image finds the
@@ -44,11 +44,11 @@ var runtimeSettings = []string{
 
 // Split divides environ (KEY=VALUE entries, as from os.Environ) into what
 // stays in the process's initial environment and what is hidden: exactly
-// the variables that [shared.ScrubEnv] with no passthrough would keep stay,
+// the variables that [engine.ScrubEnv] with no passthrough would keep stay,
 // so the executor's /proc/<pid>/environ shows no more than a script's own
 // environment does.
 func Split(environ []string) (visible, hidden []string) {
-	visible, _ = shared.ScrubEnv(environ, shared.EnvOptions{Windows: goruntime.GOOS == "windows", Passthrough: runtimeSettings})
+	visible, _ = engine.ScrubEnv(environ, engine.EnvOptions{Windows: goruntime.GOOS == "windows", Passthrough: runtimeSettings})
 	keep := make(map[string]int, len(visible))
 	for _, kv := range visible {
 		keep[kv]++

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // Session kinds (SPEC §8): who is driving the session decides what needs
@@ -346,7 +345,7 @@ func (a *approvals) noAnswer(err error) string {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "the call ended while waiting for the answer"
 	}
-	var ie *shared.InterruptError
+	var ie *InterruptError
 	if errors.As(err, &ie) {
 		return "the call was interrupted while waiting for the answer (" + strings.TrimPrefix(ie.Error(), "execution interrupted: ") + ")"
 	}

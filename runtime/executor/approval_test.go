@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // TestDangerousCommand: the exported check is internal/cmdcheck's (whose
@@ -196,7 +196,7 @@ func TestApprovalNoAnswer(t *testing.T) {
 		cctx, cancel := context.WithCancelCause(ctx)
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			cancel(&shared.InterruptError{Reason: "user sent a new message"})
+			cancel(&engine.InterruptError{Reason: "user sent a new message"})
 		}()
 		msg := a.script(cctx, ApproverFunc(func(ctx context.Context, req ApprovalRequest) (Decision, error) {
 			<-ctx.Done()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // The execute_code tool as a model sees it: its argument errors and its
@@ -21,7 +21,7 @@ import (
 const (
 	// NoCodeMessage is the error of a call whose code is missing, empty or
 	// only whitespace (Hermes's execute_code).
-	NoCodeMessage = shared.NoCodeMessage
+	NoCodeMessage = engine.NoCodeMessage
 	// CommandNotCodeMessage is the error of a call that has a "command"
 	// argument and no "code": a terminal call sent to execute_code
 	// (Hermes's _execute_code_handler).
@@ -79,19 +79,19 @@ func jsonTypeName(raw json.RawMessage) string {
 // ArgumentError is the result of an execute_code call refused for its
 // arguments (message is one of Hermes's argument errors): status "error",
 // the message as error and output, nothing run.
-func ArgumentError(mode, message string) shared.Result {
-	return shared.Result{
-		Status:    shared.StatusError,
+func ArgumentError(mode, message string) Result {
+	return Result{
+		Status:    config.StatusError,
 		Output:    message,
 		Error:     message,
 		Mode:      mode,
-		ToolCalls: []shared.ToolCall{},
+		ToolCalls: []ToolCall{},
 	}
 }
 
 // checkCode answers a request whose code is empty, as Hermes does, before
 // anything starts; ok is false then.
-func (e *Executor) checkCode(req Request) (res shared.Result, ok bool) {
+func (e *Executor) checkCode(req Request) (res Result, ok bool) {
 	if strings.TrimSpace(req.Code) != "" {
 		return res, true
 	}
@@ -142,10 +142,10 @@ const (
 func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchema {
 	cfg = withDefaults(cfg)
 	mode, _ = NormalizeMode(cmp.Or(mode, cfg.CodeExecution.Mode))
-	enabled := shared.ToolSet(tools)
+	enabled := engine.ToolSet(tools)
 
 	var lines []string
-	for _, sig := range shared.Signatures() {
+	for _, sig := range engine.Signatures() {
 		name, _, _ := strings.Cut(sig, "(")
 		if !slices.Contains(enabled, name) {
 			continue
@@ -171,7 +171,7 @@ func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchem
 		importStr = strings.Join(imports, ", ") + ", ..."
 	}
 	workdirNote := projectWorkdirNote
-	if mode == shared.ModeStrict {
+	if mode == config.ModeStrict {
 		workdirNote = strictWorkdirNote
 	}
 	ce := cfg.CodeExecution
@@ -196,7 +196,7 @@ func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchem
 		"Available via `from hermes_tools import ...`:\n\n" +
 		toolLines + "\n\n" +
 		"Limits: " + durationPhrase(time.Duration(ce.Timeout)*time.Second) + " timeout, " + calls + ". Stdout over " +
-		fmt.Sprintf("%dKB", shared.StdoutLimits("").Max/1000) + " shows head/tail inline; the FULL text is auto-saved to a file whose path rides in the result.\n\n" +
+		fmt.Sprintf("%dKB", engine.StdoutLimits("").Max/1000) + " shows head/tail inline; the FULL text is auto-saved to a file whose path rides in the result.\n\n" +
 		workdirNote + "\n\n" +
 		"Helpers require imports: `from hermes_tools import json_parse, shell_quote, retry`. " +
 		"json_parse(text) — tolerant " +

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // Hermes's texts (tools/code_execution_tool.py), verbatim.
@@ -66,7 +66,7 @@ func TestCodeArgument(t *testing.T) {
 // starts: no kernel for a session call, no approval asked.
 func TestExecuteEmptyCode(t *testing.T) {
 	cfg := config.Default()
-	cfg.CodeExecution.Mode = shared.ModeStrict
+	cfg.CodeExecution.Mode = config.ModeStrict
 	asked := false
 	ex := New(Options{Config: &cfg, HermesHome: t.TempDir(), Environ: []string{},
 		Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { asked = true; return Decision{}, nil })})
@@ -78,11 +78,11 @@ func TestExecuteEmptyCode(t *testing.T) {
 	} {
 		res, err := ex.Execute(context.Background(), req)
 		require.NoError(t, err)
-		require.Equal(t, shared.StatusError, res.Status)
+		require.Equal(t, config.StatusError, res.Status)
 		require.Equal(t, hermesNoCode, res.Error)
 		require.Equal(t, hermesNoCode, res.Output)
-		require.Equal(t, []shared.ToolCall{}, res.ToolCalls)
-		want := cmpOr(req.Mode, shared.ModeStrict)
+		require.Equal(t, []engine.ToolCall{}, res.ToolCalls)
+		want := cmpOr(req.Mode, config.ModeStrict)
 		require.Equal(t, want, res.Mode)
 		require.Nil(t, res.Kernel)
 	}
@@ -128,7 +128,7 @@ const hermesStrictNote = "Scripts run in their own temp dir, not the session's C
 
 func TestExecuteCodeSchema(t *testing.T) {
 	cfg := config.Default()
-	s := ExecuteCodeSchema(cfg, shared.ModeProject, nil)
+	s := ExecuteCodeSchema(cfg, config.ModeProject, nil)
 	require.Equal(t, "execute_code", s.Name)
 	require.Equal(t, hermesProjectDescription, s.Description)
 	b, err := json.Marshal(s)
@@ -143,7 +143,7 @@ func TestExecuteCodeSchema(t *testing.T) {
 
 	// Strict mode: its own working-dir sentence, true about the sandbox;
 	// the mode defaults to the configured one.
-	cfg.CodeExecution.Mode = shared.ModeStrict
+	cfg.CodeExecution.Mode = config.ModeStrict
 	strict := ExecuteCodeSchema(cfg, "", nil).Description
 	require.Equal(t, strings.Replace(hermesProjectDescription, projectWorkdirNote, hermesStrictNote, 1), strict)
 

@@ -5,13 +5,12 @@
 //
 // # Embedding
 //
-// Import this package, config (for the configuration struct) and
-// runtime/shared (for the result type and [shared.InterruptError]):
+// Import this package and config (for the configuration struct and the
+// mode and status values); nothing else:
 //
 //	import (
 //		"github.com/hermes-agent/hermes-wasm-exec/config"
 //		"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-//		"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 //	)
 //
 // No wazero type appears in these APIs. The interpreter and its standard
@@ -30,7 +29,7 @@
 // the on-disk cache ($HERMES_HOME/cache/wasm, or $HERMES_WASM_CACHE_DIR),
 // compiling it once per machine; [Executor.Warm] does that ahead of time.
 //
-// [Executor.Execute] runs one [Request] and returns a [shared.Result], the
+// [Executor.Execute] runs one [Request] and returns a [Result], the
 // JSON object of SPEC §6. Without Request.Session the script runs in a
 // fresh interpreter; with it, in that session's kernel, whose globals and
 // imports persist between calls. [Executor.CloseSession] disposes a
@@ -49,7 +48,7 @@
 // one-shot calls) run concurrently; calls of one session queue in arrival
 // order. [Executor.Interrupt] stops a session's running call from another
 // goroutine; cancelling the ctx given to Execute interrupts that call,
-// with the reason of a *[shared.InterruptError] cause
+// with the reason of a *[InterruptError] cause
 // (context.WithCancelCause). Tool handlers and approvers are called from
 // the goroutines running scripts, possibly concurrently (project-mode
 // scripts may call tools from several threads).

@@ -13,8 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/gittree"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // TestEmbedProgram is an embedder's first five minutes: testdata/embed, a
@@ -66,12 +67,12 @@ func TestEmbedProgram(t *testing.T) {
 	}
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 
-	var res shared.Result
+	var res engine.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
-	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "strict", res.Mode)
 	require.Equal(t, "1 Embedded result one for wasm sandboxes https://example.com/1\n2 Embedded result two for wasm sandboxes https://example.com/2\n", res.Output)
 	require.Equal(t, 1, res.ToolCallsMade)
-	require.Equal(t, []shared.ToolCall{{Tool: "web_search", DurationMS: res.ToolCalls[0].DurationMS, OK: true}}, res.ToolCalls)
+	require.Equal(t, []engine.ToolCall{{Tool: "web_search", DurationMS: res.ToolCalls[0].DurationMS, OK: true}}, res.ToolCalls)
 	require.Contains(t, stderr.String(), `msg="execute done"`, "the program's slog logger got the event")
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 // The examples keep their state in temp dirs they remove. The compilation
@@ -138,7 +137,7 @@ func ExampleApproverFunc() {
 	// success blocked=false output="hello from the gateway\n"
 }
 
-// Cancelling the context interrupts a running call; a *shared.InterruptError
+// Cancelling the context interrupts a running call; a *executor.InterruptError
 // cause gives the reason the agent sees.
 func ExampleExecutor_Execute_interrupt() {
 	home, _ := os.MkdirTemp("", "hermes-home-")
@@ -148,7 +147,7 @@ func ExampleExecutor_Execute_interrupt() {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := time.AfterFunc(300*time.Millisecond, func() {
-		cancel(&shared.InterruptError{Reason: "the user pressed stop"})
+		cancel(&executor.InterruptError{Reason: "the user pressed stop"})
 	})
 	defer stop.Stop()
 

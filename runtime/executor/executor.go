@@ -20,9 +20,9 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // CacheDirEnv overrides where the wasm compilation cache lives (default
@@ -157,7 +157,7 @@ type Executor struct {
 	environ   []string
 	getenv    func(string) string
 	log       eventLog
-	strict    *runtime.Strict
+	strict    *strict.Engine
 	transport string
 
 	mu          sync.Mutex
@@ -214,7 +214,7 @@ func New(opts Options) *Executor {
 		environ:   environ,
 		getenv:    getenv,
 		log:       eventLog{logger: opts.Logger, logf: opts.Logf, warnf: opts.Warnf},
-		strict:    runtime.NewStrict(runtime.Options{CacheDir: cacheDir, Progress: opts.Progress}),
+		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress}),
 		transport: opts.RPCTransport,
 		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).withCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,
@@ -260,12 +260,12 @@ func CacheDir(home string) string {
 // case-insensitive and trimmed; anything else is project, with ok false.
 func NormalizeMode(m string) (mode string, ok bool) {
 	switch strings.ToLower(strings.TrimSpace(m)) {
-	case shared.ModeStrict:
-		return shared.ModeStrict, true
-	case shared.ModeProject:
-		return shared.ModeProject, true
+	case config.ModeStrict:
+		return config.ModeStrict, true
+	case config.ModeProject:
+		return config.ModeProject, true
 	}
-	return shared.ModeProject, false
+	return config.ModeProject, false
 }
 
 // Warm prepares the strict interpreter (compiling it or loading it from
@@ -283,11 +283,11 @@ func (e *Executor) Warm(ctx context.Context) error {
 //
 // Cancelling ctx interrupts the call: it ends with status "interrupted"
 // and its output with `[execution interrupted — <reason>]`. The reason is
-// that of a *shared.InterruptError cause (context.WithCancelCause), or
+// that of a *InterruptError cause (context.WithCancelCause), or
 // "user sent a new message" for any other cancellation. A session call
 // that is interrupted kills its kernel. A deadline on ctx works the same
 // way; for a timeout reported as status "timeout", set Request.Timeout.
-func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, error) {
+func (e *Executor) Execute(ctx context.Context, req Request) (Result, error) {
 	start := time.Now()
 	ctx, done, ok := e.track(ctx)
 	if !ok {
@@ -295,12 +295,13 @@ func (e *Executor) Execute(ctx context.Context, req Request) (shared.Result, err
 		return failed(mode, ErrClosed), ErrClosed
 	}
 	res, err := e.execute(ctx, req)
+	err = asClosed(err)
 	done()
 	e.logDone(req, res, err, time.Since(start))
 	return res, err
 }
 
-func (e *Executor) execute(ctx context.Context, req Request) (shared.Result, error) {
+func (e *Executor) execute(ctx context.Context, req Request) (Result, error) {
 	if res, ok := e.checkCode(req); !ok { // args.go: Hermes's empty-code error
 		return res, nil
 	}
@@ -318,8 +319,8 @@ func (e *Executor) execute(ctx context.Context, req Request) (shared.Result, err
 	// Choose the engine, and load (or compile) a wasm interpreter, before
 	// the script's clock starts: the timeout limits the script, not a
 	// first compile.
-	var eng shared.Engine = e.strict
-	if c.mode == shared.ModeProject {
+	var eng engine.Engine = e.strict
+	if c.mode == config.ModeProject {
 		if c.python.Path != "" {
 			eng = &native.Engine{Python: c.python.Path, Transport: e.transport}
 		} else {
@@ -331,7 +332,7 @@ func (e *Executor) execute(ctx context.Context, req Request) (shared.Result, err
 			return failed(c.mode, err), err
 		}
 	}
-	res, err = shared.Execute(ctx, eng, e.request(c, req.Code))
+	res, err = engine.Execute(ctx, eng, e.request(c, req.Code))
 	return e.finish(c, res, err)
 }
 
@@ -359,7 +360,7 @@ func (e *Executor) track(ctx context.Context) (_ context.Context, done func(), o
 }
 
 // logDone logs a finished call and, at debug level, its tool calls.
-func (e *Executor) logDone(req Request, res shared.Result, err error, took time.Duration) {
+func (e *Executor) logDone(req Request, res Result, err error, took time.Duration) {
 	session := req.Session
 	if e.log.enabled(slog.LevelDebug) {
 		for _, tc := range res.ToolCalls {
@@ -386,7 +387,7 @@ type call struct {
 	mode     string
 	workdir  string
 	python   native.Choice // project mode's interpreter
-	envOpts  shared.EnvOptions
+	envOpts  engine.EnvOptions
 	envGen   int // the skill-env generation envOpts was built from
 	inject   []string
 	tools    *hostfuncs.Tools
@@ -396,19 +397,19 @@ type call struct {
 	kind     string
 	approver Approver
 	session  string
-	enabled  []string // the tool set: shared.ToolSet of Request.Tools
+	enabled  []string // the tool set: engine.ToolSet of Request.Tools
 	note     string   // a warning for the result (skipped or missing python)
 	handlers map[string]ToolHandler
 }
 
 // usesWasm reports whether the call runs in the embedded interpreter.
 func (c *call) usesWasm() bool {
-	return c.mode == shared.ModeStrict || c.python.Path == ""
+	return c.mode == config.ModeStrict || c.python.Path == ""
 }
 
 // prepare validates req and resolves everything a call needs. When it
 // returns a nil call, the result and error are the answer.
-func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Result, error) {
+func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, error) {
 	modeIn := req.Mode
 	if modeIn == "" {
 		modeIn = e.cfg.CodeExecution.Mode
@@ -442,7 +443,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 			}
 		}
 	}
-	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: shared.ToolSet(req.Tools)}
+	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 {
 		c.handlers = maps.Clone(e.tools)
@@ -459,20 +460,20 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	}
 	web := e.cfg.Web
 	c.envOpts, c.envGen = e.envOptionsFor(req)
-	if refused := e.newlyRefused(shared.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
+	if refused := e.newlyRefused(engine.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
 		e.log.event(slog.LevelWarn, "passthrough refused",
 			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v", refused),
 			"names", refused, "source", "terminal.env_passthrough")
 	}
 	c.inject = e.inject(c.mode == config.ModeStrict)
-	toolEnv, dropped := shared.ScrubEnv(e.environ, c.envOpts)
+	toolEnv, dropped := engine.ScrubEnv(e.environ, c.envOpts)
 	if len(dropped) > 0 {
-		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", shared.DroppedHermesLine(dropped),
+		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", engine.DroppedHermesLine(dropped),
 			"names", dropped, "count", len(dropped))
 	}
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
-		Env:     shared.MergeEnv(toolEnv, e.inject(false)),
+		Env:     engine.MergeEnv(toolEnv, e.inject(false)),
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
 			URL:                  web.Search.URL,
@@ -492,7 +493,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 	if err != nil {
 		return nil, failed(mode, err), err
 	}
-	if mode == shared.ModeProject {
+	if mode == config.ModeProject {
 		c.python = native.Resolve(ctx, e.getenv)
 		for _, s := range c.python.Skipped {
 			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
@@ -515,12 +516,12 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, shared.Resu
 		c.maxCalls = *req.MaxToolCalls
 	}
 	c.spillDir = filepath.Join(e.home, "cache", "exec")
-	return c, shared.Result{}, nil
+	return c, Result{}, nil
 }
 
 // request is the shared layer's request for c.
-func (e *Executor) request(c *call, code string) shared.Request {
-	return shared.Request{
+func (e *Executor) request(c *call, code string) engine.Request {
+	return engine.Request{
 		Code:          code,
 		Mode:          c.mode,
 		Workdir:       c.workdir,
@@ -541,7 +542,7 @@ func (e *Executor) request(c *call, code string) shared.Request {
 
 // toolFunc runs c's tool calls; in a cli session a terminal command that
 // the dangerous-command check flags needs approval first (SPEC §8).
-func (e *Executor) toolFunc(c *call) shared.ToolFunc {
+func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
 		if name == "terminal" && c.kind == KindCLI {
 			var a struct {
@@ -561,7 +562,7 @@ func (e *Executor) toolFunc(c *call) shared.ToolFunc {
 }
 
 // finish adds what the executor knows to a result.
-func (e *Executor) finish(c *call, res shared.Result, err error) (shared.Result, error) {
+func (e *Executor) finish(c *call, res Result, err error) (Result, error) {
 	if res.StdoutSpillPath != "" {
 		pruneSpills(c.spillDir, SpillRetention, time.Now())
 	}
@@ -572,14 +573,14 @@ func (e *Executor) finish(c *call, res shared.Result, err error) (shared.Result,
 }
 
 // blockedResult is the result of a script that was not approved.
-func blockedResult(mode, msg string) shared.Result {
-	return shared.Result{
-		Status:    shared.StatusError,
+func blockedResult(mode, msg string) Result {
+	return Result{
+		Status:    config.StatusError,
 		Output:    msg,
 		Error:     msg,
 		Mode:      mode,
 		Blocked:   true,
-		ToolCalls: []shared.ToolCall{},
+		ToolCalls: []ToolCall{},
 	}
 }
 
@@ -613,13 +614,13 @@ func pruneSpills(dir string, keep time.Duration, now time.Time) {
 }
 
 // failed is the result of a run that could not start.
-func failed(mode string, err error) shared.Result {
-	return shared.Result{
-		Status:    shared.StatusError,
+func failed(mode string, err error) Result {
+	return Result{
+		Status:    config.StatusError,
 		Output:    err.Error(),
 		Error:     err.Error(),
 		Mode:      mode,
-		ToolCalls: []shared.ToolCall{},
+		ToolCalls: []ToolCall{},
 	}
 }
 
@@ -638,7 +639,7 @@ func (e *Executor) Close(ctx context.Context) error {
 		cancels := slices.Collect(maps.Values(e.calls))
 		e.mu.Unlock()
 		for _, cancel := range cancels {
-			cancel(&shared.InterruptError{Reason: shutdownReason})
+			cancel(&InterruptError{Reason: shutdownReason})
 		}
 		e.kernels.closeAll()
 		waited := make(chan struct{})
@@ -664,7 +665,7 @@ const shutdownReason = "the executor is shutting down"
 // required_environment_variables: they pass through the env layer (to
 // scripts and terminal commands, in both modes) exactly like the names in
 // terminal.env_passthrough. Names of provider credentials the host manages
-// ([shared.ManagedCredentials] and web.search.api_key_env) and invalid
+// ([engine.ManagedCredentials] and web.search.api_key_env) and invalid
 // names (empty, or containing "=" or NUL) are not added: they are returned
 // in refused and logged as a warning event.
 //
@@ -718,14 +719,14 @@ func (e *Executor) newlyRefused(refused []string) []string {
 
 // envOptions is the env layer's configuration for a call starting now,
 // and the skill-env generation it reflects.
-func (e *Executor) envOptions() (shared.EnvOptions, int) {
+func (e *Executor) envOptions() (engine.EnvOptions, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.envOptionsLocked(), e.skillGen
 }
 
-func (e *Executor) envOptionsLocked() shared.EnvOptions {
-	o := shared.EnvOptions{
+func (e *Executor) envOptionsLocked() engine.EnvOptions {
+	o := engine.EnvOptions{
 		Passthrough: slices.Concat(e.cfg.Terminal.EnvPassthrough, e.skillEnv),
 		Windows:     goruntime.GOOS == "windows",
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
 )
 
 func ExampleExecutor_Execute() {
@@ -143,7 +143,7 @@ func TestToolSet(t *testing.T) {
 }
 
 // kernelOf returns res's kernel object, failing when there is none.
-func kernelOf(t *testing.T, res shared.Result) *shared.KernelInfo {
+func kernelOf(t *testing.T, res engine.Result) *engine.KernelInfo {
 	t.Helper()
 	require.NotNil(t, res.Kernel, res.Output)
 	return res.Kernel
@@ -159,7 +159,7 @@ func TestToolSetKernelKey(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range modes {
 		wd := t.TempDir()
-		call := func(tools []string, code string) shared.Result {
+		call := func(tools []string, code string) engine.Result {
 			t.Helper()
 			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: "key-" + mode, Tools: tools, Code: code})
 			require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestResultTexts(t *testing.T) {
 			cctx, cancel := context.WithCancelCause(ctx)
 			go func() {
 				<-called // the script printed and flushed before it called
-				cancel(&shared.InterruptError{Reason: "the user pressed stop"})
+				cancel(&engine.InterruptError{Reason: "the user pressed stop"})
 			}()
 			res, err := ex.Execute(cctx, executor.Request{Mode: mode, Workdir: t.TempDir(),
 				Code: "import time\nfrom hermes_tools import web_search\nprint('sleeping', flush=True)\nweb_search('go')\ntime.sleep(60)\n"})

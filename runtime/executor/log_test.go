@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 func TestLogEvents(t *testing.T) {
@@ -178,7 +178,7 @@ func TestCloseEndsRunningCalls(t *testing.T) {
 
 	type outcome struct {
 		name string
-		res  shared.Result
+		res  engine.Result
 	}
 	results := make(chan outcome, 4)
 	calls := map[string]Request{
@@ -211,7 +211,7 @@ time.sleep(60)`, wd, filepath.Join(wd, strings.ReplaceAll(name, " ", "-")+".pid"
 	require.Len(t, results, len(calls), "Close returned after every call had")
 	for range len(calls) {
 		o := <-results
-		require.Equal(t, shared.StatusInterrupted, o.res.Status, o.name+": "+o.res.Output)
+		require.Equal(t, config.StatusInterrupted, o.res.Status, o.name+": "+o.res.Output)
 		require.Contains(t, o.res.Output, "[execution interrupted — the executor is shutting down]", o.name)
 	}
 	for _, name := range []string{"project-one-shot", "project-session"} {
@@ -222,7 +222,7 @@ time.sleep(60)`, wd, filepath.Join(wd, strings.ReplaceAll(name, " ", "-")+".pid"
 
 	res, err := ex.Execute(context.Background(), Request{Code: "print(1)", Mode: "strict", Workdir: wd})
 	require.ErrorIs(t, err, ErrClosed)
-	require.Equal(t, shared.StatusError, res.Status)
+	require.Equal(t, config.StatusError, res.Status)
 	require.NoError(t, ex.Close(context.Background()), "Close is idempotent")
 }
 

@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // TestManagedCredentialsRefusedBySkills: every host-managed credential (Hermes's list and
-// this executor's, see shared.ManagedCredentials) is refused when a skill registers it,
+// this executor's, see engine.ManagedCredentials) is refused when a skill registers it,
 // executor-wide or for a session, in any case.
 func TestManagedCredentialsRefusedBySkills(t *testing.T) {
 	rec := &logRecorder{}
 	ex := newSkillExecutor(t, rec, nil)
-	names := append([]string{}, shared.ManagedCredentials...)
-	for _, n := range shared.ManagedCredentials {
+	names := append([]string{}, engine.ManagedCredentials...)
+	for _, n := range engine.ManagedCredentials {
 		names = append(names, strings.ToLower(n))
 	}
 	names = append(names, "AUXILIARY_VISION_API_KEY", "GATEWAY_RELAY_EU_TOKEN")
@@ -57,7 +57,7 @@ names = ` + string(names) + `
 seen = [n for n in names if n in os.environ]
 out = terminal("env")["output"]
 print(json.dumps({"script": seen, "terminal": [n for n in names if n + "=" in out]}))`
-	res := run(t, ex, Request{Code: code, Mode: shared.ModeStrict})
+	res := run(t, ex, Request{Code: code, Mode: config.ModeStrict})
 	require.JSONEq(t, `{"script": ["TENOR_API_KEY"], "terminal": ["TENOR_API_KEY"]}`, res.Output)
 	warnings := rec.find("passthrough refused")
 	require.NotEmpty(t, warnings)

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // Session kernels (SPEC §7). A kernel is a live interpreter whose globals
@@ -30,7 +31,7 @@ type kernelKey struct {
 type kernelEntry struct {
 	key      kernelKey
 	parent   string // the parent session of a subagent's kernel; "" for top level
-	k        shared.Kernel
+	k        engine.Kernel
 	count    int
 	lastUsed time.Time
 	running  bool
@@ -48,7 +49,7 @@ type kernels struct {
 	// background is the reaper and the closing of replaced pools: Close
 	// waits for them, so nothing touches an interpreter after it.
 	background sync.WaitGroup
-	pool       *runtime.KernelPool
+	pool       *strict.KernelPool
 	poolGen    int // the skill-env generation of the pool's kernels
 	poolSize   int // code_execution.warm_pool once StartWarmPool ran; 0 before
 }
@@ -70,7 +71,7 @@ const (
 )
 
 // sessionCall runs req in its session's kernel.
-func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (shared.Result, error) {
+func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Result, error) {
 	ks := e.kernels
 	q, err := ks.queue(req.Session)
 	if err != nil {
@@ -82,10 +83,10 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 	defer q.unlock()
 
 	interp := "wasm"
-	if c.mode == shared.ModeProject && c.python.Path != "" {
+	if c.mode == config.ModeProject && c.python.Path != "" {
 		interp = c.python.Path
 	}
-	// c.enabled is canonical (shared.ToolSet): equal sets give equal keys.
+	// c.enabled is canonical (engine.ToolSet): equal sets give equal keys.
 	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ",")}
 
 	stateReset := false
@@ -119,20 +120,20 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ks.setRunning(req.Session, en, cancel)
-	res, err := shared.Execute(runCtx, en.k, e.request(c, req.Code))
+	res, err := engine.Execute(runCtx, en.k, e.request(c, req.Code))
 	ks.setIdle(req.Session, en)
 
-	info := &shared.KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote}
+	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote}
 	if !en.k.Alive() {
 		ks.remove(en)
 		en.k.Close()
 		info.Ended = true
 		switch {
-		case res.Status == shared.StatusTimeout || res.Status == shared.StatusInterrupted:
-			// The error says so too (shared.KernelTimeoutMessage,
-			// shared.KernelInterruptedMessage).
+		case res.Status == config.StatusTimeout || res.Status == config.StatusInterrupted:
+			// The error says so too (engine.KernelTimeoutMessage,
+			// engine.KernelInterruptedMessage).
 			info.Note = noteKilled
-		case res.Status == shared.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
+		case res.Status == config.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
 			info.Note = noteExited
 		default:
 			info.Note = noteDied
@@ -144,21 +145,21 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (share
 
 // interruptedBeforeStart answers a call whose context ended while it
 // waited for its session's earlier calls.
-func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (shared.Result, error) {
-	reason := shared.DefaultInterruptReason
-	var ie *shared.InterruptError
+func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (Result, error) {
+	reason := engine.DefaultInterruptReason
+	var ie *InterruptError
 	if errors.As(context.Cause(ctx), &ie) && ie.Reason != "" {
 		reason = ie.Reason
 	}
 	msg := "Execution interrupted before it started: " + reason
 	exit := -1
-	return shared.Result{
-		Status:    shared.StatusInterrupted,
-		Output:    shared.InterruptMarker(reason),
+	return Result{
+		Status:    config.StatusInterrupted,
+		Output:    engine.InterruptMarker(reason),
 		Error:     msg,
 		ExitCode:  &exit,
 		Mode:      c.mode,
-		ToolCalls: []shared.ToolCall{},
+		ToolCalls: []ToolCall{},
 	}, nil
 }
 
@@ -202,12 +203,9 @@ func joinAnd(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
-// ErrClosed is returned for calls made after Close.
-var ErrClosed = errors.New("the executor is closed")
-
 // startKernel starts a kernel for c, before the call's clock starts (a
 // first compile or an interpreter start is not the script's time).
-func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, error) {
+func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, error) {
 	spec := e.kernelSpec(c)
 	if !c.usesWasm() {
 		eng := &native.Engine{Python: c.python.Path, Transport: e.transport}
@@ -216,7 +214,7 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
 		return nil, err
 	}
-	if c.mode == shared.ModeProject {
+	if c.mode == config.ModeProject {
 		return e.strict.StartKernel(ctx, spec, true)
 	}
 	e.kernels.mu.Lock()
@@ -226,14 +224,14 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 		// or the call passes skill variables of its session (envGen -1).
 		pool = nil
 	}
-	if shared.ToolsInject(c.enabled) != "" {
+	if engine.ToolsInject(c.enabled) != "" {
 		// The pool's kernels have all seven tools' functions.
 		pool = nil
 	}
 	e.kernels.mu.Unlock()
 	if pool != nil {
 		k, _, err := pool.Get(ctx)
-		if !errors.Is(err, runtime.ErrPoolClosed) {
+		if !errors.Is(err, strict.ErrPoolClosed) {
 			return k, err
 		}
 		// Replaced (RegisterSkillEnv) or closed (Close) meanwhile: start
@@ -245,17 +243,17 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (shared.Kernel, err
 // kernelSpec is the frozen environment of a kernel started for c: the
 // scrubbed env plus the injected variables, as of now (SPEC §4: a kernel's
 // environment is frozen when it starts).
-func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
+func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
 	inject := c.inject
-	if tools := shared.ToolsInject(c.enabled); tools != "" {
+	if tools := engine.ToolsInject(c.enabled); tools != "" {
 		inject = append(slices.Clone(inject), tools)
 	}
 	return e.spec(c.envOpts, inject, c.workdir)
 }
 
-func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
-	env, _ := shared.ChildEnv(e.environ, opts, inject)
-	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
+func (e *Executor) spec(opts engine.EnvOptions, inject []string, workdir string) engine.KernelSpec {
+	env, _ := engine.ChildEnv(e.environ, opts, inject)
+	return engine.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }
 
@@ -318,7 +316,7 @@ func (e *Executor) Interrupt(session, reason string) bool {
 	if cancel == nil {
 		return false
 	}
-	cancel(&shared.InterruptError{Reason: reason})
+	cancel(&InterruptError{Reason: reason})
 	return true
 }
 
@@ -508,7 +506,7 @@ func (ks *kernels) closeAll() {
 	ks.closed = true
 	close(ks.stopReap)
 	for _, cancel := range ks.running {
-		cancel(&shared.InterruptError{Reason: "the executor is shutting down"})
+		cancel(&InterruptError{Reason: "the executor is shutting down"})
 	}
 	entries := ks.entries
 	ks.entries = map[kernelKey]*kernelEntry{}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // record is one captured log event.
@@ -107,19 +107,19 @@ func newSkillExecutor(t *testing.T, rec *logRecorder, mutate func(*config.Config
 	return ex
 }
 
-func run(t *testing.T, ex *Executor, req Request) shared.Result {
+func run(t *testing.T, ex *Executor, req Request) engine.Result {
 	t.Helper()
 	if req.Workdir == "" {
 		req.Workdir = t.TempDir()
 	}
 	res, err := ex.Execute(context.Background(), req)
 	require.NoError(t, err)
-	require.Equal(t, shared.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	return res
 }
 
 func TestRegisterSkillEnv(t *testing.T) {
-	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rec := &logRecorder{}
@@ -145,13 +145,13 @@ func TestRegisterSkillEnv(t *testing.T) {
 }
 
 func TestSkillEnvFrozenKernel(t *testing.T) {
-	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ex := newSkillExecutor(t, &logRecorder{}, nil)
 			wd := t.TempDir()
 			script := `import os; print(os.environ.get("SKILL_TOKEN"))`
-			call := func(session string, reset bool) shared.Result {
+			call := func(session string, reset bool) engine.Result {
 				return run(t, ex, Request{Code: script, Mode: mode, Workdir: wd, Session: session, Reset: reset})
 			}
 			require.Equal(t, "None\n", call("before", false).Output)
@@ -188,7 +188,7 @@ func TestSkillEnvWarmPool(t *testing.T) {
 	require.NotSame(t, old, ex.kernels.pool)
 	require.Equal(t, ex.skillGen, ex.kernels.poolGen)
 	ex.kernels.mu.Unlock()
-	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: shared.ModeStrict, Session: "s"})
+	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: config.ModeStrict, Session: "s"})
 	require.Equal(t, "tok-1\n", res.Output)
 }
 
@@ -204,7 +204,7 @@ func TestSkillEnvOption(t *testing.T) {
 	require.Equal(t, []string{"SKILL_TOKEN"}, ex.skillEnv)
 	require.Equal(t, []string{"ANTHROPIC_API_KEY"}, rec.find("skill environment variable refused")[0].attrs["names"])
 	opts, _ := ex.envOptions()
-	env, _ := shared.ScrubEnv([]string{"SKILL_TOKEN=tok-1", "ANTHROPIC_API_KEY=x"}, opts)
+	env, _ := engine.ScrubEnv([]string{"SKILL_TOKEN=tok-1", "ANTHROPIC_API_KEY=x"}, opts)
 	require.Equal(t, []string{"SKILL_TOKEN=tok-1"}, env)
 }
 
@@ -288,7 +288,7 @@ func TestParseSkillFile(t *testing.T) {
 // subagents') only; a one-shot call's Request.SkillEnv only that call;
 // CloseSession forgets them.
 func TestRegisterSessionSkillEnv(t *testing.T) {
-	for _, mode := range []string{shared.ModeStrict, shared.ModeProject} {
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rec := &logRecorder{}
@@ -359,7 +359,7 @@ func TestSessionSkillEnvSkipsWarmPool(t *testing.T) {
 	}, 60*time.Second, 20*time.Millisecond)
 	_, err := ex.RegisterSessionSkillEnv("s", "SKILL_TOKEN")
 	require.NoError(t, err)
-	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: shared.ModeStrict, Session: "s"})
+	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: config.ModeStrict, Session: "s"})
 	require.Equal(t, "tok-1\n", res.Output)
 	ex.kernels.mu.Lock()
 	idle := ex.kernels.pool.Idle()

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/shared"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // Skills (SPEC §4 rule 1): a skill's SKILL.md declares in its YAML
@@ -167,7 +166,7 @@ func asList(v any) []any {
 // firstTruthy is Python's `a or b or ""`.
 func firstTruthy(vs ...any) any {
 	for _, v := range vs {
-		if shared.PyTruthy(v) {
+		if engine.PyTruthy(v) {
 			return v
 		}
 	}
@@ -204,7 +203,7 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
 		managed = []string{v}
 	}
-	credentials := shared.RefusedPassthrough(names, managed...)
+	credentials := engine.RefusedPassthrough(names, managed...)
 	var invalid []string
 	for _, n := range names {
 		switch {
@@ -236,9 +235,6 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 // envName is what Hermes accepts as a skill's variable name: a shell
 // identifier. Others ("A=B", names with a newline) are refused.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// ErrNoSession is the error of a session registration without a session.
-var ErrNoSession = errors.New("no session given: name the session the skill's variables are for")
 
 // RegisterSessionSkillEnv adds environment variables that a skill declares
 // (see [SkillEnvFromMarkdown], [ParseSkillFile]) for one session: they
@@ -330,7 +326,7 @@ func (e *Executor) registerRequestSkillEnv(req Request) {
 // one-shot call its own Request.SkillEnv. gen is the skill-env generation
 // it reflects, or -1 when the call passes names of its own, which no
 // warm-pool kernel has.
-func (e *Executor) envOptionsFor(req Request) (opts shared.EnvOptions, gen int) {
+func (e *Executor) envOptionsFor(req Request) (opts engine.EnvOptions, gen int) {
 	var own []string
 	if req.Session == "" && len(req.SkillEnv) > 0 {
 		own, _ = e.screenSkillNames("", req.SkillEnv)

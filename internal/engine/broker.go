@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+)
+
+// ToolNames is the whitelist: the only tools a script can call. It is
+// hostfuncs' list, so the whitelist and the implementations cannot drift.
+var ToolNames = hostfuncs.Names
+
+// ToolSet is the tool set of an execution given a list of enabled tool
+// names, as Hermes computes it (the session's enabled tools intersected
+// with the seven): names that are not one of the seven (vision_analyze,
+// delegate_task, browser_navigate, ...) are dropped silently, duplicates
+// once, and the result is in ToolNames order. nil means every tool: it
+// returns all seven. A list with none of the seven gives an empty, non-nil
+// set: no tool is enabled. (Hermes falls back to all seven there; a list
+// meant to restrict never widens here.)
+func ToolSet(names []string) []string {
+	if names == nil {
+		return slices.Clone(ToolNames)
+	}
+	out := []string{}
+	for _, t := range ToolNames {
+		if slices.Contains(names, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ToolsEnv is the variable that tells the generated hermes_tools module
+// which tools are enabled: their names, comma-separated. The executor sets
+// it only when the tool set is not all seven; absent means all seven. It
+// shapes only the module (a disabled tool has no function, so importing it
+// raises ImportError); the broker enforces the tool set whatever a script
+// does with it.
+const ToolsEnv = "HERMES_RPC_TOOLS"
+
+// ToolsInject is the ToolsEnv assignment for the tool set enabled (as
+// ToolSet returns it), or "" when it is all seven.
+func ToolsInject(enabled []string) string {
+	set := ToolSet(enabled)
+	if len(set) == len(ToolNames) {
+		return ""
+	}
+	return ToolsEnv + "=" + strings.Join(set, ",")
+}
+
+// ExitReport is what the generated runner tells the host when the script
+// ends: how it ended, and for an uncaught exception its type, message and
+// traceback.
+type ExitReport struct {
+	// Kind is "ok", "exit" (sys.exit) or "exception".
+	Kind      string `json:"kind"`
+	Code      int    `json:"code"`
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+}
+
+// Broker serves one execution's tool calls: it enforces the whitelist and
+// the budget, times and logs every call, and takes the runner's exit
+// report. It is safe for concurrent use (project mode serves calls from
+// several Python threads at once).
+type Broker struct {
+	tools   ToolFunc
+	enabled []string
+	max     int
+
+	mu     sync.Mutex
+	made   int
+	calls  []ToolCall
+	report *ExitReport
+}
+
+// NewBroker returns a broker that runs calls with tools, allows at most
+// max calls (the limit of the run) and only the enabled tools (nil: all;
+// see ToolSet).
+func NewBroker(tools ToolFunc, max int, enabled []string) *Broker {
+	if max < 0 {
+		max = 0
+	}
+	return &Broker{tools: tools, max: max, enabled: ToolSet(enabled)}
+}
+
+// Enabled returns the broker's tool set, in ToolNames order.
+func (b *Broker) Enabled() []string { return slices.Clone(b.enabled) }
+
+// wireRequest is one line the script sends: a tool call, or the runner's
+// exit report when Op is "exit".
+type wireRequest struct {
+	Token string          `json:"token"`
+	Op    string          `json:"op"`
+	Tool  string          `json:"tool"`
+	Args  json.RawMessage `json:"args"`
+	Exit  *ExitReport     `json:"exit"`
+}
+
+// Serve handles one request line from the script and returns the response
+// line (JSON, newline-terminated). A malformed request gets an error
+// response, never a panic or silence.
+func (b *Broker) Serve(ctx context.Context, line []byte) []byte {
+	return b.serve(ctx, line, nil)
+}
+
+// ServeToken is Serve for a channel other processes could reach: the
+// request must carry token (compared in constant time), or it gets an
+// error response and nothing runs.
+func (b *Broker) ServeToken(ctx context.Context, line []byte, token []byte) []byte {
+	return b.serve(ctx, line, token)
+}
+
+// ErrUnauthorized is the error of a request whose token does not match.
+const ErrUnauthorized = "Unauthorized: the request does not carry this execution's HERMES_RPC_TOKEN."
+
+func (b *Broker) serve(ctx context.Context, line []byte, token []byte) []byte {
+	req, errResp := decodeRequest(line, token)
+	if errResp != nil {
+		return errResp
+	}
+	return b.handle(ctx, req)
+}
+
+// decodeRequest decodes a request line and checks its token (when token is
+// non-nil, in constant time). On failure it returns the error response.
+func decodeRequest(line []byte, token []byte) (*wireRequest, []byte) {
+	var req wireRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
+	}
+	if token != nil && subtle.ConstantTimeCompare([]byte(req.Token), token) != 1 {
+		return nil, encodeResponse(map[string]any{"error": ErrUnauthorized})
+	}
+	return &req, nil
+}
+
+// handle answers a decoded, authorized request: the runner's exit report or
+// a tool call.
+func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
+	if req.Op == "exit" {
+		if req.Exit != nil {
+			b.mu.Lock()
+			r := *req.Exit
+			b.report = &r
+			b.mu.Unlock()
+		}
+		return encodeResponse(map[string]any{"ok": true})
+	}
+	return encodeResponse(b.Call(ctx, req.Tool, req.Args))
+}
+
+// Call runs one tool call through the whitelist and the budget.
+func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+	if !slices.Contains(b.enabled, tool) {
+		return map[string]any{"error": NotAvailableMessage(tool, b.enabled)}
+	}
+	b.mu.Lock()
+	if b.made >= b.max {
+		b.mu.Unlock()
+		return map[string]any{"error": fmt.Sprintf("Tool call limit reached (%d). No more tool calls allowed in this execution.", b.max)}
+	}
+	b.made++
+	b.mu.Unlock()
+
+	start := time.Now()
+	res := b.safeCall(ctx, tool, args)
+	entry := ToolCall{Tool: tool, DurationMS: float64(time.Since(start).Microseconds()) / 1000, OK: resultOK(res)}
+	b.mu.Lock()
+	b.calls = append(b.calls, entry)
+	b.mu.Unlock()
+	return res
+}
+
+// NotAvailableMessage is the error of a call to a tool outside the
+// execution's tool set (an unknown tool, or one of the seven that is not
+// enabled), Hermes's text: "Tool '<tool>' is not available in
+// execute_code. Available: <the enabled tools, sorted>".
+func NotAvailableMessage(tool string, enabled []string) string {
+	return fmt.Sprintf("Tool '%s' is not available in execute_code. Available: %s", tool, availableList(enabled))
+}
+
+// availableList is enabled sorted and comma-joined, or "none".
+func availableList(enabled []string) string {
+	if len(enabled) == 0 {
+		return "none"
+	}
+	sorted := slices.Clone(enabled)
+	slices.Sort(sorted)
+	return strings.Join(sorted, ", ")
+}
+
+// safeCall turns a handler panic into an error result so one broken tool
+// cannot take the host down.
+func (b *Broker) safeCall(ctx context.Context, tool string, args json.RawMessage) (res map[string]any) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = map[string]any{"error": fmt.Sprintf("Tool %s failed internally: %v", tool, r)}
+		}
+	}()
+	res = b.tools(ctx, tool, args)
+	if res == nil {
+		res = map[string]any{"error": fmt.Sprintf("Tool %s returned no result", tool)}
+	}
+	return res
+}
+
+// resultOK reports whether a tool result is a success: no non-null "error"
+// key and no "success": false.
+func resultOK(res map[string]any) bool {
+	if e, ok := res["error"]; ok && e != nil && e != "" {
+		return false
+	}
+	if s, ok := res["success"].(bool); ok && !s {
+		return false
+	}
+	return true
+}
+
+// Made returns how many calls ran and their log.
+func (b *Broker) Made() (int, []ToolCall) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.made, append([]ToolCall{}, b.calls...)
+}
+
+// Report returns the runner's exit report, or nil when the script ended
+// without one (killed, crashed, os._exit).
+func (b *Broker) Report() *ExitReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.report
+}
+
+func encodeResponse(v map[string]any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		out, _ = json.Marshal(map[string]any{"error": "Tool result could not be encoded: " + err.Error()})
+	}
+	return append(out, '\n')
+}

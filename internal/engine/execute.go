@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+)
+
+// DefaultTimeout is the run timeout when a request sets none.
+const DefaultTimeout = 300 * time.Second
+
+// DefaultInterruptReason is the reason given when an interrupt names none.
+const DefaultInterruptReason = "user sent a new message"
+
+// InterruptError is the cancellation cause that marks a run as
+// interrupted: cancel the run's context with it (context.WithCancelCause)
+// and the result says `[execution interrupted — <Reason>]`.
+type InterruptError struct {
+	// Reason is shown to the agent; empty means DefaultInterruptReason.
+	Reason string
+}
+
+// NoCodeMessage is Hermes's error for a call whose code is missing, empty or
+// only whitespace (executor.NoCodeMessage is the same text).
+const NoCodeMessage = "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead."
+
+func (e *InterruptError) Error() string { return "execution interrupted: " + e.reason() }
+
+func (e *InterruptError) reason() string {
+	if e == nil || e.Reason == "" {
+		return DefaultInterruptReason
+	}
+	return e.Reason
+}
+
+// BaseInject holds the variables every interpreter gets, in both modes
+// (SPEC §4); transports and TZ are added on top.
+var BaseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONUTF8=1"}
+
+// errTimedOut is the cause of a run context whose timeout fired.
+var errTimedOut = errors.New("script timed out")
+
+// The texts below are Hermes's (tools/code_execution_tool.py and
+// tools/code_kernel.py of NousResearch/hermes-agent), so that an agent
+// sees what it would see there.
+
+// TimeoutMessage is the exact error of a timed-out run:
+// "Script timed out after {N}s and was killed.". The output ends with it
+// too, after "⏰ " and a blank line (see Execute).
+func TimeoutMessage(timeout time.Duration) string {
+	return fmt.Sprintf("Script timed out after %ss and was killed.", seconds(timeout))
+}
+
+// KernelTimeoutMessage is the exact error of a call whose session kernel
+// was killed by the timeout: "Cell timed out after {N}s; the session
+// kernel was killed and its state was lost. The next execute_code call
+// starts a fresh kernel.".
+func KernelTimeoutMessage(timeout time.Duration) string {
+	return fmt.Sprintf("Cell timed out after %ss; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", seconds(timeout))
+}
+
+// KernelInterruptedMessage is the exact error of a call whose session
+// kernel was killed by an interrupt. (The reason is in the output's
+// InterruptMarker.)
+const KernelInterruptedMessage = "Interrupted; the session kernel was killed and its state was lost."
+
+// InterruptedMessage is the error of an interrupted one-shot run (Hermes
+// gives none there; the result says why all the same).
+func InterruptedMessage(reason string) string {
+	return "Execution interrupted: " + (&InterruptError{Reason: reason}).reason()
+}
+
+// InterruptMarker is the line an interrupted run's output ends with:
+// "[execution interrupted — {reason}]".
+func InterruptMarker(reason string) string {
+	return "[execution interrupted — " + (&InterruptError{Reason: reason}).reason() + "]"
+}
+
+// TruncatedWarning is the warning of a result whose stdout was truncated:
+// with the full output saved at spillPath, "execute_code stdout was
+// truncated (head/tail shown); the script did run. FULL output saved to
+// {path} — page it with read_file(path="{path}", offset=...) instead of
+// re-running."; without (spillPath ""), "execute_code stdout was
+// truncated; the script did run, but only the captured head/tail output is
+// included. Re-run only with narrower output if the omitted data is
+// required.".
+func TruncatedWarning(spillPath string) string {
+	if spillPath == "" {
+		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
+	}
+	return "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to " + spillPath +
+		` — page it with read_file(path="` + spillPath + `", offset=...) instead of re-running.`
+}
+
+// seconds renders d in seconds, without a fraction when it is whole.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// Execute runs req on eng with the shared limits: it scrubs the
+// environment, streams stdout and stderr through their caps, serves tool
+// calls through the broker, enforces the timeout, and builds the result.
+// The returned error is non-nil only when the script could not be started
+// at all (for instance a missing interpreter); the result then says so too.
+func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
+	start := time.Now()
+	logf := req.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	var env []string
+	kernel, isKernel := eng.(Kernel)
+	if !isKernel { // a kernel's env was frozen when it started
+		var dropped []string
+		inject := req.Inject
+		if tools := ToolsInject(req.Enabled); tools != "" {
+			inject = append(slices.Clone(inject), tools)
+		}
+		env, dropped = ChildEnv(req.Environ, req.Env, inject)
+		if line := DroppedHermesLine(dropped); line != "" {
+			logf("%s", line)
+		}
+	}
+
+	stdout := NewCapture(StdoutLimits(req.SpillDir))
+	stderr := NewCapture(StderrLimits)
+	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
+
+	res := Result{Mode: req.Mode, ToolCalls: []ToolCall{}}
+	if strings.TrimSpace(req.Code) == "" {
+		stdout.Discard()
+		stderr.Discard()
+		res.Status = config.StatusError
+		res.Error = NoCodeMessage
+		res.Output = res.Error
+		res.DurationSeconds = roundMillis(time.Since(start))
+		return res, nil
+	}
+
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+	outcome, runErr := eng.Run(runCtx, &Job{
+		Code:          req.Code,
+		Env:           env,
+		Workdir:       req.Workdir,
+		Stdout:        stdout,
+		Stderr:        stderr,
+		Broker:        broker,
+		MemoryLimitMB: req.MemoryLimitMB,
+		DiskLimitMB:   req.DiskLimitMB,
+	})
+
+	out := stdout.Finish()
+	errOut := stderr.Finish()
+	made, calls := broker.Made()
+	res.ToolCallsMade = made
+	res.ToolCalls = calls
+	res.StdoutTruncated = out.Truncated
+	res.StdoutBytesCaptured = out.Captured
+	res.StdoutBytesTotal = out.Total
+	res.StdoutBytesOmitted = out.Omitted
+	if out.Truncated {
+		res.StdoutSpillPath = out.SpillPath
+		res.Warning = TruncatedWarning(out.SpillPath)
+		if out.SpillErr != nil && req.SpillDir != "" {
+			logf("execute_code: the full stdout could not be saved in %s: %v", req.SpillDir, out.SpillErr)
+		}
+	}
+
+	// A kernel that is gone after a timeout or an interrupt was killed by
+	// it (one whose call never started is left as it was).
+	killed := isKernel && !kernel.Alive()
+	report := broker.Report()
+	switch {
+	case errors.Is(context.Cause(runCtx), errTimedOut) && ctx.Err() == nil:
+		res.Status = config.StatusTimeout
+		res.ExitCode = intPtr(-1)
+		res.Error = TimeoutMessage(timeout)
+		if killed {
+			res.Error = KernelTimeoutMessage(timeout)
+		}
+	case ctx.Err() != nil:
+		res.Status = config.StatusInterrupted
+		res.ExitCode = intPtr(-1)
+		res.Error = InterruptedMessage(interruptReason(ctx))
+		if killed {
+			res.Error = KernelInterruptedMessage
+		}
+	case runErr != nil:
+		res.Status = config.StatusError
+		res.Error = runErr.Error()
+	case report != nil && report.Kind == "exception":
+		res.Status = config.StatusError
+		res.Error = strings.TrimRight(report.Traceback, "\n")
+		res.Hint = Hint(req.Mode, report, broker.Enabled())
+		res.ExitCode = intPtr(outcome.ExitCode)
+	case outcome.Crash != "":
+		res.Status = config.StatusError
+		res.Error = outcome.Crash
+		res.ExitCode = intPtr(outcome.ExitCode)
+	default:
+		code := outcome.ExitCode
+		res.ExitCode = intPtr(code)
+		if code == 0 {
+			res.Status = config.StatusSuccess
+		} else {
+			res.Status = config.StatusError
+			res.Error = fmt.Sprintf("Script exited with code %d", code)
+		}
+	}
+
+	output := out.Output
+	if res.Status != config.StatusSuccess && errOut.Total > 0 {
+		output += "\n--- stderr ---\n" + errOut.Output
+	}
+	switch res.Status {
+	case config.StatusError:
+		if output == "" {
+			output = res.Error
+		}
+	case config.StatusTimeout:
+		// As Hermes: the message goes in the output too (an empty result
+		// reads as "nothing happened"), after a blank line.
+		output = joinNonEmpty(output, "\n\n", "⏰ "+res.Error)
+	case config.StatusInterrupted:
+		output = joinNonEmpty(output, "\n", InterruptMarker(interruptReason(ctx)))
+	}
+	res.Output = output
+	res.DurationSeconds = roundMillis(time.Since(start))
+	return res, runErr
+}
+
+// joinNonEmpty is output+sep+line, or line alone when output is empty.
+func joinNonEmpty(output, sep, line string) string {
+	if output == "" {
+		return line
+	}
+	return output + sep + line
+}
+
+// interruptReason is the reason of ctx's interrupt: that of an
+// *InterruptError cause, else DefaultInterruptReason.
+func interruptReason(ctx context.Context) string {
+	var interrupt *InterruptError
+	errors.As(context.Cause(ctx), &interrupt)
+	return interrupt.reason()
+}
+
+// ChildEnv is an interpreter's environment in either mode: environ
+// scrubbed with opts (SPEC §4), then BaseInject and inject set. dropped is
+// ScrubEnv's list of dropped HERMES_* names.
+func ChildEnv(environ []string, opts EnvOptions, inject []string) (env, dropped []string) {
+	env, dropped = ScrubEnv(environ, opts)
+	return MergeEnv(env, append(slices.Clone(BaseInject), inject...)), dropped
+}
+
+// MergeEnv returns env with each KEY=VALUE of inject set, replacing an
+// earlier value of the same name.
+func MergeEnv(env, inject []string) []string {
+	out := make([]string, 0, len(env)+len(inject))
+	names := make(map[string]bool, len(inject))
+	for _, kv := range inject {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !names[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, inject...)
+}
+
+func intPtr(n int) *int { return &n }
+
+func roundMillis(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

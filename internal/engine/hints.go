@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+)
+
+var (
+	// reBadImport matches Python's error for a name the module does not
+	// define: `from hermes_tools import x` (ImportError) and
+	// `hermes_tools.x` (AttributeError).
+	reBadImport     = regexp.MustCompile(`cannot import name '([^']+)' from 'hermes_tools'|module 'hermes_tools' has no attribute '([^']+)'`)
+	reMissingModule = regexp.MustCompile(`No module named '([^']+)'`)
+)
+
+// helperNames are the helpers hermes_tools always defines.
+var helperNames = []string{"json_parse", "shell_quote", "retry"}
+
+// BadImportHint is the hint for a name that hermes_tools does not define
+// (a tool outside the execution's tool set, or no tool at all), Hermes's
+// texts: for a helper, that the module found is not the generated one;
+// otherwise which tools can be imported here.
+func BadImportHint(name string, enabled []string) string {
+	if slices.Contains(helperNames, name) {
+		return "Import helpers with `from hermes_tools import " + name + "`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true."
+	}
+	return "'" + name + "' is not available inside the execute_code sandbox. Importable tools here: " + availableList(ToolSet(enabled)) + ". For anything else, use the normal tool call instead of execute_code."
+}
+
+// dictAsString matches error messages of code that treats a tool result (a
+// dict) as a string.
+var dictAsString = []string{
+	"'dict' object has no attribute",
+	"not dict",
+	"(not \"dict\")",
+	"'dict' and 'str'",
+	"'str' and 'dict'",
+	"got 'dict'",
+	"'dict' object is not callable",
+}
+
+// Hint returns a one-line hint for an uncaught exception that is a common
+// agent mistake, or "". enabled is the execution's tool set (nil: all).
+func Hint(mode string, rep *ExitReport, enabled []string) string {
+	if rep == nil || rep.Kind != "exception" {
+		return ""
+	}
+	msg := rep.Message
+	switch {
+	case (rep.Type == "ImportError" || rep.Type == "AttributeError") && reBadImport.MatchString(msg):
+		m := reBadImport.FindStringSubmatch(msg)
+		return BadImportHint(m[1]+m[2], enabled)
+	case rep.Type == "ModuleNotFoundError" && reMissingModule.MatchString(msg):
+		name := reMissingModule.FindStringSubmatch(msg)[1]
+		if mode == config.ModeStrict {
+			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
+		}
+		return "Module " + name + " is not installed in the interpreter running this script; install it in the project's environment or avoid it."
+	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == config.ModeStrict:
+		return "Strict mode's WASI interpreter has no threads: call tools one after another (each call is fast), or use project mode for threads."
+	case mode == config.ModeStrict && strings.Contains(msg, "No space left on device"):
+		// The strict engine's disk budget: the jail fails writes, and new
+		// files and directories, past it with ENOSPC (errno 51 in WASI, 28 on
+		// Linux; the text is the same).
+		return "The script used up its disk space: strict mode caps what a script stores in its dir (file data, plus 4 KiB per file or directory) at code_execution.disk_limit_mb (default 1024 MiB, kept across a session's calls). Delete files or directories it no longer needs, write less, or raise the limit."
+	case rep.Type == "EOFError":
+		return "Scripts run without input: stdin is empty, so input() and sys.stdin.read() get nothing. Put the data in the script or read it from a file."
+	case rep.Type == "TypeError" || rep.Type == "AttributeError":
+		for _, s := range dictAsString {
+			if strings.Contains(msg, s) {
+				return "Tool functions return dicts, not strings: use result[\"content\"] (read_file), result[\"output\"] (terminal), result[\"matches\"] (search_files)."
+			}
+		}
+	}
+	return ""
+}

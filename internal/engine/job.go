@@ -1,0 +1,141 @@
+// Package shared is the layer both execution modes are built on: the request
+// and result types, environment scrubbing, the streaming stdout/stderr
+// limits, the tool-call broker with its budget, the generated hermes_tools
+// module, and the code that turns an engine's outcome into a result. Nothing
+// security-relevant is written twice: strict mode (runtime) and project mode
+// (native) both call [Execute].
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Request is one execution as the executor hands it to [Execute].
+type Request struct {
+	// Code is the Python source of the script.
+	Code string
+	// Mode is config.ModeStrict or config.ModeProject; it is echoed in the result.
+	Mode string
+	// Workdir is the absolute session working directory the tools act on.
+	Workdir string
+	// Timeout is the wall-clock limit of the whole run. Zero means 300 s.
+	Timeout time.Duration
+	// MaxToolCalls is the tool-call budget of the run; negative means 0.
+	MaxToolCalls int
+	// Environ is the parent environment (KEY=VALUE) before scrubbing.
+	Environ []string
+	// Env configures scrubbing (passthrough names, Windows rules).
+	Env EnvOptions
+	// Inject holds variables added after scrubbing (TZ and the like).
+	Inject []string
+	// SpillDir is where a truncated stdout is saved in full.
+	SpillDir string
+	// MemoryLimitMB caps the guest's memory in strict mode.
+	MemoryLimitMB int
+	// DiskLimitMB caps what a strict-mode guest stores in its dir; zero or
+	// less means no cap.
+	DiskLimitMB int
+	// Tools runs one tool call; the broker wraps it with the budget,
+	// whitelist and log.
+	Tools ToolFunc
+	// Enabled is the enabled tools, intersected with the seven (see
+	// ToolSet); nil means all. A one-shot run's interpreter gets ToolsEnv
+	// from it (a kernel gets it from its KernelSpec.Env).
+	Enabled []string
+	// Logf receives debug log lines (nil discards them).
+	Logf func(format string, args ...any)
+}
+
+// ToolFunc runs one tool with its JSON arguments and returns the tool's
+// result object.
+type ToolFunc func(ctx context.Context, tool string, args json.RawMessage) map[string]any
+
+// Job is what an [Engine] runs: everything is prepared by the shared layer,
+// so an engine only decides where the interpreter runs.
+type Job struct {
+	// Code is the script source.
+	Code string
+	// Env is the final environment of the interpreter: scrubbed, plus the
+	// injected variables. Engines add their transport variables.
+	Env []string
+	// Workdir is the session working dir.
+	Workdir string
+	// Stdout and Stderr receive the interpreter's output through the
+	// streaming limits. Engines must not buffer it elsewhere.
+	Stdout, Stderr io.Writer
+	// Broker serves the script's tool calls and receives its exit report.
+	Broker *Broker
+	// MemoryLimitMB caps the interpreter's memory where the engine can.
+	MemoryLimitMB int
+	// DiskLimitMB caps the bytes the interpreter stores in its private dir
+	// where the engine can (strict mode); zero or less means no cap.
+	DiskLimitMB int
+}
+
+// Outcome is what an engine reports after the interpreter ended.
+type Outcome struct {
+	// ExitCode is the interpreter's exit status.
+	ExitCode int
+	// Crash describes an abnormal end that is not an exit status, such as a
+	// wasm trap; empty otherwise.
+	Crash string
+}
+
+// Engine runs jobs in one mode. Run blocks until the interpreter has ended
+// and every resource it used is released; ctx carries the timeout and
+// interrupts, and an engine must stop the interpreter promptly when ctx is
+// done.
+type Engine interface {
+	Run(ctx context.Context, job *Job) (Outcome, error)
+}
+
+// ToolCall is one entry of a result's tool_calls log.
+type ToolCall struct {
+	Tool       string  `json:"tool"`
+	DurationMS float64 `json:"duration_ms"`
+	OK         bool    `json:"ok"`
+}
+
+// Result is the JSON object every execution returns (SPEC §6).
+type Result struct {
+	Status              string     `json:"status"`
+	Output              string     `json:"output"`
+	ToolCallsMade       int        `json:"tool_calls_made"`
+	DurationSeconds     float64    `json:"duration_seconds"`
+	ExitCode            *int       `json:"exit_code"`
+	Mode                string     `json:"mode"`
+	StdoutTruncated     bool       `json:"stdout_truncated"`
+	StdoutBytesCaptured int64      `json:"stdout_bytes_captured"`
+	StdoutBytesTotal    int64      `json:"stdout_bytes_total"`
+	StdoutBytesOmitted  int64      `json:"stdout_bytes_omitted"`
+	Error               string     `json:"error,omitempty"`
+	Hint                string     `json:"hint,omitempty"`
+	Warning             string     `json:"warning,omitempty"`
+	StdoutSpillPath     string     `json:"stdout_spill_path,omitempty"`
+	ToolCalls           []ToolCall `json:"tool_calls"`
+	// Blocked is true when the script was not approved and never ran.
+	Blocked bool `json:"blocked,omitempty"`
+	// Kernel describes the session kernel the call ran in; nil for a
+	// one-shot run.
+	Kernel *KernelInfo `json:"kernel,omitempty"`
+}
+
+// KernelInfo is a result's kernel object (SPEC §6, §7).
+type KernelInfo struct {
+	// Reused is true when the call ran in a kernel that already existed.
+	Reused bool `json:"reused"`
+	// ExecutionCount is how many calls the kernel has run, this one
+	// included.
+	ExecutionCount int `json:"execution_count"`
+	// StateReset is true when the call asked for reset and got a fresh
+	// kernel.
+	StateReset bool `json:"state_reset"`
+	// Ended is true when the kernel is gone after this call (sys.exit,
+	// timeout, interrupt, crash): the next call starts a fresh one.
+	Ended bool `json:"ended"`
+	// Note explains what happened to the kernel's state, when it matters.
+	Note string `json:"note,omitempty"`
+}

@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// KernelName is the file name of the kernel loop module staged beside the
+// generated hermes_tools module.
+const KernelName = "_hermes_kernel.py"
+
+// KernelEntry is the -c program that starts a kernel (strict mode):
+// `python -c KernelEntry`. Project mode runs `python -u DIR/_hermes_kernel.py`.
+const KernelEntry = "import _hermes_kernel; _hermes_kernel.main()"
+
+// Kernel is a live interpreter that runs cells in one persistent
+// namespace (SPEC §7). It implements [Engine] so that [Execute] applies the
+// same limits and builds the same result as for a one-shot run: Run runs
+// job.Code as the next cell, routes its output to job.Stdout and
+// job.Stderr and its tool calls to job.Broker. job.Env and job.Workdir
+// are ignored: they were frozen when the kernel started. When ctx ends
+// before the cell does, the kernel is killed (its state is lost) and Run
+// returns once it is gone. A cell that calls sys.exit ends the kernel.
+type Kernel interface {
+	Engine
+	// Alive reports whether the kernel can run another cell.
+	Alive() bool
+	// Close kills the kernel and releases everything it holds. It is
+	// idempotent and safe to call while a cell runs (the cell then ends as
+	// if interrupted).
+	Close() error
+}
+
+// KernelSpec is what a kernel is started with; it stays fixed for the
+// kernel's life.
+type KernelSpec struct {
+	// Env is the interpreter's final environment: scrubbed, plus the
+	// injected variables (engines add their transport variables).
+	Env []string
+	// Workdir is the session working dir (project mode's cwd).
+	Workdir string
+	// MemoryLimitMB caps a strict kernel's memory.
+	MemoryLimitMB int
+	// DiskLimitMB caps what a strict kernel stores in its private dir, over
+	// all its cells; zero or less means no cap.
+	DiskLimitMB int
+}
+
+// KernelSource is the kernel loop, in both modes. It asks the host for a
+// cell ({"op": "next"}, which also says the previous cell is done), runs
+// it in the kernel's __main__ namespace, reports an uncaught exception the
+// way the runner does, and asks for the next one. The host answers
+// {"op": "cell", "n", "code", "nonce"} or {"op": "close"}. A cell that
+// raises SystemExit ends the process with its exit code. In project mode
+// the cell's end is also marked in the output streams: after flushing, the
+// loop writes the cell's nonce (a random string the host looks for) to
+// file descriptors 1 and 2, so the host knows when the cell's output,
+// including what its subprocesses wrote, has all arrived.
+const KernelSource = `import sys
+
+from _hermes_runner import _exception_report, _exit_code, _flush, _fresh_main
+
+_sources = {}
+
+
+def _register_sources(linecache):
+    # Every cell's lines, so that tracebacks through functions defined in
+    # earlier cells, and inspect, show them.
+    for name, source in _sources.items():
+        if name not in linecache.cache:
+            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+
+
+def _run_cell(namespace, n, source):
+    """Runs one cell; returns (exception report or None, exit code or None)."""
+    name = "<cell %d>" % n
+    _sources[name] = source
+    if "linecache" in sys.modules:
+        # Already loaded (importing it costs, in the WASI build).
+        _register_sources(sys.modules["linecache"])
+    try:
+        code = compile(source, name, "exec", dont_inherit=True)
+        exec(code, namespace)
+    except SystemExit as e:
+        return None, _exit_code(e)
+    except BaseException as e:
+        import linecache
+        _register_sources(linecache)
+        return _exception_report(e, name), None
+    return None, None
+
+
+def main():
+    import os
+    import _hermes_runner
+    _hermes_runner._install_quit()
+    import hermes_tools
+
+    _hermes_runner._session_dir_first(__name__ == "__main__")
+    namespace = _fresh_main().__dict__
+    # The first compile() builds CPython's AST types (~30 ms in the WASI
+    # build): pay it at start, so a pooled kernel's first cell is fast.
+    compile("", "<cell 0>", "exec", dont_inherit=True)
+    request, report_exit = hermes_tools._request, hermes_tools._report_exit
+    pid = os.getpid()
+    done = None
+    while True:
+        cell = request({"op": "next", "done": done})
+        if cell.get("op") != "cell":
+            break
+        n = cell["n"]
+        report, exit_code = _run_cell(namespace, n, cell["code"])
+        _flush()
+        if os.getpid() != pid:
+            # A process the cell forked ran to the cell's end: it must not
+            # take over the loop.
+            os._exit(exit_code if exit_code is not None else (1 if report else 0))
+        nonce = cell.get("nonce")
+        if nonce:
+            mark = nonce.encode("ascii")
+            for fd in (1, 2):
+                try:
+                    os.write(fd, mark)
+                except OSError:
+                    pass
+        if report is not None:
+            report_exit(report)
+        if exit_code is not None:
+            os._exit(exit_code)
+        done = {"n": n}
+
+
+if __name__ == "__main__":
+    main()
+`
+
+// Dispatcher is the host side of a kernel's cell loop, shared by both
+// engines: it answers the kernel's requests on its tool channel, handing
+// out cells and passing tool calls to the running cell's broker. It is
+// safe for concurrent use.
+type Dispatcher struct {
+	ready     chan struct{}
+	readyOnce sync.Once
+	cells     chan *dispatchCell
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	mu  sync.Mutex
+	cur *dispatchCell
+	n   int
+}
+
+type dispatchCell struct {
+	ctx    context.Context
+	n      int
+	code   string
+	nonce  string
+	broker *Broker
+	done   chan struct{}
+}
+
+// NewDispatcher returns a dispatcher with no cell.
+func NewDispatcher() *Dispatcher {
+	return &Dispatcher{ready: make(chan struct{}), cells: make(chan *dispatchCell), closed: make(chan struct{})}
+}
+
+// Ready is closed when the kernel first asks for a cell: it has started
+// and imported everything.
+func (d *Dispatcher) Ready() <-chan struct{} { return d.ready }
+
+// ErrKernelClosed is returned by Send after Close.
+var ErrKernelClosed = errors.New("the kernel is closed")
+
+// Send hands code to the kernel as its next cell, with its tool calls
+// served by broker (under ctx) and nonce as its output end mark ("" for
+// none). It waits until the kernel takes the cell, and returns the cell's
+// number and a channel closed when the kernel reports it done.
+func (d *Dispatcher) Send(ctx context.Context, code, nonce string, broker *Broker) (int, <-chan struct{}, error) {
+	d.mu.Lock()
+	d.n++
+	c := &dispatchCell{ctx: ctx, n: d.n, code: code, nonce: nonce, broker: broker, done: make(chan struct{})}
+	d.mu.Unlock()
+	select {
+	case d.cells <- c:
+		return c.n, c.done, nil
+	case <-d.closed:
+		d.unnumber(c)
+		return 0, nil, ErrKernelClosed
+	case <-ctx.Done():
+		d.unnumber(c)
+		return 0, nil, context.Cause(ctx)
+	}
+}
+
+// unnumber gives back the number of a cell the kernel never took.
+func (d *Dispatcher) unnumber(c *dispatchCell) {
+	d.mu.Lock()
+	if d.n == c.n {
+		d.n--
+	}
+	d.mu.Unlock()
+}
+
+// Close makes the kernel's pending and future requests for a cell answer
+// {"op": "close"}, which ends its loop. It is idempotent.
+func (d *Dispatcher) Close() { d.closeOnce.Do(func() { close(d.closed) }) }
+
+// Serve answers one request line from the kernel (the tool channel's
+// handler): "next" finishes the running cell and blocks until the next
+// cell or Close; anything else goes to the running cell's broker. token,
+// when non-nil, must match the request's.
+func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byte {
+	// Decoded once: tool calls go on to the broker as they are.
+	req, errResp := decodeRequest(line, token)
+	if errResp != nil {
+		return errResp
+	}
+	if req.Op == "next" {
+		d.mu.Lock()
+		if d.cur != nil {
+			close(d.cur.done)
+			d.cur = nil
+		}
+		d.mu.Unlock()
+		d.readyOnce.Do(func() { close(d.ready) })
+		select {
+		case c := <-d.cells:
+			d.mu.Lock()
+			d.cur = c
+			d.mu.Unlock()
+			return encodeResponse(map[string]any{"op": "cell", "n": c.n, "code": c.code, "nonce": c.nonce})
+		case <-d.closed:
+		case <-ctx.Done():
+		}
+		return encodeResponse(map[string]any{"op": "close"})
+	}
+	d.mu.Lock()
+	c := d.cur
+	d.mu.Unlock()
+	if c == nil {
+		return encodeResponse(map[string]any{"error": "No call is running in this kernel: tools can be called only while a call runs (a thread left running by an earlier call cannot use them)."})
+	}
+	// The call ends with the cell, or with the channel (ctx).
+	callCtx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return c.broker.handle(callCtx, req)
+}

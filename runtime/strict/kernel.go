@@ -1,0 +1,307 @@
+package strict
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// closeGrace is how long Close lets an idle kernel's loop end by itself
+// (the interpreter's own shutdown) before the instance is closed.
+const closeGrace = 2 * time.Second
+
+// maxStartStderr bounds the stderr kept while a kernel starts, for the
+// error when it fails to.
+const maxStartStderr = 16 << 10
+
+// StartKernel starts a strict-mode session kernel: a live interpreter
+// instance that runs cells in one persistent namespace (see
+// [engine.Kernel]). Its guest root is a private staging dir holding the
+// generated modules, or, with overWorkdir, spec.Workdir (the staged files
+// are then at /.hermes-lib, as for [Engine.OverWorkdir]). It returns once
+// the interpreter has started and asked for its first cell; if the
+// instance exits first, the error carries its stderr. When ctx ends first
+// the instance is stopped and ctx's cause returned. ctx only bounds the
+// start: the kernel lives until Close, a cell's sys.exit, or a cell's
+// context ending.
+func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWorkdir bool) (engine.Kernel, error) {
+	c, err := s.get(ctx, spec.MemoryLimitMB)
+	if err != nil {
+		return nil, err
+	}
+	root := ""
+	if overWorkdir {
+		if spec.Workdir == "" {
+			return nil, errors.New("starting a kernel over the working dir: no working dir")
+		}
+		root = spec.Workdir
+	}
+	// The kernel's life is its own, not the caller's; values still pass.
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d := engine.NewDispatcher()
+	box, err := s.newSandbox(kctx, c, sandboxSpec{
+		modules: stagedNames,
+		root:    root,
+		env:     spec.Env,
+		serve:   func(ctx context.Context, line []byte) []byte { return d.Serve(ctx, line, nil) },
+
+		diskLimitMB: spec.DiskLimitMB,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	k := &strictKernel{
+		d:       d,
+		cancel:  cancel,
+		staging: box.staging,
+		mem:     newInstanceMemory(c.limit),
+		turn:    make(chan struct{}, 1),
+		exited:  make(chan struct{}),
+	}
+	startErr := &boundedBuffer{max: maxStartStderr}
+	k.stderr.set(startErr)
+	mc := box.moduleConfig(&k.stdout, &k.stderr).
+		WithArgs(box.args("-c", engine.KernelEntry)...)
+	go func() {
+		err := s.startWith(box.ctx, c, mc, k.runningCellStop, k.mem)
+		// What the instance wrote last reaches the running cell's writers
+		// (or the start error) before anyone sees it gone.
+		k.stdout.flush()
+		k.stderr.flush()
+		k.end = outcome(err)
+		if errors.Is(err, errStopped) && s.isClosed() {
+			k.end = engine.Outcome{ExitCode: -1, Crash: "the interpreter was stopped: the strict engine was closed"}
+		}
+		d.Close()
+		box.close()
+		k.dead.Store(true)
+		close(k.exited)
+	}()
+
+	select {
+	case <-d.Ready():
+		k.stderr.discard()
+		// An exit racing Ready: the kernel is not usable.
+		select {
+		case <-k.exited:
+			return nil, startFailure(k.end, startErr)
+		default:
+		}
+		return k, nil
+	case <-k.exited:
+		return nil, startFailure(k.end, startErr)
+	case <-ctx.Done():
+		k.kill()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// startFailure describes a kernel that exited before it was ready.
+func startFailure(end engine.Outcome, stderr *boundedBuffer) error {
+	what := end.Crash
+	if what == "" {
+		what = fmt.Sprintf("exit code %d", end.ExitCode)
+	}
+	msg := "the kernel exited while starting (" + what + ")"
+	if text := strings.TrimSpace(stderr.String()); text != "" {
+		msg += ": " + text
+	}
+	return errors.New(msg)
+}
+
+// strictKernel is a live interpreter instance looping over cells.
+type strictKernel struct {
+	d       *engine.Dispatcher
+	cancel  context.CancelFunc
+	staging string // removed once the instance is gone
+	// mem is the instance's memory: its grace zone is armed again before
+	// each cell (see memory.go).
+	mem *instanceMemory
+
+	// stdout and stderr are the instance's output: the running cell's
+	// writers, and discarded between cells.
+	stdout, stderr guestOutput
+	// cellStop is closed when the running cell's context ends (nil between
+	// cells): the guest's sleep returns early on it.
+	cellStop atomic.Pointer[<-chan struct{}]
+
+	turn    chan struct{} // held by the running cell: one at a time
+	inCell  atomic.Bool   // a cell is running
+	closing atomic.Bool
+	dead    atomic.Bool // the instance has exited
+	once    sync.Once
+
+	exited chan struct{}  // closed once the instance is gone and cleaned up
+	end    engine.Outcome // how the instance ended; read after exited
+}
+
+var _ engine.Kernel = (*strictKernel)(nil)
+
+// runningCellStop is the running cell's stop channel (nil between cells):
+// a sleep in the cell ends, and the instance with it, when it is closed.
+func (k *strictKernel) runningCellStop() <-chan struct{} {
+	if p := k.cellStop.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Alive implements engine.Kernel.
+func (k *strictKernel) Alive() bool { return !k.dead.Load() && !k.closing.Load() }
+
+// Outcomes of a cell that did not end by itself (the wording of the
+// project-mode kernel's where the case is the same).
+var (
+	// stopped: its context ended while it ran (as outcome() says it).
+	stopped = engine.Outcome{ExitCode: -1, Crash: "the interpreter was stopped"}
+	// notStarted: its context ended before it started.
+	notStarted = engine.Outcome{ExitCode: -1, Crash: "The call was stopped before it started."}
+	// closedDuring: Close stopped it.
+	closedDuring = engine.Outcome{ExitCode: -1, Crash: "The kernel was closed while this call was running."}
+)
+
+// Run implements engine.Engine: it runs job.Code as the kernel's next
+// cell, one at a time, with its output going to job.Stdout and job.Stderr
+// and its tool calls to job.Broker. job.Env and job.Workdir are ignored
+// (fixed at start). A cell that raised ends with the exit report's code
+// (1), as a one-shot run does. When ctx ends while the cell runs, the
+// kernel is killed and Run returns once it is gone; when ctx ends before
+// the cell started (waiting for another cell), the kernel is left as it
+// was.
+func (k *strictKernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
+	select {
+	case k.turn <- struct{}{}:
+		defer func() { <-k.turn }()
+	case <-ctx.Done():
+		// Still waiting for another cell: this one never started.
+		if !k.Alive() {
+			return engine.Outcome{}, engine.ErrKernelClosed
+		}
+		return notStarted, nil
+	}
+	if !k.Alive() {
+		return engine.Outcome{}, engine.ErrKernelClosed
+	}
+	if ctx.Err() != nil {
+		// Never sent: the kernel and its state are untouched.
+		return notStarted, nil
+	}
+	stop := ctx.Done()
+	k.cellStop.Store(&stop)
+	k.mem.rearm()
+	k.stdout.set(job.Stdout)
+	k.stderr.set(job.Stderr)
+	k.inCell.Store(true)
+	defer func() {
+		k.inCell.Store(false)
+		// The guest is now blocked waiting for a cell, or gone: it writes
+		// nothing until the next one.
+		k.stdout.discard()
+		k.stderr.discard()
+		k.cellStop.Store(nil)
+	}()
+	if k.closing.Load() {
+		// Close began before the cell was marked as running and may be
+		// waiting for an idle loop to end: the cell must not start.
+		return engine.Outcome{}, engine.ErrKernelClosed
+	}
+
+	_, done, err := k.d.Send(ctx, job.Code, "", job.Broker)
+	if err != nil {
+		if errors.Is(err, engine.ErrKernelClosed) {
+			return engine.Outcome{}, err
+		}
+		return notStarted, nil // ctx ended before the kernel took the cell
+	}
+	select {
+	case <-done:
+		return cellOutcome(job), nil
+	case <-k.exited:
+		return k.exitOutcome(), nil
+	case <-ctx.Done():
+		select {
+		case <-done:
+			return cellOutcome(job), nil
+		case <-k.exited:
+			return k.exitOutcome(), nil
+		default:
+		}
+		k.kill()
+		return stopped, nil
+	}
+}
+
+// cellOutcome is the outcome of a cell the kernel reported done.
+func cellOutcome(job *engine.Job) engine.Outcome {
+	if r := job.Broker.Report(); r != nil && r.Kind == "exception" {
+		return engine.Outcome{ExitCode: r.Code}
+	}
+	return engine.Outcome{}
+}
+
+// exitOutcome is the outcome of a cell during which the instance ended.
+func (k *strictKernel) exitOutcome() engine.Outcome {
+	if k.closing.Load() && k.end == stopped {
+		return closedDuring
+	}
+	return k.end
+}
+
+// kill closes the instance (at its next function call or loop back-edge)
+// and waits until it is gone.
+func (k *strictKernel) kill() {
+	k.dead.Store(true)
+	k.cancel()
+	<-k.exited
+}
+
+// Close implements engine.Kernel: an idle kernel's loop is told to end
+// (the interpreter shuts down by itself); a running cell is stopped. It
+// returns once the instance is gone and its staging dir removed.
+func (k *strictKernel) Close() error {
+	k.once.Do(func() {
+		k.closing.Store(true)
+		k.d.Close()
+		if !k.inCell.Load() {
+			t := time.NewTimer(closeGrace)
+			select {
+			case <-k.exited:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		k.cancel()
+	})
+	<-k.exited
+	return nil
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

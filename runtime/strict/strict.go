@@ -1,0 +1,670 @@
+// Package strict is the strict-mode engine: CPython compiled to WASI,
+// running inside wazero. Each run gets a fresh module instance with real
+// clocks, a memory cap (reserved up front, see memory.go), its staging dir
+// as the only file system (a jail, see jailFS, with a disk budget, see
+// diskBudget), the standard library mounted read-only, and the tool channel, a
+// host function (see hostcall.go). There is no network and no process: WASI
+// preview 1 offers neither, and the host grants nothing else.
+//
+// The engine compiles the interpreter once per process, lazily, through an
+// on-disk compilation cache, so later processes load machine code instead of
+// compiling again.
+package strict
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+)
+
+// DefaultMemoryLimitMB is the guest memory cap when a job sets none.
+const DefaultMemoryLimitMB = 512
+
+// Options configures a [Engine] engine.
+type Options struct {
+	// CacheDir holds wazero's compilation cache. Empty disables the disk
+	// cache: every process then compiles the interpreter again (seconds).
+	CacheDir string
+	// TempDir is the parent of the per-run staging dirs; empty means
+	// os.TempDir().
+	TempDir string
+	// Progress receives one line when the interpreter is compiled without
+	// a warm cache (nil: os.Stderr).
+	Progress io.Writer
+	// Interpreter returns the wasm module; nil means the embedded,
+	// verified one (pyodideassets.Interpreter).
+	Interpreter func() ([]byte, error)
+	// Stdlib returns the standard library zip mounted at
+	// /usr/local/lib/python311.zip; nil means the embedded, verified one
+	// (pyodideassets.Stdlib).
+	Stdlib func() ([]byte, error)
+	// interpreterSHA256 is the hex sha256 of what Interpreter returns,
+	// when known without hashing again.
+	interpreterSHA256 string
+}
+
+// Strict is the strict-mode engine. It is safe for concurrent use; each
+// Run gets its own instance.
+type Engine struct {
+	opts Options
+
+	mu       sync.Mutex
+	compiled map[uint32]*compiled // by memory limit in pages
+	cache    wazero.CompilationCache
+	closed   bool
+	// closing is canceled by Close: it stops every running instance, and
+	// Close waits for running (instances in start) before closing runtimes.
+	closing     context.Context
+	stopRunning context.CancelFunc
+	running     sync.WaitGroup
+}
+
+// compiled is one runtime (a memory limit) and its compiled interpreter.
+type compiled struct {
+	once   sync.Once
+	rt     wazero.Runtime
+	mod    wazero.CompiledModule
+	stdlib stdlibFS // the standard library zip and its zone files, mounted read-only
+	err    error
+
+	limit uint64 // the memory cap in bytes (its instances' allocators enforce it)
+
+	pycKey  string // names the bytecode of the staged sources
+	pycOnce sync.Once
+	pyc     map[string][]byte // see bytecode.go
+}
+
+// New returns a strict engine. Nothing is compiled until the first
+// Run or Warm.
+func New(opts Options) *Engine {
+	if opts.Progress == nil {
+		opts.Progress = os.Stderr
+	}
+	if opts.Interpreter == nil {
+		opts.Interpreter = pyodideassets.Interpreter
+		opts.interpreterSHA256 = pyodideassets.SHA256 // Interpreter verifies it
+	}
+	if opts.Stdlib == nil {
+		opts.Stdlib = pyodideassets.Stdlib
+	}
+	closing, stop := context.WithCancel(context.Background())
+	return &Engine{opts: opts, compiled: map[uint32]*compiled{}, closing: closing, stopRunning: stop}
+}
+
+// Warm compiles (or loads from the cache) the interpreter for the given
+// memory limit, so the next Run pays only for instantiation.
+func (s *Engine) Warm(ctx context.Context, memoryLimitMB int) error {
+	_, err := s.get(ctx, memoryLimitMB)
+	return err
+}
+
+func pages(memoryLimitMB int) uint32 {
+	if memoryLimitMB <= 0 {
+		memoryLimitMB = DefaultMemoryLimitMB
+	}
+	return uint32(min(memoryLimitMB, 4096)) * 16 // 64 KiB pages
+}
+
+func (s *Engine) get(ctx context.Context, memoryLimitMB int) (*compiled, error) {
+	p := pages(memoryLimitMB)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c := s.compiled[p]
+	if c == nil {
+		c = &compiled{}
+		s.compiled[p] = c
+	}
+	s.mu.Unlock()
+	c.once.Do(func() { c.err = s.compile(context.WithoutCancel(ctx), p, c) })
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		// Close ran while this compiled; it may have missed the runtime.
+		if c.rt != nil {
+			c.rt.Close(context.WithoutCancel(ctx))
+		}
+		return nil, ErrClosed
+	}
+	if c.err != nil {
+		// Forget the failure so a later call (after $HERMES_WASM_INTERPRETER is fixed, say)
+		// tries again.
+		s.mu.Lock()
+		if s.compiled[p] == c {
+			delete(s.compiled, p)
+		}
+		s.mu.Unlock()
+	}
+	return c, c.err
+}
+
+// isClosed reports whether Close has been called.
+func (s *Engine) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ErrClosed is returned by Run after Close.
+var ErrClosed = errors.New("strict engine is closed")
+
+// compile fills c: the runtime, the compiled interpreter and its standard
+// library.
+func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) error {
+	wasm, err := s.opts.Interpreter()
+	if err != nil {
+		return err
+	}
+	stdlib, err := s.opts.Stdlib()
+	if err != nil {
+		return err
+	}
+	if c.stdlib, err = newStdlibFS(pyodideassets.StdlibName, stdlib); err != nil {
+		return err
+	}
+	wasmSum := s.opts.interpreterSHA256
+	if wasmSum == "" {
+		sum := sha256.Sum256(wasm)
+		wasmSum = hex.EncodeToString(sum[:])
+	}
+	// No WithCloseOnContextDone: the module's own loop checks stop it (see
+	// start).
+	cfg := wazero.NewRuntimeConfigCompiler().
+		WithDebugInfoEnabled(false).
+		WithMemoryLimitPages(runtimeMemoryPages) // the allocator enforces the cap: see memory.go
+	marker := ""
+	if s.opts.CacheDir != "" {
+		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
+			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+		}
+		s.mu.Lock()
+		if s.cache == nil {
+			s.cache, err = wazero.NewCompilationCacheWithDir(s.opts.CacheDir)
+		}
+		cache := s.cache
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+		marker = filepath.Join(s.opts.CacheDir, "compiled-"+wasmSum[:12]+"-"+goruntime.GOARCH)
+	}
+	if _, err := os.Stat(marker); marker == "" || err != nil {
+		where := "no disk cache, so every process compiles it"
+		if marker != "" {
+			where = "cached in " + s.opts.CacheDir + " for later runs"
+		}
+		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, a few seconds; %s)\n",
+			float64(len(wasm))/1e6, where)
+	}
+	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if err := instantiateWASI(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return fmt.Errorf("instantiating WASI: %w", err)
+	}
+	if err := instantiateHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return fmt.Errorf("instantiating the tool channel: %w", err)
+	}
+	mod, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return fmt.Errorf("compiling the Python interpreter: %w", err)
+	}
+	if marker != "" {
+		_ = os.WriteFile(marker, nil, 0o600)
+	}
+	c.rt, c.mod, c.pycKey = rt, mod, bytecodeKey(wasmSum)
+	c.limit = uint64(memPages) * wasmPage
+	return nil
+}
+
+// Run implements engine.Engine: it stages the script, instantiates a fresh
+// interpreter and runs it to the end, or until ctx is done (the instance
+// is then closed at its next function boundary or loop back-edge).
+func (s *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
+	return s.run(ctx, job, "")
+}
+
+// libMount is where the staged files are mounted when the guest's root is
+// the session dir (see OverWorkdir).
+const libMount = "/.hermes-lib"
+
+// OverWorkdir returns an engine that runs the same sandboxed interpreter
+// with the job's working dir, instead of a fresh staging dir, as the
+// guest's root: the script's own open() then sees the session's files (and
+// nothing else on the host), as a native python in that dir would. The
+// generated modules and the script are mounted at /.hermes-lib. Project
+// mode uses it when the host has no usable python.
+func (s *Engine) OverWorkdir() engine.Engine { return overWorkdir{s} }
+
+type overWorkdir struct{ s *Engine }
+
+func (o overWorkdir) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
+	return o.s.run(ctx, job, job.Workdir)
+}
+
+// run runs job with root as the guest's root dir, or the staging dir when
+// root is empty.
+func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.Outcome, error) {
+	c, err := s.get(ctx, job.MemoryLimitMB)
+	if err != nil {
+		return engine.Outcome{}, err
+	}
+	box, err := s.newSandbox(ctx, c, sandboxSpec{
+		modules: []string{engine.StubName, engine.RunnerName},
+		extra:   map[string][]byte{engine.ScriptName: []byte(job.Code)},
+		root:    root,
+		env:     job.Env,
+		serve:   job.Broker.Serve,
+
+		diskLimitMB: job.DiskLimitMB,
+	})
+	if err != nil {
+		return engine.Outcome{}, err
+	}
+	defer box.close()
+	var stdout, stderr guestOutput
+	stdout.set(job.Stdout)
+	stderr.set(job.Stderr)
+	mc := box.moduleConfig(&stdout, &stderr).
+		WithArgs(box.args("-c", engine.RunnerEntry, box.lib+engine.ScriptName)...)
+	err = s.start(box.ctx, c, mc, nil)
+	// However the instance ended (its own exit, a timeout, an interrupt, a
+	// trap), what it wrote is handed over before Run returns.
+	stdout.discard()
+	stderr.discard()
+	return outcome(err), nil
+}
+
+// errStopped reports that an instance was stopped: its context ended, or
+// the engine was closed, while it ran.
+var errStopped = errors.New("the interpreter was stopped")
+
+// start instantiates the interpreter and runs it to the end under ctx,
+// which carries the tool channel. When ctx ends, or the engine is closed,
+// the instance is stopped where it is and start returns errStopped: at its
+// next loop check (see pyodide-assets/internal/assetbuild.AddLoopChecks: every 16k loop
+// iterations, in Python or C code alike, the module calls sched_yield,
+// which lands in the Osyield function here), or in its sleep, which is cut
+// short and does not return to the guest. A tool call in progress returns
+// first (tools watch ctx). (wazero's WithCloseOnContextDone would stop the
+// instance too, by calling into Go at every loop iteration, which makes
+// the interpreter 2.5-4x slower.) cellStop, when not nil, gives a kernel's
+// running cell's stop channel: a sleep in that cell is stopped by it too.
+func (s *Engine) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}) error {
+	return s.startWith(ctx, c, mc, cellStop, nil)
+}
+
+// startWith is start with the instance's memory allocator: mem (nil: a
+// fresh one for c's cap). A kernel passes its own, to arm the grace zone
+// before each cell.
+func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}, mem *instanceMemory) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.running.Add(1)
+	s.mu.Unlock()
+	defer s.running.Done()
+	// Closing the engine ends the run's context: host functions waiting
+	// on it (a kernel waiting for its next cell, a tool) return too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	// A host function stops the instance by panicking: wazero unwinds the
+	// guest and Call returns the error, wrapped.
+	mc = mc.WithStartFunctions().
+		WithOsyield(func() {
+			if ctx.Err() != nil {
+				panic(errStopped)
+			}
+		}).
+		WithNanosleep(func(ns int64) {
+			var stop <-chan struct{}
+			if cellStop != nil {
+				stop = cellStop()
+			}
+			if !sleepCtx(ctx, stop, time.Duration(ns)) {
+				panic(errStopped)
+			}
+		})
+	// The linear memory is a range reserved for the whole cap and its grace
+	// zone (see memory.go); it is released once the instance has stopped,
+	// on every path out of here (deferred before mod.Close, so it runs
+	// after it).
+	if mem == nil {
+		mem = newInstanceMemory(c.limit)
+	}
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
+	defer mem.done()
+	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	_, err = mod.ExportedFunction("_start").Call(ctx)
+	return err
+}
+
+// sandboxSpec is what one interpreter instance is given.
+type sandboxSpec struct {
+	// modules are the generated modules to stage (with their bytecode).
+	modules []string
+	// extra are more files to stage, by path relative to the staging dir.
+	extra map[string][]byte
+	// root is the guest's root dir; empty means the staging dir.
+	root string
+	// env is the interpreter's environment before the engine's variables.
+	env []string
+	// serve answers the tool channel's request lines.
+	serve func(ctx context.Context, line []byte) []byte
+	// diskLimitMB caps what the guest stores in the staging dir, for the
+	// instance's whole life (see diskBudget); zero or less: no cap.
+	diskLimitMB int
+}
+
+// guestEnv is the environment every instance gets after the job's: the
+// standard library's home (the zip mounted at stdlibMount) and a home dir.
+var guestEnv = []string{"HOME=/", "PYTHONHOME=/usr/local"}
+
+// sandbox is a staged dir, the jails over it (and over the working dir)
+// and the file system and environment built from them.
+type sandbox struct {
+	staging string
+	jails   []*jailFS
+	fsc     sysfs.FSConfig
+	env     []string
+	lib     string // guest path of the staged files, ending in "/"
+	// ctx is the context to instantiate under: it carries the tool channel.
+	ctx context.Context
+	// safePath: the interpreter must not put its cwd first on sys.path.
+	safePath bool
+}
+
+// args is the interpreter's command line: python, its options, then rest.
+// -S: no site module (nothing to add to sys.path in the sandbox, and it
+// saves a fifth of the interpreter's start-up). -u: unbuffered stdout and
+// stderr, as project mode runs python: every write the script makes
+// reaches the host at once (see guestOutput), so what a script printed
+// before a timeout or an interrupt is in the result. Buffered, it stayed
+// in the guest's memory and went with the instance.
+func (b *sandbox) args(rest ...string) []string {
+	args := []string{"python", "-S", "-u"}
+	if b.safePath {
+		args = append(args, "-P")
+	}
+	return append(args, rest...)
+}
+
+// newSandbox stages spec's files in a fresh private dir and mounts it (or
+// spec.root with the staged files at libMount) through the jail, with the
+// tool channel served under box.ctx.
+func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) (_ *sandbox, err error) {
+	staging, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the staging dir: %w", err)
+	}
+	box := &sandbox{staging: staging, lib: "/", ctx: withChannel(ctx, spec.serve)}
+	defer func() {
+		if err != nil {
+			box.close()
+		}
+	}()
+	files := maps.Clone(spec.extra)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	sources := stagedSources()
+	pyc := s.bytecode(ctx, c)
+	for _, name := range spec.modules {
+		files[name] = sources[name]
+		for rel, b := range pyc {
+			if strings.HasPrefix(rel, "__pycache__/"+strings.TrimSuffix(name, ".py")+".") {
+				files[rel] = b
+			}
+		}
+	}
+	for rel, content := range files {
+		path := filepath.Join(staging, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("staging %s: %w", rel, err)
+		}
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return nil, fmt.Errorf("staging %s: %w", rel, err)
+		}
+	}
+	jail, err := newJailFS(staging)
+	if err != nil {
+		return nil, fmt.Errorf("opening the staging dir: %w", err)
+	}
+	box.jails = append(box.jails, jail)
+	if jail.budget, err = newDiskBudget(staging, spec.diskLimitMB); err != nil {
+		return nil, err
+	}
+	box.ctx = withDiskBudget(box.ctx, jail.budget)
+
+	// Every mount's opens count against one limit (see openfiles.go).
+	open := newOpenFiles(maxOpenFiles)
+	box.ctx = withOpenFiles(box.ctx, open)
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
+	box.env = append(slices.Clone(spec.env), guestEnv...)
+	if spec.root != "" {
+		rootJail, err := newJailFS(spec.root)
+		if err != nil {
+			return nil, fmt.Errorf("opening the working dir: %w", err)
+		}
+		box.jails = append(box.jails, rootJail)
+		fsc = fsc.WithSysFSMount(open.limit(rootJail), "/").(sysfs.FSConfig).
+			WithSysFSMount(open.limit(jail), libMount).(sysfs.FSConfig)
+		box.lib = libMount + "/"
+		// The generated modules come first, then the session dir (as the
+		// script's dir comes first for a native python), so a session file
+		// named like one of them cannot shadow it; -P (see args) keeps the
+		// cwd from being put before them.
+		box.env = append(box.env, "PYTHONPATH="+libMount+":/")
+		box.safePath = true
+	} else {
+		fsc = fsc.WithSysFSMount(open.limit(jail), "/").(sysfs.FSConfig)
+	}
+	box.fsc = c.stdlib.mount(fsc, open)
+	return box, nil
+}
+
+// moduleConfig is the instance's configuration without its arguments: the
+// sandbox's file system and environment, real clocks and the output
+// writers (start adds the sleep).
+func (b *sandbox) moduleConfig(stdout, stderr io.Writer) wazero.ModuleConfig {
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStdin(strings.NewReader("")).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithFSConfig(b.fsc.(wazero.FSConfig)).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader).
+		WithStartFunctions("_start")
+	return withEnv(mc, b.env)
+}
+
+// guestOutput is an instance's stdout or stderr on the host side: what the
+// guest writes goes to the current writer, or nowhere when there is none.
+//
+// The guest runs unbuffered (see sandbox.args), so a print is one or two
+// small writes; guestOutput gathers them into chunks of up to outputChunk
+// bytes before passing them on, as a pipe does for a native python, so
+// that the capture behind it (which writes to its spill file past the
+// inline limit) is not called a hundred thousand times by a print loop.
+// The chunk is the only buffering, and it is host memory: flush, set and
+// discard hand it over, and the engine calls them whenever an instance or
+// a cell ends, whatever ended it. It is safe for concurrent use (a kernel
+// switches writers between cells while its instance runs).
+type guestOutput struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// outputChunk is the most guestOutput holds before passing it on.
+const outputChunk = 32 << 10
+
+// set hands what is held to the current writer, then makes w current.
+func (g *guestOutput) set(w io.Writer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flushLocked()
+	g.w = w
+}
+
+// discard hands what is held to the current writer and drops later
+// writes until the next set.
+func (g *guestOutput) discard() { g.set(nil) }
+
+// flush hands what is held to the current writer.
+func (g *guestOutput) flush() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.flushLocked()
+}
+
+func (g *guestOutput) flushLocked() {
+	if len(g.buf) > 0 && g.w != nil {
+		g.w.Write(g.buf) // the capture never fails; nothing to retry
+	}
+	g.buf = g.buf[:0]
+}
+
+func (g *guestOutput) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.w == nil:
+	case len(g.buf)+len(p) <= outputChunk:
+		if g.buf == nil {
+			g.buf = make([]byte, 0, outputChunk)
+		}
+		g.buf = append(g.buf, p...)
+	default:
+		g.flushLocked()
+		if len(p) >= outputChunk {
+			g.w.Write(p)
+		} else {
+			g.buf = append(g.buf, p...)
+		}
+	}
+	return len(p), nil
+}
+
+// withEnv adds env (KEY=value entries; a later one wins) to mc.
+func withEnv(mc wazero.ModuleConfig, env []string) wazero.ModuleConfig {
+	for _, kv := range engine.MergeEnv(nil, env) {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
+	}
+	return mc
+}
+
+// close releases the jails and removes the staging dir.
+func (b *sandbox) close() {
+	for _, j := range b.jails {
+		j.close()
+	}
+	b.jails = nil
+	os.RemoveAll(b.staging)
+}
+
+// outcome maps the instantiation error to how the interpreter ended.
+func outcome(err error) engine.Outcome {
+	if err == nil {
+		return engine.Outcome{}
+	}
+	if errors.Is(err, errStopped) {
+		return engine.Outcome{ExitCode: -1, Crash: "the interpreter was stopped"}
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return engine.Outcome{ExitCode: int(int32(exit.ExitCode()))}
+	}
+	msg := err.Error()
+	hint := ""
+	if strings.Contains(msg, "out of bounds memory") || strings.Contains(msg, "unreachable") {
+		hint = " (this usually means the script ran out of its memory limit, code_execution.memory_limit_mb)"
+	}
+	return engine.Outcome{ExitCode: -1, Crash: "The interpreter crashed: " + msg + hint}
+}
+
+// sleepCtx is the guest's sleep: real time, cut short when ctx ends or
+// stop is closed. It reports whether the whole time passed.
+func sleepCtx(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-stop:
+	}
+	return false
+}
+
+// Close releases every compiled interpreter. Runs in progress are stopped
+// and end first with an error (Close waits up to closeWait for them); Close
+// is idempotent.
+func (s *Engine) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.stopRunning()
+	s.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() { s.running.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(closeWait):
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, c := range s.compiled {
+		if c.rt != nil {
+			errs = append(errs, c.rt.Close(ctx))
+		}
+	}
+	if s.cache != nil {
+		errs = append(errs, s.cache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// closeWait bounds how long Close waits for running instances to stop (a
+// tool call in progress finishes first).
+const closeWait = 10 * time.Second
