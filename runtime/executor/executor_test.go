@@ -196,7 +196,7 @@ func TestToolSetKernelKey(t *testing.T) {
 
 // TestResultTexts asserts, in both modes, the texts a model sees when a
 // call times out, is interrupted, prints too much or fails with a long
-// stderr: Hermes's texts (runtime/shared/execute.go says where they come
+// stderr: Hermes's texts (internal/engine/execute.go says where they come
 // from), exit_code -1 on timeout and interrupt.
 func TestResultTexts(t *testing.T) {
 	ex, called := newTestExecutor(t)
