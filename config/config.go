@@ -278,7 +278,7 @@ const (
 	CronModeApprove = "approve"
 )
 
-// Approvals is the approvals section of the configuration file (SPEC §8).
+// Approvals is the approvals section of the configuration file (docs/behaviour.md §8).
 type Approvals struct {
 	// Mode is "manual" (the default), "smart" (behaves as manual), "off" or "deny". YAML
 	// reads a bare off as the boolean false, which means "off"; "ask" is stored as "manual";

@@ -357,7 +357,7 @@ func (p *safetyPolicy) addHome(hd string) {
 }
 
 // stagingPrefixes name the private dirs runs create under the temp dir:
-// strict staging and bytecode builds (runtime/strict.go, bytecode.go), the
+// strict staging and bytecode builds (runtime/strict/strict.go, bytecode.go), the
 // project child's and kernel's dirs and the RPC socket dir (native/).
 var stagingPrefixes = []string{"hermes-strict-", "hermes-pyc-", "hermes-project-", "hermes-kernel-", "hrpc-"}
 

@@ -33,7 +33,7 @@ const (
 	// keeps the pipe open.
 	terminalDrainGrace = 2 * time.Second
 	// terminalStopGrace is the time between SIGTERM and SIGKILL when the
-	// command's tree is stopped, as for a script (SPEC §5).
+	// command's tree is stopped, as for a script (docs/behaviour.md §5).
 	terminalStopGrace = proctree.DefaultGrace
 	// terminalTimeoutExit is the exit code reported for a timeout.
 	terminalTimeoutExit = 124

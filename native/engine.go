@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultGrace is how long a stopped script's process tree gets between
-// SIGTERM and SIGKILL (SPEC §5).
+// SIGTERM and SIGKILL (docs/behaviour.md §5).
 const DefaultGrace = proctree.DefaultGrace
 
 // drainTimeout bounds how long output is still read after the tree is

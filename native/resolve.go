@@ -42,7 +42,7 @@ type Choice struct {
 	Skipped []string
 }
 
-// Resolve finds the interpreter for project mode (SPEC §2): $VIRTUAL_ENV,
+// Resolve finds the interpreter for project mode (docs/behaviour.md §2): $VIRTUAL_ENV,
 // then $CONDA_PREFIX (bin/python, bin/python3; Windows Scripts\python.exe),
 // then python3 and python on $PATH, all read through getenv. Each
 // candidate is probed for Python >= 3.8 (once per file version, see

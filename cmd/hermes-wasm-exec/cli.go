@@ -206,7 +206,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// nears a bound, rather than every few megabytes while the interpreter
 	// loads. This saves about a tenth of a second on every run. The bound
 	// is the host's own room only: the guest's linear memory is a mapping
-	// outside the Go heap (runtime/memory.go), bounded by its own cap.
+	// outside the Go heap (runtime/strict/memory.go), bounded by its own cap.
 	debug.SetGCPercent(-1)
 	limit := int64(hostHeapLimit)
 	if strict.GuestMemoryInGoHeap {

@@ -1,6 +1,6 @@
 // Command hermes-wasm-exec runs agent-written Python scripts that call
 // tools through the generated hermes_tools module, and prints only the
-// result JSON. See README.md for the commands.
+// result JSON. See README.md and docs/run.md for the commands.
 package main
 
 import (

@@ -2,8 +2,8 @@ package main
 
 // `hermes-wasm-exec serve`: a long-lived executor behind JSON-RPC 2.0, one
 // JSON object per line, on stdin/stdout or on a Unix socket or loopback TCP
-// port that several clients share. See serveUsage and the README for the
-// protocol.
+// port that several clients share. See the serve flags in the usage text
+// and docs/serve.md for the protocol.
 
 import (
 	"bufio"

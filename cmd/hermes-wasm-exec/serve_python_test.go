@@ -10,7 +10,7 @@ import (
 )
 
 // TestServeFromPython runs testdata/clients/serve_demo.py, the Python agent
-// host example of the README: a session kernel, a delegated web_search and
+// host example of docs/serve.md: a session kernel, a delegated web_search and
 // a denied approval, through `serve` (the test binary acting as the CLI).
 func TestServeFromPython(t *testing.T) {
 	python, err := exec.LookPath("python3")

@@ -1120,7 +1120,7 @@ func TestPromptApprover(t *testing.T) {
 	require.False(t, isTerminal(strings.NewReader("")))
 }
 
-// ---- Session kernels through the protocol (SPEC §7), in both modes ----
+// ---- Session kernels through the protocol (docs/behaviour.md §7), in both modes ----
 
 // kernelOf returns the result's kernel object, failing when it has none.
 func kernelOf(t *testing.T, res result) *kernelInfo {

@@ -35,16 +35,17 @@ type CaptureLimits struct {
 	SpillCap int64
 }
 
-// StdoutLimits returns the limits for a script's stdout (SPEC §5): 50,000 bytes kept whole,
-// else the first 20,000 and the last 30,000, with the full output (at most 5,000,000 bytes)
-// spilled to spillDir when it is not "" (the executor passes $HERMES_HOME/cache/exec).
+// StdoutLimits returns the limits for a script's stdout (docs/behaviour.md §5): 50,000
+// bytes kept whole, else the first 20,000 and the last 30,000, with the full output (at
+// most 5,000,000 bytes) spilled to spillDir when it is not "" (the executor passes
+// $HERMES_HOME/cache/exec).
 func StdoutLimits(spillDir string) CaptureLimits {
 	return CaptureLimits{Max: 50_000, Head: 20_000, Tail: 30_000, SpillDir: spillDir, SpillCap: 5_000_000}
 }
 
-// StderrLimits are the limits for a script's stderr (SPEC §5): the first 10,000 bytes, as
-// in Hermes, which keeps only the head of stderr (the first error is what explains a
-// failure; what follows is mostly its consequences). Stderr is never spilled.
+// StderrLimits are the limits for a script's stderr (docs/behaviour.md §5): the first
+// 10,000 bytes, as in Hermes, which keeps only the head of stderr (the first error is what
+// explains a failure; what follows is mostly its consequences). Stderr is never spilled.
 var StderrLimits = CaptureLimits{Max: 10_000, Head: 10_000, Tail: 0}
 
 // CaptureResult is what a [Capture] kept of its stream.

@@ -13,9 +13,9 @@ type EnvOptions struct {
 	// required_environment_variables. Host-managed credentials ([IsManagedCredential]) are
 	// ignored here; use [RefusedPassthrough] to find them and warn. Default empty.
 	Passthrough []string
-	// Windows applies the Windows rules: the system variables of SPEC §4 rule 5 pass, and
-	// names compare case-insensitively, as Windows itself does. Callers pass
-	// goruntime.GOOS == "windows". Default false.
+	// Windows applies the Windows rules: the system variables of docs/behaviour.md §4
+	// rule 5 pass, and names compare case-insensitively, as Windows itself does. Callers
+	// pass goruntime.GOOS == "windows". Default false.
 	Windows bool
 	// Managed names further credentials the host holds, such as the variable holding the
 	// web search provider's key (web.search.api_key_env). They are treated like
@@ -195,9 +195,9 @@ var windowsSystem = []string{
 }
 
 // ScrubEnv builds a script's environment from the host's environ (KEY=VALUE entries, as
-// returned by os.Environ) by applying the allow-list of SPEC §4. A host-managed credential
-// ([IsManagedCredential], or named in opts.Managed) is dropped whatever its name looks like;
-// every other variable takes the first rule that matches:
+// returned by os.Environ) by applying the allow-list of docs/behaviour.md §4. A
+// host-managed credential ([IsManagedCredential], or named in opts.Managed) is dropped
+// whatever its name looks like; every other variable takes the first rule that matches:
 //
 //  1. its name is in opts.Passthrough: kept;
 //  2. its name contains, case-insensitively, KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL,

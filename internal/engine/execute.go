@@ -40,7 +40,7 @@ func (e *InterruptError) reason() string {
 }
 
 // BaseInject holds the variables every interpreter gets, in both modes
-// (SPEC §4); transports and TZ are added on top.
+// (docs/behaviour.md §4); transports and TZ are added on top.
 var BaseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONUTF8=1"}
 
 // errTimedOut is the cause of a run context whose timeout fired.
@@ -257,7 +257,7 @@ func interruptReason(ctx context.Context) string {
 }
 
 // ChildEnv is an interpreter's environment in either mode: environ
-// scrubbed with opts (SPEC §4), then BaseInject and inject set. dropped is
+// scrubbed with opts (docs/behaviour.md §4), then BaseInject and inject set. dropped is
 // ScrubEnv's list of dropped HERMES_* names.
 func ChildEnv(environ []string, opts EnvOptions, inject []string) (env, dropped []string) {
 	env, dropped = ScrubEnv(environ, opts)

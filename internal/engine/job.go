@@ -99,7 +99,7 @@ type ToolCall struct {
 	OK         bool    `json:"ok"`
 }
 
-// Result is the JSON object every execution returns (SPEC §6).
+// Result is the JSON object every execution returns (docs/behaviour.md §6).
 type Result struct {
 	Status              string     `json:"status"`
 	Output              string     `json:"output"`
@@ -123,7 +123,7 @@ type Result struct {
 	Kernel *KernelInfo `json:"kernel,omitempty"`
 }
 
-// KernelInfo is a result's kernel object (SPEC §6, §7).
+// KernelInfo is a result's kernel object (docs/behaviour.md §6, §7).
 type KernelInfo struct {
 	// Reused is true when the call ran in a kernel that already existed.
 	Reused bool `json:"reused"`

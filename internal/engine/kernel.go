@@ -15,7 +15,7 @@ const KernelName = "_hermes_kernel.py"
 const KernelEntry = "import _hermes_kernel; _hermes_kernel.main()"
 
 // Kernel is a live interpreter that runs cells in one persistent
-// namespace (SPEC §7). It implements [Engine] so that [Execute] applies the
+// namespace (docs/behaviour.md §7). It implements [Engine] so that [Execute] applies the
 // same limits and builds the same result as for a one-shot run: Run runs
 // job.Code as the next cell, routes its output to job.Stdout and
 // job.Stderr and its tool calls to job.Broker. job.Env and job.Workdir

@@ -17,7 +17,7 @@ type toolSpec struct {
 	doc    string
 }
 
-// toolSpecs are the stub signatures of SPEC §3, in ToolNames order.
+// toolSpecs are the stub signatures of docs/behaviour.md §3, in ToolNames order.
 var toolSpecs = []toolSpec{
 	{"web_search", []param{{"query", "str", ""}, {"limit", "int", "5"}},
 		"Search the web. Returns {\"success\", \"data\": {\"web\": [{\"title\", \"url\", \"description\", \"position\"}]}}."},
@@ -71,7 +71,7 @@ type StubOptions struct {
 }
 
 // GenerateStub returns the source of the hermes_tools module: the seven
-// tool functions with the exact signatures of SPEC §3, the helpers
+// tool functions with the exact signatures of docs/behaviour.md §3, the helpers
 // json_parse, shell_quote and retry, and the transport. With the host-call
 // transport each call is one synchronous host function call (the WASI
 // interpreter has no threads); with the socket transport each thread (and

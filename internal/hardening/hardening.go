@@ -66,7 +66,7 @@ func Split(environ []string) (visible, hidden []string) {
 }
 
 // HideSecrets makes sure no variable outside a script's own allow-list
-// (SPEC §4: every secret-named one, provider keys, tokens) is left in the
+// (docs/behaviour.md §4: every secret-named one, provider keys, tokens) is left in the
 // process's initial environment.
 //
 // In a process started normally it splits the environment with [Split]; when

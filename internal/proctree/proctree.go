@@ -37,7 +37,7 @@ import (
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a tree is
-// stopped (SPEC §5).
+// stopped (docs/behaviour.md §5).
 const DefaultGrace = 5 * time.Second
 
 // pollInterval bounds how long Stop waits before walking the process table

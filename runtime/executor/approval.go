@@ -14,7 +14,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 )
 
-// Session kinds (SPEC §8): who is driving the session decides what needs
+// Session kinds (docs/behaviour.md §8): who is driving the session decides what needs
 // approval.
 const (
 	// KindCLI is a local CLI/TUI/desktop session with a user typing: no
@@ -92,7 +92,7 @@ func KindNeedsScriptApproval(kind string) bool {
 	return kind != KindCLI && kind != ""
 }
 
-// approvals applies the approval policy of SPEC §8 for an executor:
+// approvals applies the approval policy of docs/behaviour.md §8 for an executor:
 // approvals.mode ("manual", "off" or "deny"; Hermes's "smart" needs a
 // model and behaves as manual), approvals.cron_mode for automation
 // sessions, the approval timeout, and the session- and always-scoped

@@ -1,5 +1,5 @@
 // Package executor runs agent-written Python scripts: it picks the mode,
-// wires the tools and the shared limits, and returns the result of SPEC §6.
+// wires the tools and the shared limits, and returns the result of docs/behaviour.md §6.
 // It is the one entry point the CLI and embedders use; the engines it
 // dispatches to never import it.
 //
@@ -30,7 +30,7 @@
 // compiling it once per machine; [Executor.Warm] does that ahead of time.
 //
 // [Executor.Execute] runs one [Request] and returns a [Result], the
-// JSON object of SPEC §6. Without Request.Session the script runs in a
+// JSON object of docs/behaviour.md §6. Without Request.Session the script runs in a
 // fresh interpreter; with it, in that session's kernel, whose globals and
 // imports persist between calls. [Executor.CloseSession] disposes a
 // session's kernels; [Executor.StartWarmPool] keeps strict interpreters
@@ -60,7 +60,7 @@
 //     arguments and returns the same result shape; Request.Tools restricts
 //     the enabled set.
 //   - Approvals: an [Approver] ([Options].Approver, or Request.Approver)
-//     answers the approval requests of SPEC §8; [ApproverFunc] adapts a
+//     answers the approval requests of docs/behaviour.md §8; [ApproverFunc] adapts a
 //     function.
 //   - Environment: [Options].SkillEnv and [Executor.RegisterSkillEnv] let
 //     skills pass the variables they declare (required_environment_variables)

@@ -108,7 +108,7 @@ except ImportError as e:
 	// cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)
 }
 
-// An Approver decides what needs approval (SPEC §8): in a gateway session
+// An Approver decides what needs approval (docs/behaviour.md §8): in a gateway session
 // the whole script, before it runs. This one refuses scripts that run
 // shell commands.
 func ExampleApproverFunc() {

@@ -114,7 +114,7 @@ type Request struct {
 	// another kernel of the session.
 	Tools []string
 
-	// Session names a persistent session kernel (SPEC §7): calls with the
+	// Session names a persistent session kernel (docs/behaviour.md §7): calls with the
 	// same session, mode, interpreter, working dir and tool set run in the
 	// same live interpreter, so globals and imports persist. Empty means a
 	// one-shot run in a fresh interpreter.
@@ -126,7 +126,7 @@ type Request struct {
 	// with CloseSession of either.
 	ParentSession string
 	// Kind is KindCLI (the default), KindGateway or KindAutomation; it
-	// decides what needs approval (SPEC §8).
+	// decides what needs approval (docs/behaviour.md §8).
 	Kind string
 	// Approver answers this call's approval requests; nil means
 	// Options.Approver.
@@ -256,7 +256,7 @@ func CacheDir(home string) string {
 	return filepath.Join(home, "cache", "wasm")
 }
 
-// NormalizeMode maps a mode value to "strict" or "project" (SPEC §2):
+// NormalizeMode maps a mode value to "strict" or "project" (docs/behaviour.md §2):
 // case-insensitive and trimmed; anything else is project, with ok false.
 func NormalizeMode(m string) (mode string, ok bool) {
 	switch strings.ToLower(strings.TrimSpace(m)) {
@@ -541,7 +541,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 }
 
 // toolFunc runs c's tool calls; in a cli session a terminal command that
-// the dangerous-command check flags needs approval first (SPEC §8).
+// the dangerous-command check flags needs approval first (docs/behaviour.md §8).
 func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
 		if name == "terminal" && c.kind == KindCLI {

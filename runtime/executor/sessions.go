@@ -16,7 +16,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
-// Session kernels (SPEC §7). A kernel is a live interpreter whose globals
+// Session kernels (docs/behaviour.md §7). A kernel is a live interpreter whose globals
 // and imports persist between calls; it is reused when session, mode,
 // interpreter, working dir and tool set all match. Calls of one session run
 // one at a time, in arrival order; calls of different sessions run
@@ -241,7 +241,7 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, err
 }
 
 // kernelSpec is the frozen environment of a kernel started for c: the
-// scrubbed env plus the injected variables, as of now (SPEC §4: a kernel's
+// scrubbed env plus the injected variables, as of now (docs/behaviour.md §4: a kernel's
 // environment is frozen when it starts).
 func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
 	inject := c.inject

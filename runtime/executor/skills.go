@@ -16,7 +16,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
-// Skills (SPEC §4 rule 1): a skill's SKILL.md declares in its YAML
+// Skills (docs/behaviour.md §4 rule 1): a skill's SKILL.md declares in its YAML
 // frontmatter the environment variables it needs; once registered, they
 // pass through the env layer like terminal.env_passthrough, executor-wide
 // (Options.SkillEnv, RegisterSkillEnv) or for one session
