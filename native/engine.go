@@ -17,9 +17,9 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
-// DefaultGrace is how long a stopped script's process tree gets between
+// defaultGrace is how long a stopped script's process tree gets between
 // SIGTERM and SIGKILL (docs/behaviour.md §5).
-const DefaultGrace = proctree.DefaultGrace
+const defaultGrace = proctree.DefaultGrace
 
 // drainTimeout bounds how long output is still read after the tree is
 // gone: only a process that left the tree (detached while the subreaper
@@ -72,7 +72,7 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	}
 	defer os.RemoveAll(dir)
 
-	srv, err := Listen(ctx, e.transport(), dir, job.Broker)
+	srv, err := listenRPC(ctx, e.transport(), dir, job.Broker)
 	if err != nil {
 		return engine.Outcome{}, err
 	}
@@ -121,7 +121,7 @@ func (e *Engine) transport() string {
 
 func (e *Engine) grace() time.Duration {
 	if e.Grace <= 0 {
-		return DefaultGrace
+		return defaultGrace
 	}
 	return e.Grace
 }

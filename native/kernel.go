@@ -64,7 +64,7 @@ func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engin
 		pumped: make(chan struct{}),
 	}
 	// The server lives as long as the kernel, not as long as ctx.
-	srv, err := Listen(context.WithoutCancel(ctx), e.transport(), dir, HandlerFunc(k.disp.Serve))
+	srv, err := listenRPC(context.WithoutCancel(ctx), e.transport(), dir, handlerFunc(k.disp.Serve))
 	if err != nil {
 		k.teardown()
 		return nil, err

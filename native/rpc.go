@@ -39,9 +39,9 @@ func DefaultTransport() string {
 	return TransportUnix
 }
 
-// MaxFrame bounds one request line. A longer one is discarded up to its
+// maxFrame bounds one request line. A longer one is discarded up to its
 // newline and answered with an error; the connection stays usable.
-const MaxFrame = 64 << 20
+const maxFrame = 64 << 20
 
 // maxSocketPath keeps Unix socket paths under the smallest sun_path limit
 // (104 bytes on macOS, 108 on Linux).
@@ -69,7 +69,7 @@ type Server struct {
 	ln      net.Listener
 	address string // the value of HERMES_RPC_SOCKET
 	token   []byte
-	handler Handler
+	handler callHandler
 	ctx     context.Context
 	cancel  context.CancelFunc
 	cleanup func()
@@ -80,27 +80,27 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// Handler answers one request line of an authenticated connection with
+// callHandler answers one request line of an authenticated connection with
 // one response line (JSON, newline-terminated). token is the server's
-// token, which the request must carry. *engine.Broker is a Handler.
-type Handler interface {
+// token, which the request must carry. *engine.Broker is a callHandler.
+type callHandler interface {
 	ServeToken(ctx context.Context, line, token []byte) []byte
 }
 
-// HandlerFunc adapts a function to Handler, such as a kernel dispatcher's
-// Serve: HandlerFunc(d.Serve).
-type HandlerFunc func(ctx context.Context, line, token []byte) []byte
+// handlerFunc adapts a function to Handler, such as a kernel dispatcher's
+// Serve: handlerFunc(d.Serve).
+type handlerFunc func(ctx context.Context, line, token []byte) []byte
 
 // ServeToken calls f.
-func (f HandlerFunc) ServeToken(ctx context.Context, line, token []byte) []byte {
+func (f handlerFunc) ServeToken(ctx context.Context, line, token []byte) []byte {
 	return f(ctx, line, token)
 }
 
-// Listen starts a server for handler on transport. A Unix socket is created
+// listenRPC starts a server for handler on transport. A Unix socket is created
 // in dir (which must be private, 0700) as rpc.sock, mode 0600; when that
 // path would be too long for a socket, in a fresh private dir under the
 // system temp dir instead. Tool calls run with ctx; Close cancels it.
-func Listen(ctx context.Context, transport, dir string, handler Handler) (*Server, error) {
+func listenRPC(ctx context.Context, transport, dir string, handler callHandler) (*Server, error) {
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {
 		return nil, fmt.Errorf("making the RPC token: %w", err)
@@ -230,7 +230,7 @@ func (s *Server) serve(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	authed := false
 	for {
-		limit := MaxFrame
+		limit := maxFrame
 		if !authed {
 			limit = maxUnauthenticatedFrame
 		}
@@ -241,7 +241,7 @@ func (s *Server) serve(c net.Conn) {
 			c.Write([]byte(`{"error": "Unauthorized: a connection must send this execution's HERMES_RPC_TOKEN before a request over 4 KiB."}` + "\n"))
 			return
 		case errors.Is(err, errFrameTooLarge):
-			resp = []byte(fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`+"\n", MaxFrame>>20))
+			resp = []byte(fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`+"\n", maxFrame>>20))
 		case err != nil:
 			return
 		case !authed:

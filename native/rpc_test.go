@@ -114,7 +114,7 @@ func (r *callRecorder) tool(_ context.Context, tool string, args json.RawMessage
 
 func listen(t *testing.T, transport string, b *engine.Broker) *Server {
 	t.Helper()
-	srv, err := Listen(context.Background(), transport, t.TempDir(), b)
+	srv, err := listenRPC(context.Background(), transport, t.TempDir(), b)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	return srv
@@ -257,12 +257,12 @@ func TestServerOversizeFrame(t *testing.T) {
 
 			// A request just over MaxFrame, with a valid prefix, in one line.
 			prefix := `{"token": "` + srv.Token() + `", "tool": "read_file", "args": {"path": "`
-			big := make([]byte, 0, MaxFrame+64)
+			big := make([]byte, 0, maxFrame+64)
 			big = append(big, prefix...)
-			big = append(big, bytes.Repeat([]byte("a"), MaxFrame-len(prefix))...)
+			big = append(big, bytes.Repeat([]byte("a"), maxFrame-len(prefix))...)
 			big = append(big, `"}}`...)
 			big = append(big, '\n')
-			require.Greater(t, len(big)-1, MaxFrame)
+			require.Greater(t, len(big)-1, maxFrame)
 
 			sent := make(chan error, 1)
 			go func() { sent <- c.send(big) }()
@@ -477,7 +477,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 				}
 				return map[string]any{"late": true}
 			}, 5, nil)
-			srv, err := Listen(context.Background(), tr, t.TempDir(), b)
+			srv, err := listenRPC(context.Background(), tr, t.TempDir(), b)
 			require.NoError(t, err)
 			blocked := dial(t, srv)
 			idle := dial(t, srv)
@@ -532,7 +532,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 func TestServerCloseWithoutConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			srv, err := Listen(context.Background(), tr, t.TempDir(), engine.NewBroker((&callRecorder{}).tool, 1, nil))
+			srv, err := listenRPC(context.Background(), tr, t.TempDir(), engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.NoError(t, err)
 			require.NoError(t, srv.Close())
 			require.NoError(t, srv.Close())
@@ -555,7 +555,7 @@ func TestServerParentContextCancelsCalls(t *testing.T) {
 					return map[string]any{"error": "not cancelled"}
 				}
 			}, 5, nil)
-			srv, err := Listen(ctx, tr, t.TempDir(), b)
+			srv, err := listenRPC(ctx, tr, t.TempDir(), b)
 			require.NoError(t, err)
 			defer srv.Close()
 			c := dial(t, srv)
@@ -571,7 +571,7 @@ func TestServerParentContextCancelsCalls(t *testing.T) {
 
 func TestServerUnknownTransport(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := Listen(context.Background(), "pipe", dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
+	srv, err := listenRPC(context.Background(), "pipe", dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
 	require.Nil(t, srv)
 	require.Contains(t, err.Error(), `"pipe"`)
@@ -582,7 +582,7 @@ func TestServerUnknownTransport(t *testing.T) {
 
 func TestServerUnixDirMissing(t *testing.T) {
 	dir := t.TempDir() + "/does-not-exist"
-	_, err := Listen(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
+	_, err := listenRPC(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rpc.sock")
 }
@@ -628,7 +628,7 @@ func TestServerNoGoroutineLeak(t *testing.T) {
 				}
 				return map[string]any{"ok": true}
 			}, 100, nil)
-			srv, err := Listen(context.Background(), tr, t.TempDir(), b)
+			srv, err := listenRPC(context.Background(), tr, t.TempDir(), b)
 			require.NoError(t, err)
 			var conns []net.Conn
 			for i := 0; i < 6; i++ {

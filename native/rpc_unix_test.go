@@ -16,7 +16,7 @@ import (
 
 func TestServerUnixSocketMode(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := Listen(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
+	srv, err := listenRPC(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.NoError(t, err)
 	defer srv.Close()
 	require.Equal(t, filepath.Join(dir, "rpc.sock"), srv.Address())
@@ -40,7 +40,7 @@ func TestServerUnixLongDirFallsBack(t *testing.T) {
 	require.Greater(t, len(filepath.Join(long, "rpc.sock")), 100)
 
 	rec := &callRecorder{}
-	srv, err := Listen(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
+	srv, err := listenRPC(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	defer srv.Close()
 	addr := srv.Address()
@@ -78,7 +78,7 @@ func TestServerUnixNoShortTempDir(t *testing.T) {
 	if fi, err := os.Stat("/tmp"); err != nil || !fi.IsDir() {
 		t.Skip("no /tmp")
 	}
-	srv, err := Listen(context.Background(), TransportUnix, long, engine.NewBroker((&callRecorder{}).tool, 5, nil))
+	srv, err := listenRPC(context.Background(), TransportUnix, long, engine.NewBroker((&callRecorder{}).tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(srv.Address(), "/tmp/hrpc-"), srv.Address())
 	fallback := filepath.Dir(srv.Address())
@@ -99,7 +99,7 @@ func TestServerUnixRelativeDir(t *testing.T) {
 	require.NoError(t, os.Mkdir("sock", 0o700))
 	rec := &callRecorder{}
 
-	srv, err := Listen(context.Background(), TransportUnix, "sock", engine.NewBroker(rec.tool, 5, nil))
+	srv, err := listenRPC(context.Background(), TransportUnix, "sock", engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(srv.Address()), srv.Address())
 	require.Equal(t, "rpc.sock", filepath.Base(srv.Address()))
@@ -119,7 +119,7 @@ func TestServerUnixRelativeDir(t *testing.T) {
 	require.NoError(t, os.MkdirAll(long, 0o700))
 	require.NoError(t, os.Mkdir("tmp", 0o700))
 	t.Setenv("TMPDIR", "tmp")
-	srv, err = Listen(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
+	srv, err = listenRPC(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(srv.Address()), srv.Address())
 	require.LessOrEqual(t, len(srv.Address()), maxSocketPath)

@@ -13,9 +13,9 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 )
 
-// ToolNames is the whitelist: the only tools a script can call. It is
+// toolNames is the whitelist: the only tools a script can call. It is
 // hostfuncs' list, so the whitelist and the implementations cannot drift.
-var ToolNames = hostfuncs.Names
+var toolNames = hostfuncs.Names
 
 // ToolSet is the tool set of an execution given a list of enabled tool
 // names, as Hermes computes it (the session's enabled tools intersected
@@ -27,10 +27,10 @@ var ToolNames = hostfuncs.Names
 // meant to restrict never widens here.)
 func ToolSet(names []string) []string {
 	if names == nil {
-		return slices.Clone(ToolNames)
+		return slices.Clone(toolNames)
 	}
 	out := []string{}
-	for _, t := range ToolNames {
+	for _, t := range toolNames {
 		if slices.Contains(names, t) {
 			out = append(out, t)
 		}
@@ -38,22 +38,22 @@ func ToolSet(names []string) []string {
 	return out
 }
 
-// ToolsEnv is the variable that tells the generated hermes_tools module
+// toolsEnv is the variable that tells the generated hermes_tools module
 // which tools are enabled: their names, comma-separated. The executor sets
 // it only when the tool set is not all seven; absent means all seven. It
 // shapes only the module (a disabled tool has no function, so importing it
 // raises ImportError); the broker enforces the tool set whatever a script
 // does with it.
-const ToolsEnv = "HERMES_RPC_TOOLS"
+const toolsEnv = "HERMES_RPC_TOOLS"
 
 // ToolsInject is the ToolsEnv assignment for the tool set enabled (as
 // ToolSet returns it), or "" when it is all seven.
 func ToolsInject(enabled []string) string {
 	set := ToolSet(enabled)
-	if len(set) == len(ToolNames) {
+	if len(set) == len(toolNames) {
 		return ""
 	}
-	return ToolsEnv + "=" + strings.Join(set, ",")
+	return toolsEnv + "=" + strings.Join(set, ",")
 }
 
 // ExitReport is what the generated runner tells the host when the script
@@ -162,7 +162,7 @@ func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 // Call runs one tool call through the whitelist and the budget.
 func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) map[string]any {
 	if !slices.Contains(b.enabled, tool) {
-		return map[string]any{"error": NotAvailableMessage(tool, b.enabled)}
+		return map[string]any{"error": notAvailableMessage(tool, b.enabled)}
 	}
 	b.mu.Lock()
 	if b.made >= b.max {
@@ -181,11 +181,11 @@ func (b *Broker) Call(ctx context.Context, tool string, args json.RawMessage) ma
 	return res
 }
 
-// NotAvailableMessage is the error of a call to a tool outside the
+// notAvailableMessage is the error of a call to a tool outside the
 // execution's tool set (an unknown tool, or one of the seven that is not
 // enabled), Hermes's text: "Tool '<tool>' is not available in
 // execute_code. Available: <the enabled tools, sorted>".
-func NotAvailableMessage(tool string, enabled []string) string {
+func notAvailableMessage(tool string, enabled []string) string {
 	return fmt.Sprintf("Tool '%s' is not available in execute_code. Available: %s", tool, availableList(enabled))
 }
 

@@ -135,19 +135,19 @@ func TestStubSignatures(t *testing.T) {
 	require.NotContains(t, src, "delegate_task")
 	require.Len(t, Signatures(), 7)
 	for i, spec := range toolSpecs {
-		require.Equal(t, ToolNames[i], spec.name, "stubs follow the whitelist")
+		require.Equal(t, toolNames[i], spec.name, "stubs follow the whitelist")
 	}
 }
 
 func TestToolSet(t *testing.T) {
-	require.Equal(t, ToolNames, ToolSet(nil), "nil: all seven")
+	require.Equal(t, toolNames, ToolSet(nil), "nil: all seven")
 	require.Equal(t, []string{"web_search", "read_file", "terminal"},
 		ToolSet([]string{"terminal", "vision_analyze", "read_file", "browser_navigate", "web_search", "terminal", "delegate_task"}),
 		"intersected with the seven, in their order, once each")
 	require.Equal(t, []string{}, ToolSet([]string{"vision_analyze"}))
 	require.Equal(t, []string{}, ToolSet([]string{}))
 	require.Equal(t, "", ToolsInject(nil))
-	require.Equal(t, "", ToolsInject(append([]string{"image_generate"}, ToolNames...)), "all seven need no variable")
+	require.Equal(t, "", ToolsInject(append([]string{"image_generate"}, toolNames...)), "all seven need no variable")
 	require.Equal(t, "HERMES_RPC_TOOLS=read_file,terminal", ToolsInject([]string{"terminal", "read_file", "clarify"}))
 	require.Equal(t, "HERMES_RPC_TOOLS=", ToolsInject([]string{}))
 }
@@ -156,25 +156,25 @@ func TestHint(t *testing.T) {
 	exc := func(typ, msg string) *ExitReport { return &ExitReport{Kind: "exception", Type: typ, Message: msg} }
 	// Hermes's texts (tools/code_execution_tool.py, _missing_hermes_tools_import_hint).
 	require.Equal(t, "'delegate_task' is not available inside the execute_code sandbox. Importable tools here: patch, read_file, search_files, terminal, web_extract, web_search, write_file. For anything else, use the normal tool call instead of execute_code.",
-		Hint(config.ModeStrict, exc("ImportError", "cannot import name 'delegate_task' from 'hermes_tools' (/hermes_tools.py)"), nil))
+		failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'delegate_task' from 'hermes_tools' (/hermes_tools.py)"), nil))
 	require.Equal(t, "Import helpers with `from hermes_tools import retry`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true.",
-		Hint(config.ModeProject, exc("ImportError", "cannot import name 'retry' from 'hermes_tools' (/tmp/x/hermes_tools.py)"), nil))
+		failureHint(config.ModeProject, exc("ImportError", "cannot import name 'retry' from 'hermes_tools' (/tmp/x/hermes_tools.py)"), nil))
 	// Only the enabled tools are importable; the attribute form gets the same hint.
 	enabled := []string{"terminal", "web_search", "vision_analyze"}
 	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",
-		Hint(config.ModeStrict, exc("ImportError", "cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)"), enabled))
+		failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)"), enabled))
 	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",
-		Hint(config.ModeProject, exc("AttributeError", "module 'hermes_tools' has no attribute 'read_file'"), enabled))
-	require.Contains(t, Hint(config.ModeStrict, exc("ImportError", "cannot import name 'terminal' from 'hermes_tools' (/hermes_tools.py)"), []string{}), "Importable tools here: none.")
-	require.Contains(t, Hint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
-	require.Contains(t, Hint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
-	require.Contains(t, Hint(config.ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict"), nil), "return dicts")
-	require.Contains(t, Hint(config.ModeStrict, exc("OSError", "[Errno 51] No space left on device"), nil), "code_execution.disk_limit_mb")
-	require.Empty(t, Hint(config.ModeProject, exc("OSError", "[Errno 28] No space left on device"), nil), "project mode has no disk limit: a full host disk is not the config's doing")
-	require.Contains(t, Hint(config.ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'"), nil), "return dicts")
-	require.Contains(t, Hint(config.ModeStrict, exc("EOFError", "EOF when reading a line"), nil), "stdin is empty")
-	require.Empty(t, Hint(config.ModeStrict, exc("ValueError", "bad"), nil))
-	require.Empty(t, Hint(config.ModeStrict, nil, nil))
+		failureHint(config.ModeProject, exc("AttributeError", "module 'hermes_tools' has no attribute 'read_file'"), enabled))
+	require.Contains(t, failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'terminal' from 'hermes_tools' (/hermes_tools.py)"), []string{}), "Importable tools here: none.")
+	require.Contains(t, failureHint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
+	require.Contains(t, failureHint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
+	require.Contains(t, failureHint(config.ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict"), nil), "return dicts")
+	require.Contains(t, failureHint(config.ModeStrict, exc("OSError", "[Errno 51] No space left on device"), nil), "code_execution.disk_limit_mb")
+	require.Empty(t, failureHint(config.ModeProject, exc("OSError", "[Errno 28] No space left on device"), nil), "project mode has no disk limit: a full host disk is not the config's doing")
+	require.Contains(t, failureHint(config.ModeStrict, exc("AttributeError", "'dict' object has no attribute 'split'"), nil), "return dicts")
+	require.Contains(t, failureHint(config.ModeStrict, exc("EOFError", "EOF when reading a line"), nil), "stdin is empty")
+	require.Empty(t, failureHint(config.ModeStrict, exc("ValueError", "bad"), nil))
+	require.Empty(t, failureHint(config.ModeStrict, nil, nil))
 }
 
 func TestMergeEnv(t *testing.T) {

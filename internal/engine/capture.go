@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-// CaptureLimits bounds what a [Capture] keeps of one output stream.
-type CaptureLimits struct {
+// captureLimits bounds what a [outputCapture] keeps of one output stream.
+type captureLimits struct {
 	// Max is the number of bytes kept whole. An output of at most Max bytes is returned
 	// unchanged; a longer one is truncated to Head bytes from its start and Tail bytes from
 	// its end. A negative value is treated as 0.
@@ -39,17 +39,17 @@ type CaptureLimits struct {
 // bytes kept whole, else the first 20,000 and the last 30,000, with the full output (at
 // most 5,000,000 bytes) spilled to spillDir when it is not "" (the executor passes
 // $HERMES_HOME/cache/exec).
-func StdoutLimits(spillDir string) CaptureLimits {
-	return CaptureLimits{Max: 50_000, Head: 20_000, Tail: 30_000, SpillDir: spillDir, SpillCap: 5_000_000}
+func StdoutLimits(spillDir string) captureLimits {
+	return captureLimits{Max: 50_000, Head: 20_000, Tail: 30_000, SpillDir: spillDir, SpillCap: 5_000_000}
 }
 
-// StderrLimits are the limits for a script's stderr (docs/behaviour.md §5): the first
+// stderrLimits are the limits for a script's stderr (docs/behaviour.md §5): the first
 // 10,000 bytes, as in Hermes, which keeps only the head of stderr (the first error is what
 // explains a failure; what follows is mostly its consequences). Stderr is never spilled.
-var StderrLimits = CaptureLimits{Max: 10_000, Head: 10_000, Tail: 0}
+var stderrLimits = captureLimits{Max: 10_000, Head: 10_000, Tail: 0}
 
-// CaptureResult is what a [Capture] kept of its stream.
-type CaptureResult struct {
+// captureResult is what a [outputCapture] kept of its stream.
+type captureResult struct {
 	// Output is the captured text as valid UTF-8 (each invalid byte becomes U+FFFD): the
 	// whole output, or, when Truncated, the head, a [TruncationNotice] and the tail (with
 	// a Tail of 0, the head and the notice without its trailing newlines).
@@ -71,24 +71,24 @@ type CaptureResult struct {
 	SpillErr error
 }
 
-// Capture is an io.Writer that keeps a bounded view of a stream (a script's stdout or stderr)
+// outputCapture is an io.Writer that keeps a bounded view of a stream (a script's stdout or stderr)
 // and, when the stream outgrows its limit, optionally spills the full text to a file.
 //
 // Memory stays bounded whatever is written: at most Max bytes until the stream exceeds Max,
-// then Head bytes plus a Tail-byte ring buffer. Capture is safe for concurrent use; each Write
+// then Head bytes plus a Tail-byte ring buffer. outputCapture is safe for concurrent use; each Write
 // is recorded atomically.
 //
-// Call [Capture.Finish] to get the result, or [Capture.Discard] on an error path to remove any
+// Call [outputCapture.Finish] to get the result, or [outputCapture.Discard] on an error path to remove any
 // temporary spill file.
-type Capture struct {
+type outputCapture struct {
 	mu  sync.Mutex
-	lim CaptureLimits
+	lim captureLimits
 
 	total     int64
 	truncated bool
 	done      bool // Finish or Discard was called: further writes are ignored.
 	discarded bool
-	result    *CaptureResult
+	result    *captureResult
 
 	buf  []byte // the whole stream, while total <= Max
 	head []byte // the first Head bytes, once truncated
@@ -103,13 +103,13 @@ type Capture struct {
 	spillPath string
 }
 
-// NewCapture returns a Capture with the given limits, normalized as documented on
-// [CaptureLimits].
-func NewCapture(l CaptureLimits) *Capture {
+// newCapture returns a Capture with the given limits, normalized as documented on
+// [captureLimits].
+func newCapture(l captureLimits) *outputCapture {
 	l.Max = max(l.Max, 0)
 	l.Head = min(max(l.Head, 0), l.Max)
 	l.Tail = min(max(l.Tail, 0), l.Max-l.Head)
-	c := &Capture{lim: l}
+	c := &outputCapture{lim: l}
 	if l.SpillDir != "" {
 		c.hash = sha256.New()
 	}
@@ -117,9 +117,9 @@ func NewCapture(l CaptureLimits) *Capture {
 }
 
 // Write records p. It always returns len(p), nil: a failure to write the spill file is kept
-// for [Capture.Finish] and never reported to the writer. Writes after Finish or Discard are
+// for [outputCapture.Finish] and never reported to the writer. Writes after Finish or Discard are
 // ignored.
-func (c *Capture) Write(p []byte) (int, error) {
+func (c *outputCapture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done || len(p) == 0 {
@@ -157,7 +157,7 @@ func appendBounded(b, p []byte, limit int) []byte {
 
 // startTruncation switches from keeping everything to head + ring, with p the write that
 // crossed Max.
-func (c *Capture) startTruncation(p []byte) {
+func (c *outputCapture) startTruncation(p []byte) {
 	c.truncated = true
 	h := c.lim.Head
 	// The head comes from buf, and from p when Head reaches past buf (only when Head+Tail
@@ -185,7 +185,7 @@ func (c *Capture) startTruncation(p []byte) {
 }
 
 // ringWrite keeps the last Tail bytes of everything written through it.
-func (c *Capture) ringWrite(p []byte) {
+func (c *outputCapture) ringWrite(p []byte) {
 	n := len(c.ring)
 	if n == 0 {
 		return
@@ -202,7 +202,7 @@ func (c *Capture) ringWrite(p []byte) {
 }
 
 // tail returns the ring's contents in stream order.
-func (c *Capture) tail() []byte {
+func (c *outputCapture) tail() []byte {
 	out := make([]byte, 0, c.rlen)
 	if c.rlen < len(c.ring) {
 		return append(out, c.ring[:c.rlen]...)
@@ -211,7 +211,7 @@ func (c *Capture) tail() []byte {
 	return append(out, c.ring[:c.rpos]...)
 }
 
-func (c *Capture) openSpill() {
+func (c *outputCapture) openSpill() {
 	if err := os.MkdirAll(c.lim.SpillDir, 0o700); err != nil {
 		c.spillErr = fmt.Errorf("create spill directory: %w", err)
 		return
@@ -225,7 +225,7 @@ func (c *Capture) openSpill() {
 }
 
 // spillWrite appends p to the spill file, up to SpillCap bytes in all.
-func (c *Capture) spillWrite(p []byte) {
+func (c *outputCapture) spillWrite(p []byte) {
 	if c.spill == nil || c.spillErr != nil {
 		return
 	}
@@ -246,7 +246,7 @@ func (c *Capture) spillWrite(p []byte) {
 }
 
 // removeSpill closes and deletes the temporary spill file, if any.
-func (c *Capture) removeSpill() {
+func (c *outputCapture) removeSpill() {
 	if c.spill == nil {
 		return
 	}
@@ -259,14 +259,14 @@ func (c *Capture) removeSpill() {
 // Finish stops capturing and returns the result. When the output was truncated and a spill
 // file was written, Finish closes it and renames it atomically to its final name. Finish is
 // idempotent: later calls return the same result.
-func (c *Capture) Finish() CaptureResult {
+func (c *outputCapture) Finish() captureResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.result != nil {
 		return *c.result
 	}
 	c.done = true
-	r := CaptureResult{Total: c.total, Truncated: c.truncated}
+	r := captureResult{Total: c.total, Truncated: c.truncated}
 	if !c.truncated {
 		r.Output = validUTF8(c.buf)
 		r.Captured = c.total
@@ -278,7 +278,7 @@ func (c *Capture) Finish() CaptureResult {
 		var b strings.Builder
 		b.Grow(len(head) + len(tail) + 128)
 		b.WriteString(validUTF8(head))
-		notice := TruncationNotice(r.Omitted, r.Total)
+		notice := truncationNotice(r.Omitted, r.Total)
 		if c.lim.Tail == 0 {
 			notice = strings.TrimRight(notice, "\n")
 		}
@@ -295,7 +295,7 @@ func (c *Capture) Finish() CaptureResult {
 }
 
 // finishSpill closes the temporary spill file and moves it to its final name.
-func (c *Capture) finishSpill() {
+func (c *outputCapture) finishSpill() {
 	if c.spill == nil {
 		return
 	}
@@ -325,7 +325,7 @@ func (c *Capture) finishSpill() {
 // the result will not be reported. A spill file already moved into place by an earlier
 // Finish is left alone. A Finish after Discard returns the in-memory result without a spill
 // file. Discard is idempotent.
-func (c *Capture) Discard() {
+func (c *outputCapture) Discard() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.done = true
@@ -344,12 +344,12 @@ func (c *Capture) Discard() {
 // errDiscarded is the SpillErr of a truncated capture whose spill file was discarded.
 var errDiscarded = errors.New("spill file discarded")
 
-// TruncationNotice is the text placed between the head and the tail of a truncated output:
+// truncationNotice is the text placed between the head and the tail of a truncated output:
 //
 //	"\n\n... [OUTPUT TRUNCATED - {omitted} bytes omitted out of {total} total] ...\n\n"
 //
 // with both numbers written with comma thousands separators (1,234,567).
-func TruncationNotice(omitted, total int64) string {
+func truncationNotice(omitted, total int64) string {
 	return "\n\n... [OUTPUT TRUNCATED - " + commas(omitted) + " bytes omitted out of " +
 		commas(total) + " total] ...\n\n"
 }

@@ -25,7 +25,7 @@ func pattern(n int) []byte {
 	return b
 }
 
-func writeChunks(t *testing.T, c *Capture, data []byte, chunk int) {
+func writeChunks(t *testing.T, c *outputCapture, data []byte, chunk int) {
 	t.Helper()
 	for len(data) > 0 {
 		n := min(chunk, len(data))
@@ -38,7 +38,7 @@ func writeChunks(t *testing.T, c *Capture, data []byte, chunk int) {
 }
 
 // memoryInUse reports the bytes held by the capture's internal buffers.
-func memoryInUse(c *Capture) int {
+func memoryInUse(c *outputCapture) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return cap(c.buf) + cap(c.head) + cap(c.ring)
@@ -56,7 +56,7 @@ func TestTruncationNotice(t *testing.T) {
 		{100_000, 123_456_789_012, "\n\n... [OUTPUT TRUNCATED - 100,000 bytes omitted out of 123,456,789,012 total] ...\n\n"},
 	}
 	for _, tt := range tests {
-		if got := TruncationNotice(tt.omitted, tt.total); got != tt.want {
+		if got := truncationNotice(tt.omitted, tt.total); got != tt.want {
 			t.Errorf("TruncationNotice(%d, %d) = %q, want %q", tt.omitted, tt.total, got, tt.want)
 		}
 	}
@@ -81,7 +81,7 @@ func TestCaptureSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := pattern(tt.n)
-			c := NewCapture(StdoutLimits(""))
+			c := newCapture(StdoutLimits(""))
 			writeChunks(t, c, data, 4096)
 			r := c.Finish()
 			if r.Truncated != tt.truncated || r.Total != int64(tt.n) {
@@ -94,7 +94,7 @@ func TestCaptureSizes(t *testing.T) {
 				return
 			}
 			omitted := int64(tt.n - head - tail)
-			want := string(data[:head]) + TruncationNotice(omitted, int64(tt.n)) + string(data[tt.n-tail:])
+			want := string(data[:head]) + truncationNotice(omitted, int64(tt.n)) + string(data[tt.n-tail:])
 			if r.Output != want {
 				t.Fatalf("output mismatch (len %d, want %d)", len(r.Output), len(want))
 			}
@@ -106,7 +106,7 @@ func TestCaptureSizes(t *testing.T) {
 }
 
 func TestCaptureMax1Notice(t *testing.T) {
-	c := NewCapture(StdoutLimits(""))
+	c := newCapture(StdoutLimits(""))
 	writeChunks(t, c, pattern(50_001), 50_001)
 	r := c.Finish()
 	if !strings.Contains(r.Output, "[OUTPUT TRUNCATED - 1 bytes omitted out of 50,001 total]") {
@@ -120,7 +120,7 @@ func TestCaptureBoundedMemory(t *testing.T) {
 	for _, chunk := range []int{1, 64 << 10} {
 		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
 			lim := StdoutLimits("")
-			c := NewCapture(lim)
+			c := newCapture(lim)
 			peak := 0
 			for off := 0; off < total; off += chunk {
 				c.Write(data[off:min(off+chunk, total)])
@@ -136,7 +136,7 @@ func TestCaptureBoundedMemory(t *testing.T) {
 				t.Fatalf("buffer memory after truncation %d > %d", got, lim.Head+lim.Tail)
 			}
 			r := c.Finish()
-			want := string(data[:lim.Head]) + TruncationNotice(total-50_000, total) + string(data[total-lim.Tail:])
+			want := string(data[:lim.Head]) + truncationNotice(total-50_000, total) + string(data[total-lim.Tail:])
 			if r.Output != want || r.Total != total || r.Captured != 50_000 || r.Omitted != total-50_000 {
 				t.Fatalf("wrong result: total=%d captured=%d omitted=%d", r.Total, r.Captured, r.Omitted)
 			}
@@ -148,7 +148,7 @@ func TestCaptureBoundedMemory(t *testing.T) {
 }
 
 func TestCaptureGrowthNeverExceedsMax(t *testing.T) {
-	c := NewCapture(CaptureLimits{Max: 1000, Head: 400, Tail: 600})
+	c := newCapture(captureLimits{Max: 1000, Head: 400, Tail: 600})
 	for i := 0; i < 1000; i++ {
 		c.Write([]byte{'x'})
 		if m := memoryInUse(c); m > 1000 {
@@ -160,7 +160,7 @@ func TestCaptureGrowthNeverExceedsMax(t *testing.T) {
 func TestCaptureSpill(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache", "exec")
 	data := pattern(200_000)
-	c := NewCapture(StdoutLimits(dir))
+	c := newCapture(StdoutLimits(dir))
 	writeChunks(t, c, data, 777)
 	r := c.Finish()
 	if !r.Truncated || r.SpillErr != nil {
@@ -196,7 +196,7 @@ func TestCaptureSpill(t *testing.T) {
 
 func TestCaptureNoSpillWhenNotTruncated(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spill")
-	c := NewCapture(StdoutLimits(dir))
+	c := newCapture(StdoutLimits(dir))
 	writeChunks(t, c, pattern(50_000), 1000)
 	r := c.Finish()
 	if r.Truncated || r.SpillPath != "" {
@@ -209,9 +209,9 @@ func TestCaptureNoSpillWhenNotTruncated(t *testing.T) {
 
 func TestCaptureSpillCap(t *testing.T) {
 	dir := t.TempDir()
-	lim := CaptureLimits{Max: 100, Head: 40, Tail: 60, SpillDir: dir, SpillCap: 1000}
+	lim := captureLimits{Max: 100, Head: 40, Tail: 60, SpillDir: dir, SpillCap: 1000}
 	data := pattern(5000)
-	c := NewCapture(lim)
+	c := newCapture(lim)
 	writeChunks(t, c, data, 33)
 	r := c.Finish()
 	sum := sha256.Sum256(data) // The name hashes the whole stream, not just what was written.
@@ -230,7 +230,7 @@ func TestCaptureSpillCap(t *testing.T) {
 func TestCaptureSpillCapSmallerThanBuffer(t *testing.T) {
 	dir := t.TempDir()
 	data := pattern(500)
-	c := NewCapture(CaptureLimits{Max: 100, Head: 40, Tail: 60, SpillDir: dir, SpillCap: 10})
+	c := newCapture(captureLimits{Max: 100, Head: 40, Tail: 60, SpillDir: dir, SpillCap: 10})
 	writeChunks(t, c, data, 500)
 	got, err := os.ReadFile(c.Finish().SpillPath)
 	if err != nil || !bytes.Equal(got, data[:10]) {
@@ -240,7 +240,7 @@ func TestCaptureSpillCapSmallerThanBuffer(t *testing.T) {
 
 func TestCaptureDiscard(t *testing.T) {
 	dir := t.TempDir()
-	c := NewCapture(StdoutLimits(dir))
+	c := newCapture(StdoutLimits(dir))
 	writeChunks(t, c, pattern(120_000), 10_000)
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
@@ -259,7 +259,7 @@ func TestCaptureDiscard(t *testing.T) {
 
 func TestCaptureDiscardAfterFinishKeepsSpill(t *testing.T) {
 	dir := t.TempDir()
-	c := NewCapture(StdoutLimits(dir))
+	c := newCapture(StdoutLimits(dir))
 	writeChunks(t, c, pattern(60_000), 60_000)
 	r := c.Finish()
 	c.Discard()
@@ -276,7 +276,7 @@ func TestCaptureSpillError(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCapture(StdoutLimits(filepath.Join(blocker, "exec")))
+	c := newCapture(StdoutLimits(filepath.Join(blocker, "exec")))
 	writeChunks(t, c, pattern(100_000), 1000)
 	r := c.Finish()
 	if !r.Truncated || r.SpillPath != "" || r.SpillErr == nil {
@@ -288,7 +288,7 @@ func TestCaptureSpillError(t *testing.T) {
 }
 
 func TestCaptureUTF8CutPoints(t *testing.T) {
-	lim := CaptureLimits{Max: 20, Head: 8, Tail: 8}
+	lim := captureLimits{Max: 20, Head: 8, Tail: 8}
 	tests := []struct {
 		name     string
 		data     string
@@ -306,11 +306,11 @@ func TestCaptureUTF8CutPoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewCapture(lim)
+			c := newCapture(lim)
 			writeChunks(t, c, []byte(tt.data), 3)
 			r := c.Finish()
 			kept := len(tt.wantHead) + len(tt.wantTail)
-			want := tt.wantHead + TruncationNotice(int64(len(tt.data)-kept), int64(len(tt.data))) + tt.wantTail
+			want := tt.wantHead + truncationNotice(int64(len(tt.data)-kept), int64(len(tt.data))) + tt.wantTail
 			if r.Output != want {
 				t.Fatalf("Output = %q, want %q", r.Output, want)
 			}
@@ -325,7 +325,7 @@ func TestCaptureUTF8CutPoints(t *testing.T) {
 }
 
 func TestCaptureInvalidUTF8(t *testing.T) {
-	c := NewCapture(StderrLimits)
+	c := newCapture(stderrLimits)
 	c.Write([]byte("ok \xff\xfe end \xe2\x82"))
 	r := c.Finish()
 	if want := "ok \uFFFD\uFFFD end \uFFFD\uFFFD"; r.Output != want {
@@ -337,33 +337,33 @@ func TestCaptureInvalidUTF8(t *testing.T) {
 }
 
 func TestCaptureLimitsNormalized(t *testing.T) {
-	c := NewCapture(CaptureLimits{Max: 10, Head: 8, Tail: 8})
+	c := newCapture(captureLimits{Max: 10, Head: 8, Tail: 8})
 	c.Write([]byte("0123456789ABCDEF"))
 	r := c.Finish()
-	if want := "01234567" + TruncationNotice(6, 16) + "EF"; r.Output != want {
+	if want := "01234567" + truncationNotice(6, 16) + "EF"; r.Output != want {
 		t.Fatalf("Output = %q, want %q", r.Output, want)
 	}
-	c = NewCapture(CaptureLimits{Max: -1})
+	c = newCapture(captureLimits{Max: -1})
 	c.Write([]byte("x"))
-	if r := c.Finish(); r.Output != strings.TrimRight(TruncationNotice(1, 1), "\n") {
+	if r := c.Finish(); r.Output != strings.TrimRight(truncationNotice(1, 1), "\n") {
 		t.Fatalf("Output = %q", r.Output)
 	}
 }
 
 func TestCaptureHeadPlusTailBelowMax(t *testing.T) {
 	// Head reaching into the write that crosses Max.
-	c := NewCapture(CaptureLimits{Max: 10, Head: 6, Tail: 2})
+	c := newCapture(captureLimits{Max: 10, Head: 6, Tail: 2})
 	c.Write([]byte("abc"))
 	c.Write([]byte("defghijklmnop"))
 	r := c.Finish()
-	if want := "abcdef" + TruncationNotice(8, 16) + "op"; r.Output != want {
+	if want := "abcdef" + truncationNotice(8, 16) + "op"; r.Output != want {
 		t.Fatalf("Output = %q, want %q", r.Output, want)
 	}
 }
 
 func TestCaptureConcurrentWriters(t *testing.T) {
 	dir := t.TempDir()
-	c := NewCapture(StdoutLimits(dir))
+	c := newCapture(StdoutLimits(dir))
 	const writers, lines = 8, 2000
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -408,8 +408,8 @@ func assertOnlyFiles(t *testing.T, dir string, names ...string) {
 	}
 }
 
-func ExampleCapture() {
-	c := NewCapture(CaptureLimits{Max: 16, Head: 6, Tail: 6})
+func Example_outputCapture() {
+	c := newCapture(captureLimits{Max: 16, Head: 6, Tail: 6})
 	fmt.Fprint(c, "line one\nline two\nline three\n")
 	r := c.Finish()
 	fmt.Printf("%q\n", r.Output)
@@ -426,8 +426,8 @@ func FuzzCapture(f *testing.F) {
 	f.Add([]byte("abcdefé€😀\xff\xfe tail 😀"), uint8(10), uint8(4), uint8(4), uint8(1))
 	f.Add(bytes.Repeat([]byte("😀"), 40), uint8(20), uint8(9), uint8(9), uint8(7))
 	f.Fuzz(func(t *testing.T, data []byte, max, head, tail, chunk uint8) {
-		lim := CaptureLimits{Max: int(max), Head: int(head), Tail: int(tail)}
-		c := NewCapture(lim)
+		lim := captureLimits{Max: int(max), Head: int(head), Tail: int(tail)}
+		c := newCapture(lim)
 		step := int(chunk)%17 + 1
 		for off := 0; off < len(data); off += step {
 			c.Write(data[off:min(off+step, len(data))])
@@ -448,7 +448,7 @@ func FuzzCapture(f *testing.F) {
 		n := c.lim // normalized limits
 		h := trimIncompleteRune(data[:n.Head])
 		tl := skipContinuation(data[len(data)-n.Tail:])
-		want := validUTF8(h) + TruncationNotice(r.Omitted, r.Total) + validUTF8(tl)
+		want := validUTF8(h) + truncationNotice(r.Omitted, r.Total) + validUTF8(tl)
 		if !r.Truncated || r.Output != want || r.Captured != int64(len(h)+len(tl)) {
 			t.Fatalf("Output = %q, want %q", r.Output, want)
 		}

@@ -31,15 +31,15 @@ type EnvOptions struct {
 	Delegated bool
 }
 
-// DelegatedChildMarker is the variable that marks a delegated child's processes, as Hermes
+// delegatedChildMarker is the variable that marks a delegated child's processes, as Hermes
 // names it (agent/delegation_context.py). Its value is the Kanban board root the child is
 // fenced from, or "1" for every board.
-const DelegatedChildMarker = "HERMES_DELEGATED_CHILD_CONTEXT"
+const delegatedChildMarker = "HERMES_DELEGATED_CHILD_CONTEXT"
 
-// KanbanWorkerVars are the Kanban worker identity that a delegated child's environment never
+// kanbanWorkerVars are the Kanban worker identity that a delegated child's environment never
 // carries (Hermes's KANBAN_ENV_KEYS): without them a descendant cannot complete or claim the
 // parent's task.
-var KanbanWorkerVars = []string{
+var kanbanWorkerVars = []string{
 	"HERMES_KANBAN_TASK", "HERMES_KANBAN_RUN_ID", "HERMES_KANBAN_CLAIM_LOCK",
 	"HERMES_KANBAN_GOAL_MODE", "HERMES_KANBAN_GOAL_MAX_TURNS",
 }
@@ -47,7 +47,7 @@ var KanbanWorkerVars = []string{
 // ManagedCredentials lists the credentials and provider settings the host manages. They never
 // reach a script, not even when named in terminal.env_passthrough or by a skill: a script gets
 // the results of tools that use them, never the credentials themselves. Names are compared
-// case-insensitively; [IsManagedCredential] also covers Hermes's dynamic names.
+// case-insensitively; [isManagedCredential] also covers Hermes's dynamic names.
 //
 // It is Hermes's _HERMES_PROVIDER_ENV_BLOCKLIST (tools/environments/local_env_policy.py, as
 // derived there), which env_passthrough and skill registration refuse (GHSA-rhgp-j443-p4rf):
@@ -153,12 +153,12 @@ var managedNames = func() map[string]bool {
 	return m
 }()
 
-// IsManagedCredential reports whether name (compared case-insensitively) is a credential the
+// isManagedCredential reports whether name (compared case-insensitively) is a credential the
 // host manages: one of [ManagedCredentials], or one of the names Hermes gives its internal
 // secrets dynamically (_is_hermes_internal_secret): AUXILIARY_<TASK>_API_KEY and
 // AUXILIARY_<TASK>_BASE_URL (per-task side-model credentials), and GATEWAY_RELAY_*_SECRET,
 // _KEY or _TOKEN (gateway relay authentication).
-func IsManagedCredential(name string) bool {
+func isManagedCredential(name string) bool {
 	upper := strings.ToUpper(name)
 	if managedNames[upper] {
 		return true
@@ -183,7 +183,7 @@ var safePrefixes = []string{
 
 // hermesAllowed are the HERMES_* names that pass by exact name (rule 4): Hermes's
 // _HERMES_CHILD_ALLOWED, the runtime-location variables and the delegated-child marker.
-var hermesAllowed = []string{"HERMES_HOME", "HERMES_PROFILE", "HERMES_CONFIG", "HERMES_ENV", DelegatedChildMarker}
+var hermesAllowed = []string{"HERMES_HOME", "HERMES_PROFILE", "HERMES_CONFIG", "HERMES_ENV", delegatedChildMarker}
 
 // windowsSystem are the Windows system variables that pass on Windows (rule 5).
 var windowsSystem = []string{
@@ -196,7 +196,7 @@ var windowsSystem = []string{
 
 // ScrubEnv builds a script's environment from the host's environ (KEY=VALUE entries, as
 // returned by os.Environ) by applying the allow-list of docs/behaviour.md §4. A
-// host-managed credential ([IsManagedCredential], or named in opts.Managed) is dropped
+// host-managed credential ([isManagedCredential], or named in opts.Managed) is dropped
 // whatever its name looks like; every other variable takes the first rule that matches:
 //
 //  1. its name is in opts.Passthrough: kept;
@@ -210,7 +210,7 @@ var windowsSystem = []string{
 //  6. anything else: dropped.
 //
 // Then, for a delegated child (opts.Delegated, or a host environment carrying
-// [DelegatedChildMarker]), the [KanbanWorkerVars] are removed, even when passed through,
+// [delegatedChildMarker]), the [kanbanWorkerVars] are removed, even when passed through,
 // and the marker is set: to the host's value, else to "1" (fenced from every board), as
 // Hermes's scrub_kanban_env does (Hermes sets the board root it knows instead of "1").
 //
@@ -253,11 +253,11 @@ func ScrubEnv(environ []string, opts EnvOptions) (kept []string, droppedHermes [
 		}
 		key := fold(name)
 		upper := strings.ToUpper(name)
-		if key == DelegatedChildMarker {
+		if key == delegatedChildMarker {
 			marker = value
 		}
 		switch {
-		case managed[upper] || IsManagedCredential(name): // Credentials the host holds never pass.
+		case managed[upper] || isManagedCredential(name): // Credentials the host holds never pass.
 		case pass[key]: // Rule 1.
 			kept = append(kept, entry)
 		case containsAny(upper, secretMarkers): // Rule 2.
@@ -278,25 +278,25 @@ func ScrubEnv(environ []string, opts EnvOptions) (kept []string, droppedHermes [
 		kept = slices.DeleteFunc(kept, func(entry string) bool {
 			name, _, _ := strings.Cut(entry, "=")
 			key := fold(name)
-			return key == DelegatedChildMarker || slices.Contains(KanbanWorkerVars, key)
+			return key == delegatedChildMarker || slices.Contains(kanbanWorkerVars, key)
 		})
 		if marker == "" {
 			marker = "1"
 		}
-		kept = append(kept, DelegatedChildMarker+"="+marker)
+		kept = append(kept, delegatedChildMarker+"="+marker)
 	}
 	slices.Sort(droppedHermes)
 	return kept, droppedHermes
 }
 
 // RefusedPassthrough returns, in input order, the names among a passthrough list that are
-// host-managed credentials ([IsManagedCredential], or among the extra managed names) and are
+// host-managed credentials ([isManagedCredential], or among the extra managed names) and are
 // therefore never passed to a script, so that the caller can warn about them. Names are
 // compared case-insensitively. It returns nil when none are refused.
 func RefusedPassthrough(names []string, managed ...string) []string {
 	var refused []string
 	for _, n := range names {
-		if IsManagedCredential(n) || slices.ContainsFunc(managed, func(m string) bool { return strings.EqualFold(n, m) }) {
+		if isManagedCredential(n) || slices.ContainsFunc(managed, func(m string) bool { return strings.EqualFold(n, m) }) {
 			refused = append(refused, n)
 		}
 	}

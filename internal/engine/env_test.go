@@ -211,16 +211,16 @@ var hermesBlocklist = []string{
 
 func TestManagedCredentialsMatchHermes(t *testing.T) {
 	for _, name := range hermesBlocklist {
-		if !IsManagedCredential(name) {
+		if !isManagedCredential(name) {
 			t.Errorf("%s is host-managed in Hermes, not here", name)
 		}
-		if !IsManagedCredential(strings.ToLower(name)) {
+		if !isManagedCredential(strings.ToLower(name)) {
 			t.Errorf("%s: names compare case-insensitively", strings.ToLower(name))
 		}
 	}
 	// Hermes's carve-outs and non-secrets stay the script's.
 	for _, name := range []string{"CLAUDE_CODE_OAUTH_TOKEN", "TENOR_API_KEY", "AWS_ACCESS_KEY_ID", "AUXILIARY_VISION_MODEL", "GATEWAY_RELAY_REGION", "NOUS_BASE_URL"} {
-		if IsManagedCredential(name) {
+		if isManagedCredential(name) {
 			t.Errorf("%s is not host-managed in Hermes", name)
 		}
 	}

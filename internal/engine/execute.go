@@ -12,8 +12,8 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 )
 
-// DefaultTimeout is the run timeout when a request sets none.
-const DefaultTimeout = 300 * time.Second
+// defaultTimeout is the run timeout when a request sets none.
+const defaultTimeout = 300 * time.Second
 
 // DefaultInterruptReason is the reason given when an interrupt names none.
 const DefaultInterruptReason = "user sent a new message"
@@ -39,9 +39,9 @@ func (e *InterruptError) reason() string {
 	return e.Reason
 }
 
-// BaseInject holds the variables every interpreter gets, in both modes
+// baseInject holds the variables every interpreter gets, in both modes
 // (docs/behaviour.md §4); transports and TZ are added on top.
-var BaseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONUTF8=1"}
+var baseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONUTF8=1"}
 
 // errTimedOut is the cause of a run context whose timeout fired.
 var errTimedOut = errors.New("script timed out")
@@ -50,10 +50,10 @@ var errTimedOut = errors.New("script timed out")
 // tools/code_kernel.py of NousResearch/hermes-agent), so that an agent
 // sees what it would see there.
 
-// TimeoutMessage is the exact error of a timed-out run:
+// timeoutMessage is the exact error of a timed-out run:
 // "Script timed out after {N}s and was killed.". The output ends with it
 // too, after "⏰ " and a blank line (see Execute).
-func TimeoutMessage(timeout time.Duration) string {
+func timeoutMessage(timeout time.Duration) string {
 	return fmt.Sprintf("Script timed out after %ss and was killed.", seconds(timeout))
 }
 
@@ -70,9 +70,9 @@ func KernelTimeoutMessage(timeout time.Duration) string {
 // InterruptMarker.)
 const KernelInterruptedMessage = "Interrupted; the session kernel was killed and its state was lost."
 
-// InterruptedMessage is the error of an interrupted one-shot run (Hermes
+// interruptedMessage is the error of an interrupted one-shot run (Hermes
 // gives none there; the result says why all the same).
-func InterruptedMessage(reason string) string {
+func interruptedMessage(reason string) string {
 	return "Execution interrupted: " + (&InterruptError{Reason: reason}).reason()
 }
 
@@ -82,7 +82,7 @@ func InterruptMarker(reason string) string {
 	return "[execution interrupted — " + (&InterruptError{Reason: reason}).reason() + "]"
 }
 
-// TruncatedWarning is the warning of a result whose stdout was truncated:
+// truncatedWarning is the warning of a result whose stdout was truncated:
 // with the full output saved at spillPath, "execute_code stdout was
 // truncated (head/tail shown); the script did run. FULL output saved to
 // {path} — page it with read_file(path="{path}", offset=...) instead of
@@ -90,7 +90,7 @@ func InterruptMarker(reason string) string {
 // truncated; the script did run, but only the captured head/tail output is
 // included. Re-run only with narrower output if the omitted data is
 // required.".
-func TruncatedWarning(spillPath string) string {
+func truncatedWarning(spillPath string) string {
 	if spillPath == "" {
 		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
 	}
@@ -116,7 +116,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = defaultTimeout
 	}
 	var env []string
 	kernel, isKernel := eng.(Kernel)
@@ -132,8 +132,8 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		}
 	}
 
-	stdout := NewCapture(StdoutLimits(req.SpillDir))
-	stderr := NewCapture(StderrLimits)
+	stdout := newCapture(StdoutLimits(req.SpillDir))
+	stderr := newCapture(stderrLimits)
 	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
 
 	res := Result{Mode: req.Mode, ToolCalls: []ToolCall{}}
@@ -171,7 +171,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	res.StdoutBytesOmitted = out.Omitted
 	if out.Truncated {
 		res.StdoutSpillPath = out.SpillPath
-		res.Warning = TruncatedWarning(out.SpillPath)
+		res.Warning = truncatedWarning(out.SpillPath)
 		if out.SpillErr != nil && req.SpillDir != "" {
 			logf("execute_code: the full stdout could not be saved in %s: %v", req.SpillDir, out.SpillErr)
 		}
@@ -185,14 +185,14 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	case errors.Is(context.Cause(runCtx), errTimedOut) && ctx.Err() == nil:
 		res.Status = config.StatusTimeout
 		res.ExitCode = intPtr(-1)
-		res.Error = TimeoutMessage(timeout)
+		res.Error = timeoutMessage(timeout)
 		if killed {
 			res.Error = KernelTimeoutMessage(timeout)
 		}
 	case ctx.Err() != nil:
 		res.Status = config.StatusInterrupted
 		res.ExitCode = intPtr(-1)
-		res.Error = InterruptedMessage(interruptReason(ctx))
+		res.Error = interruptedMessage(interruptReason(ctx))
 		if killed {
 			res.Error = KernelInterruptedMessage
 		}
@@ -202,7 +202,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	case report != nil && report.Kind == "exception":
 		res.Status = config.StatusError
 		res.Error = strings.TrimRight(report.Traceback, "\n")
-		res.Hint = Hint(req.Mode, report, broker.Enabled())
+		res.Hint = failureHint(req.Mode, report, broker.Enabled())
 		res.ExitCode = intPtr(outcome.ExitCode)
 	case outcome.Crash != "":
 		res.Status = config.StatusError
@@ -261,7 +261,7 @@ func interruptReason(ctx context.Context) string {
 // ScrubEnv's list of dropped HERMES_* names.
 func ChildEnv(environ []string, opts EnvOptions, inject []string) (env, dropped []string) {
 	env, dropped = ScrubEnv(environ, opts)
-	return MergeEnv(env, append(slices.Clone(BaseInject), inject...)), dropped
+	return MergeEnv(env, append(slices.Clone(baseInject), inject...)), dropped
 }
 
 // MergeEnv returns env with each KEY=VALUE of inject set, replacing an

@@ -259,14 +259,14 @@ func TestExecuteToolSet(t *testing.T) {
 		env     string
 	}{
 		{nil, ""},
-		{append([]string{"vision_analyze"}, ToolNames...), ""},
+		{append([]string{"vision_analyze"}, toolNames...), ""},
 		{[]string{"terminal", "browser_navigate", "read_file"}, "HERMES_RPC_TOOLS=read_file,terminal"},
 		{[]string{"delegate_task"}, "HERMES_RPC_TOOLS="},
 	} {
 		res, err := Execute(context.Background(), fakeEngine{func(ctx context.Context, job *Job) (Outcome, error) {
 			var got []string
 			for _, kv := range job.Env {
-				if strings.HasPrefix(kv, ToolsEnv+"=") {
+				if strings.HasPrefix(kv, toolsEnv+"=") {
 					got = append(got, kv)
 				}
 			}
@@ -278,7 +278,7 @@ func TestExecuteToolSet(t *testing.T) {
 			fmt.Fprintln(job.Stdout, job.Broker.Call(ctx, "terminal", nil)["error"])
 			return Outcome{}, nil
 		}}, Request{Code: "x", Mode: config.ModeStrict, Enabled: tc.enabled, MaxToolCalls: 1,
-			Environ: []string{ToolsEnv + "=web_search"}, // the host's own value never reaches the script
+			Environ: []string{toolsEnv + "=web_search"}, // the host's own value never reaches the script
 			Tools:   func(context.Context, string, json.RawMessage) map[string]any { return map[string]any{} }})
 		require.NoError(t, err)
 		if slices.Contains(ToolSet(tc.enabled), "terminal") {

@@ -19,11 +19,11 @@ var (
 // helperNames are the helpers hermes_tools always defines.
 var helperNames = []string{"json_parse", "shell_quote", "retry"}
 
-// BadImportHint is the hint for a name that hermes_tools does not define
+// badImportHint is the hint for a name that hermes_tools does not define
 // (a tool outside the execution's tool set, or no tool at all), Hermes's
 // texts: for a helper, that the module found is not the generated one;
 // otherwise which tools can be imported here.
-func BadImportHint(name string, enabled []string) string {
+func badImportHint(name string, enabled []string) string {
 	if slices.Contains(helperNames, name) {
 		return "Import helpers with `from hermes_tools import " + name + "`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true."
 	}
@@ -42,9 +42,9 @@ var dictAsString = []string{
 	"'dict' object is not callable",
 }
 
-// Hint returns a one-line hint for an uncaught exception that is a common
+// failureHint returns a one-line hint for an uncaught exception that is a common
 // agent mistake, or "". enabled is the execution's tool set (nil: all).
-func Hint(mode string, rep *ExitReport, enabled []string) string {
+func failureHint(mode string, rep *ExitReport, enabled []string) string {
 	if rep == nil || rep.Kind != "exception" {
 		return ""
 	}
@@ -52,7 +52,7 @@ func Hint(mode string, rep *ExitReport, enabled []string) string {
 	switch {
 	case (rep.Type == "ImportError" || rep.Type == "AttributeError") && reBadImport.MatchString(msg):
 		m := reBadImport.FindStringSubmatch(msg)
-		return BadImportHint(m[1]+m[2], enabled)
+		return badImportHint(m[1]+m[2], enabled)
 	case rep.Type == "ModuleNotFoundError" && reMissingModule.MatchString(msg):
 		name := reMissingModule.FindStringSubmatch(msg)[1]
 		if mode == config.ModeStrict {

@@ -86,7 +86,7 @@ type StubOptions struct {
 func GenerateStub(opts StubOptions) string {
 	var b strings.Builder
 	b.WriteString(stubHeader)
-	fmt.Fprintf(&b, "_TOOL_NAMES = (%s)\n__all__ = list(_TOOL_NAMES) + [\"json_parse\", \"shell_quote\", \"retry\"]\n", pyStrings(ToolNames))
+	fmt.Fprintf(&b, "_TOOL_NAMES = (%s)\n__all__ = list(_TOOL_NAMES) + [\"json_parse\", \"shell_quote\", \"retry\"]\n", pyStrings(toolNames))
 	b.WriteString(stubCodec)
 	if opts.HostCall {
 		b.WriteString(hostTransport)
@@ -105,7 +105,7 @@ func GenerateStub(opts StubOptions) string {
 		b.WriteString("})\n")
 	}
 	b.WriteString(stubHelpers)
-	fmt.Fprintf(&b, stubToolSet, ToolsEnv)
+	fmt.Fprintf(&b, stubToolSet, toolsEnv)
 	return b.String()
 }
 

@@ -37,8 +37,8 @@ import (
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
-// DefaultMemoryLimitMB is the guest memory cap when a job sets none.
-const DefaultMemoryLimitMB = 512
+// defaultMemoryLimitMB is the guest memory cap when a job sets none.
+const defaultMemoryLimitMB = 512
 
 // Options configures a [Engine] engine.
 type Options struct {
@@ -120,7 +120,7 @@ func (s *Engine) Warm(ctx context.Context, memoryLimitMB int) error {
 
 func pages(memoryLimitMB int) uint32 {
 	if memoryLimitMB <= 0 {
-		memoryLimitMB = DefaultMemoryLimitMB
+		memoryLimitMB = defaultMemoryLimitMB
 	}
 	return uint32(min(memoryLimitMB, 4096)) * 16 // 64 KiB pages
 }
