@@ -245,6 +245,37 @@ type Terminal struct {
 	Backend string
 }
 
+// Session kinds (docs/behaviour.md §8): who is driving the session decides what needs
+// approval.
+const (
+	// KindCLI is a local CLI/TUI/desktop session with a user typing: no
+	// whole-script approval; terminal() commands flagged as dangerous are
+	// approved one by one.
+	KindCLI = "cli"
+	// KindGateway is a messaging-gateway session: the whole script is
+	// approved before it runs.
+	KindGateway = "gateway"
+	// KindAutomation is an injected or automated turn (Hermes's cron
+	// jobs): nobody is there to approve, so approvals.cron_mode decides —
+	// ask (the default: the whole script is approved before it runs, as
+	// for a gateway session), deny (blocked at once) or approve (runs
+	// without asking).
+	KindAutomation = "automation"
+)
+
+// Approval request types.
+const (
+	ApproveScript  = "script"
+	ApproveCommand = "command"
+)
+
+// Approval scopes: how long an approval holds.
+const (
+	ScopeOnce    = "once"
+	ScopeSession = "session"
+	ScopeAlways  = "always"
+)
+
 // Approval modes accepted for approvals.mode.
 const (
 	// ApprovalsManual asks a person (the serve or MCP client, or the terminal for run) and

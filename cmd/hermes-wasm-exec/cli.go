@@ -158,7 +158,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxCalls := fs.Int("max-tool-calls", -1, "")
 	logLevel := fs.String("log-level", "info", "")
 	transport := fs.String("rpc-transport", "", "")
-	kind := fs.String("kind", executor.KindCLI, "")
+	kind := fs.String("kind", config.KindCLI, "")
 	yes := fs.Bool("yes", false, "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -181,7 +181,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch *kind {
-	case executor.KindCLI, executor.KindGateway, executor.KindAutomation:
+	case config.KindCLI, config.KindGateway, config.KindAutomation:
 	default:
 		fmt.Fprintf(stderr, "hermes-wasm-exec run: --kind must be cli, gateway or automation, not %q\n", *kind)
 		return exitUsage
@@ -341,7 +341,7 @@ drain:
 		}
 	}
 	const choices = "[y]es once / [s]ession / [a]lways / [N]o: "
-	if req.Type == executor.ApproveScript {
+	if req.Type == config.ApproveScript {
 		lines := strings.Count(strings.TrimRight(req.Code, "\n"), "\n") + 1
 		fmt.Fprintf(p.out, "\nhermes-wasm-exec: scripts of %s sessions need approval before they run.\nApprove running this script (%d lines) in session %q? %s", p.kind, lines, req.Session, choices)
 	} else {
@@ -355,11 +355,11 @@ drain:
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes", "o", "once":
-			return executor.Decision{Approved: true, Scope: executor.ScopeOnce}, nil
+			return executor.Decision{Approved: true, Scope: config.ScopeOnce}, nil
 		case "s", "session":
-			return executor.Decision{Approved: true, Scope: executor.ScopeSession}, nil
+			return executor.Decision{Approved: true, Scope: config.ScopeSession}, nil
 		case "a", "always":
-			return executor.Decision{Approved: true, Scope: executor.ScopeAlways}, nil
+			return executor.Decision{Approved: true, Scope: config.ScopeAlways}, nil
 		}
 		return executor.Decision{Approved: false}, nil
 	case <-ctx.Done():

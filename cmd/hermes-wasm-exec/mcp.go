@@ -466,7 +466,7 @@ func (m *mcpServer) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeIn
 		Workdir:  m.opts.workdir,
 		Session:  c.session,
 		Reset:    in.Reset,
-		Kind:     executor.KindCLI,
+		Kind:     config.KindCLI,
 		Approver: executor.ApproverFunc(ask),
 	}
 	m.runs.Add(1)
@@ -536,7 +536,7 @@ func approvalQuestion(ar executor.ApprovalRequest) *mcp.ElicitParams {
 		msg += " (" + ar.Reason + ")"
 	}
 	msg += ":\n\n    " + ar.Command + "\n\nAccept to run it, decline to refuse it."
-	if ar.Type == executor.ApproveScript {
+	if ar.Type == config.ApproveScript {
 		msg = "Approve running this script?\n\n" + ar.Code
 	}
 	return &mcp.ElicitParams{
@@ -549,8 +549,8 @@ func approvalQuestion(ar executor.ApprovalRequest) *mcp.ElicitParams {
 					"type":        "string",
 					"title":       "Approve for",
 					"description": "once: this command only; session: commands like it for the rest of this connection; always: while the server runs",
-					"enum":        []string{executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways},
-					"default":     executor.ScopeOnce,
+					"enum":        []string{config.ScopeOnce, config.ScopeSession, config.ScopeAlways},
+					"default":     config.ScopeOnce,
 				},
 			},
 		},
@@ -565,9 +565,9 @@ func approvalDecision(res *mcp.ElicitResult) executor.Decision {
 	}
 	scope, _ := res.Content["scope"].(string)
 	switch scope {
-	case executor.ScopeSession, executor.ScopeAlways:
+	case config.ScopeSession, config.ScopeAlways:
 	default:
-		scope = executor.ScopeOnce
+		scope = config.ScopeOnce
 	}
 	return executor.Decision{Approved: true, Scope: scope}
 }

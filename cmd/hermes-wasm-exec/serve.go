@@ -1022,7 +1022,7 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 		return req, rerr
 	}
 	switch req.Kind {
-	case "", executor.KindCLI, executor.KindGateway, executor.KindAutomation:
+	case "", config.KindCLI, config.KindGateway, config.KindAutomation:
 	default:
 		return req, invalidParams("kind must be \"cli\", \"gateway\" or \"automation\", not %q", req.Kind)
 	}
@@ -1295,7 +1295,7 @@ func nonNil(s []string) []string {
 // result or a closed connection mean no approval.
 func (c *conn) approve(ctx context.Context, id json.RawMessage, ar executor.ApprovalRequest) (executor.Decision, error) {
 	params := map[string]any{"type": ar.Type, "session": ar.Session}
-	if ar.Type == executor.ApproveScript {
+	if ar.Type == config.ApproveScript {
 		params["code"] = ar.Code
 	} else {
 		params["command"] = ar.Command
@@ -1315,7 +1315,7 @@ func (c *conn) approve(ctx context.Context, id json.RawMessage, ar executor.Appr
 		return executor.Decision{}, errors.New(`the client's answer is not {"approved": true|false, "scope": ...}`)
 	}
 	switch d.Scope {
-	case "", executor.ScopeOnce, executor.ScopeSession, executor.ScopeAlways:
+	case "", config.ScopeOnce, config.ScopeSession, config.ScopeAlways:
 	default:
 		return executor.Decision{}, fmt.Errorf("the client's answer has an unknown scope %q (once, session or always)", d.Scope)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
@@ -25,7 +26,7 @@ func (fakeBackend) Execute(ctx context.Context, req executor.Request) (engine.Re
 	defer cancel()
 	switch req.Code {
 	case "approve":
-		d, err := req.Approver.Approve(actx, executor.ApprovalRequest{Type: executor.ApproveCommand, Session: req.Session, Command: "rm -rf x", Reason: "recursive delete"})
+		d, err := req.Approver.Approve(actx, executor.ApprovalRequest{Type: config.ApproveCommand, Session: req.Session, Command: "rm -rf x", Reason: "recursive delete"})
 		res.Output = fmt.Sprintf("approved=%v error=%v", d.Approved, err != nil)
 	case "tool":
 		for name, h := range req.ToolHandlers {

@@ -73,7 +73,7 @@ func TestExecuteEmptyCode(t *testing.T) {
 	defer ex.Close(context.Background())
 	for _, req := range []Request{
 		{Code: ""},
-		{Code: "  \n\t ", Session: "s", Kind: KindGateway},
+		{Code: "  \n\t ", Session: "s", Kind: config.KindGateway},
 		{Code: "", Mode: "project", Session: "s"},
 	} {
 		res, err := ex.Execute(context.Background(), req)

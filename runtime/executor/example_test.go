@@ -116,10 +116,10 @@ func ExampleApproverFunc() {
 	defer os.RemoveAll(home)
 
 	policy := executor.ApproverFunc(func(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
-		if req.Type == executor.ApproveScript && strings.Contains(req.Code, "terminal") {
+		if req.Type == config.ApproveScript && strings.Contains(req.Code, "terminal") {
 			return executor.Decision{Approved: false}, nil
 		}
-		return executor.Decision{Approved: true, Scope: executor.ScopeOnce}, nil
+		return executor.Decision{Approved: true, Scope: config.ScopeOnce}, nil
 	})
 	ex := executor.New(executor.Options{HermesHome: home, Approver: policy})
 	defer ex.Close(context.Background())
@@ -129,7 +129,7 @@ func ExampleApproverFunc() {
 		"from hermes_tools import terminal\nterminal('rm -rf build')",
 		"print('hello from the gateway')",
 	} {
-		res, _ := ex.Execute(ctx, executor.Request{Code: code, Mode: "strict", Workdir: home, Kind: executor.KindGateway})
+		res, _ := ex.Execute(ctx, executor.Request{Code: code, Mode: "strict", Workdir: home, Kind: config.KindGateway})
 		fmt.Printf("%s blocked=%v output=%q\n", res.Status, res.Blocked, res.Output)
 	}
 	// Output:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
@@ -125,7 +126,7 @@ type Request struct {
 	// kernel is its own, exempt from max_session_kernels, and disposed
 	// with CloseSession of either.
 	ParentSession string
-	// Kind is KindCLI (the default), KindGateway or KindAutomation; it
+	// Kind is config.KindCLI (the default), config.KindGateway or config.KindAutomation; it
 	// decides what needs approval (docs/behaviour.md §8).
 	Kind string
 	// Approver answers this call's approval requests; nil means
@@ -148,7 +149,7 @@ type Request struct {
 // every kernel and child process and free the compiled interpreter.
 type Executor struct {
 	tools     map[string]ToolHandler
-	approvals *approvals
+	approvals *approval.Policy
 	approver  Approver
 	kernels   *kernels
 	cfg       config.Config
@@ -216,7 +217,7 @@ func New(opts Options) *Executor {
 		log:       eventLog{logger: opts.Logger, logf: opts.Logf, warnf: opts.Warnf},
 		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress}),
 		transport: opts.RPCTransport,
-		approvals: newApprovals(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).withCron(cfg.Approvals.CronMode),
+		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,
 		tools:     maps.Clone(opts.Tools),
 		kernels:   newKernels(),
@@ -310,7 +311,7 @@ func (e *Executor) execute(ctx context.Context, req Request) (Result, error) {
 	if c == nil {
 		return res, err
 	}
-	if blocked := e.approvals.script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
+	if blocked := e.approvals.Script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
 	}
 	if req.Session != "" {
@@ -453,7 +454,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		maps.Copy(c.handlers, req.ToolHandlers)
 	}
 	if c.kind == "" {
-		c.kind = KindCLI
+		c.kind = config.KindCLI
 	}
 	if c.approver == nil {
 		c.approver = e.approver
@@ -544,12 +545,12 @@ func (e *Executor) request(c *call, code string) engine.Request {
 // the dangerous-command check flags needs approval first (docs/behaviour.md §8).
 func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
-		if name == "terminal" && c.kind == KindCLI {
+		if name == "terminal" && c.kind == config.KindCLI {
 			var a struct {
 				Command string `json:"command"`
 			}
 			if json.Unmarshal(args, &a) == nil && a.Command != "" {
-				if blocked := e.approvals.command(ctx, c.approver, c.session, c.kind, a.Command); blocked != "" {
+				if blocked := e.approvals.Command(ctx, c.approver, c.session, c.kind, a.Command); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}

@@ -341,7 +341,7 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 	for _, en := range ks.take(func(en *kernelEntry) bool { return en.key.session == session || en.parent == session }) {
 		en.k.Close()
 	}
-	e.approvals.forgetSession(session)
+	e.approvals.ForgetSession(session)
 	e.forgetSessionSkillEnv(sessions...)
 }
 
