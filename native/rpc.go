@@ -2,15 +2,12 @@ package native
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
 )
 
 // Transports of the tool RPC.
@@ -234,13 +232,13 @@ func (s *Server) serve(c net.Conn) {
 		if !authed {
 			limit = maxUnauthenticatedFrame
 		}
-		line, err := readFrame(r, limit)
+		line, err := wire.ReadLine(r, limit, true)
 		var resp []byte
 		switch {
-		case errors.Is(err, errFrameTooLarge) && !authed:
+		case errors.Is(err, wire.ErrLineTooLarge) && !authed:
 			c.Write([]byte(`{"error": "Unauthorized: a connection must send this execution's HERMES_RPC_TOKEN before a request over 4 KiB."}` + "\n"))
 			return
-		case errors.Is(err, errFrameTooLarge):
+		case errors.Is(err, wire.ErrLineTooLarge):
 			resp = []byte(fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`+"\n", maxFrame>>20))
 		case err != nil:
 			return
@@ -249,7 +247,7 @@ func (s *Server) serve(c net.Conn) {
 				Token string `json:"token"`
 				Op    string `json:"op"`
 			}
-			if json.Unmarshal(line, &hello) == nil && subtle.ConstantTimeCompare([]byte(hello.Token), s.token) == 1 {
+			if json.Unmarshal(line, &hello) == nil && wire.TokenEqual(hello.Token, s.token) {
 				authed = true
 			}
 			if hello.Op == "hello" {
@@ -265,40 +263,6 @@ func (s *Server) serve(c net.Conn) {
 		}
 		if _, err := c.Write(resp); err != nil {
 			return
-		}
-	}
-}
-
-var errFrameTooLarge = errors.New("frame too large")
-
-// readFrame reads one newline-terminated line (without the newline). A
-// line longer than max is consumed to its end and reported as
-// errFrameTooLarge; a final line without a newline is an error (the peer
-// went away mid-request).
-func readFrame(r *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	tooLarge := false
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLarge {
-			if len(buf)+len(chunk) > max+1 {
-				tooLarge, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		switch {
-		case err == nil:
-			if tooLarge {
-				return nil, errFrameTooLarge
-			}
-			return bytes.TrimSuffix(buf, []byte("\n")), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(buf) == 0 && !tooLarge:
-			return nil, io.EOF
-		default:
-			return nil, io.ErrUnexpectedEOF
 		}
 	}
 }

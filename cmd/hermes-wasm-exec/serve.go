@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
@@ -564,43 +564,6 @@ func (c *conn) reply(id json.RawMessage, result any, rerr *rpcError) {
 	}{"2.0", id, result})
 }
 
-var errLineTooLarge = errors.New("line too large")
-
-// readLine reads one line, its newline included, whose content is at most
-// max bytes. A longer line is errLineTooLarge: with drain, once the rest of
-// it has been read and dropped up to its newline (so that the stream goes
-// on with the next line), holding no more than max+1 bytes of it; without
-// drain, at once, leaving the reader mid-line.
-func readLine(r *bufio.Reader, max int, drain bool) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		n := len(line) + len(chunk)
-		if err == nil {
-			n-- // the newline does not count
-		}
-		if n > max {
-			if !drain {
-				return nil, errLineTooLarge
-			}
-			for err == bufio.ErrBufferFull {
-				_, err = r.ReadSlice('\n')
-			}
-			return nil, errLineTooLarge
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(line) > 0:
-			return line, nil
-		case err != nil:
-			return nil, err
-		}
-		return line, nil
-	}
-}
-
 // serve reads the connection's messages until it ends, then waits for its
 // running calls to answer.
 func (c *conn) serve() {
@@ -626,9 +589,9 @@ func (c *conn) serve() {
 		if gated {
 			max = maxUnauthenticatedLine
 		}
-		line, err := readLine(r, max, !gated)
+		line, err := wire.ReadLine(r, max, !gated)
 		switch {
-		case errors.Is(err, errLineTooLarge) && gated:
+		case errors.Is(err, wire.ErrLineTooLarge) && gated:
 			c.s.infof("a client that has not authenticated sent a line over %d KiB; connection closed", maxUnauthenticatedLine>>10)
 			if nc, ok := c.closer.(net.Conn); ok {
 				// A client that does not read must not hold the server up.
@@ -636,9 +599,12 @@ func (c *conn) serve() {
 			}
 			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: a line sent before authenticate is limited to %d KiB; closing the connection (call authenticate with the server's token first)", maxUnauthenticatedLine>>10)})
 			return
-		case errors.Is(err, errLineTooLarge):
+		case errors.Is(err, wire.ErrLineTooLarge):
 			c.reply(nullID, nil, &rpcError{Code: rpcInvalidRequest, Message: fmt.Sprintf("Invalid request: the line is larger than %s, the limit for one message; it was skipped", sizeString(c.maxLine))})
 			continue
+		case errors.Is(err, io.ErrUnexpectedEOF) && len(line) > 0:
+			c.handle(line) // a last line without its newline
+			return
 		case err != nil:
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.s.logf("serve: read: %v", err)
@@ -835,7 +801,7 @@ func (c *conn) authenticate(id json.RawMessage, params json.RawMessage) bool {
 			rerr = invalidParams("token is required")
 		} else if json.Unmarshal(raw, &tok) != nil {
 			rerr = invalidParams("token must be a string")
-		} else if subtle.ConstantTimeCompare([]byte(tok), []byte(c.s.token)) != 1 {
+		} else if !wire.TokenEqual(tok, []byte(c.s.token)) {
 			c.reply(id, nil, &rpcError{Code: rpcUnauthorized, Message: "Unauthorized: wrong token; closing the connection"})
 			c.s.infof("a client gave a wrong token; connection closed")
 			return false

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
 )
 
 // toolNames is the whitelist: the only tools a script can call. It is
@@ -138,7 +138,7 @@ func decodeRequest(line []byte, token []byte) (*wireRequest, []byte) {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return nil, encodeResponse(map[string]any{"error": "Malformed tool request: " + err.Error()})
 	}
-	if token != nil && subtle.ConstantTimeCompare([]byte(req.Token), token) != 1 {
+	if token != nil && !wire.TokenEqual(req.Token, token) {
 		return nil, encodeResponse(map[string]any{"error": ErrUnauthorized})
 	}
 	return &req, nil
