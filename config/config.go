@@ -110,7 +110,9 @@ var DefaultAPIKeyEnv = map[string]string{ProviderBrave: "BRAVE_API_KEY", Provide
 // Bounds of web.extract.char_limit.
 const (
 	MinExtractCharLimit = 100
-	MaxExtractCharLimit = 1_000_000
+	// DefaultExtractCharLimit is web.extract.char_limit when the file does not set it.
+	DefaultExtractCharLimit = 15000
+	MaxExtractCharLimit     = 1_000_000
 )
 
 // FileName is the name of the configuration file inside [HermesHome].
@@ -399,20 +401,32 @@ func Default() Config {
 	return Config{
 		CodeExecution: CodeExecution{
 			Mode:              ModeProject,
-			Timeout:           300,
+			Timeout:           DefaultTimeout,
 			MaxToolCalls:      50,
 			KernelIdleTimeout: 1800,
 			MaxSessionKernels: 4,
-			MemoryLimitMB:     512,
+			MemoryLimitMB:     DefaultMemoryLimitMB,
 			DiskLimitMB:       1024,
 			WarmPool:          2,
 			Timezone:          "",
 		},
 		Terminal:  Terminal{EnvPassthrough: nil, Backend: BackendLocal},
-		Web:       Web{Extract: WebExtract{CharLimit: 15000}},
-		Approvals: Approvals{Mode: ApprovalsManual, CronMode: CronModeAsk, Timeout: 120},
+		Web:       Web{Extract: WebExtract{CharLimit: DefaultExtractCharLimit}},
+		Approvals: Approvals{Mode: ApprovalsManual, CronMode: CronModeAsk, Timeout: DefaultApprovalTimeout},
 	}
 }
+
+// Defaults that code below the configuration falls back to when a caller
+// (an embedder building a request by hand) leaves a value zero. [Default]
+// uses the same constants, so each default is written once.
+const (
+	// DefaultTimeout is code_execution.timeout, in seconds.
+	DefaultTimeout = 300
+	// DefaultMemoryLimitMB is code_execution.memory_limit_mb.
+	DefaultMemoryLimitMB = 512
+	// DefaultApprovalTimeout is approvals.timeout, in seconds.
+	DefaultApprovalTimeout = 120
+)
 
 // HermesHome returns the Hermes home directory: $HERMES_HOME when set and non-empty, else
 // ~/.hermes, else (when the user has no home directory) .hermes in the system temporary

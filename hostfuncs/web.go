@@ -6,25 +6,11 @@ import (
 	"net/netip"
 )
 
-// Web tool providers (web.search.provider).
-const (
-	ProviderSearXNG = "searxng"
-	ProviderBrave   = "brave"
-	ProviderTavily  = "tavily"
-)
-
-// Providers lists the accepted web.search.provider values.
-var Providers = []string{ProviderSearXNG, ProviderBrave, ProviderTavily}
-
-// DefaultExtractCharLimit is web_extract's char_limit when neither the
-// call nor web.extract.char_limit sets one.
-const DefaultExtractCharLimit = 15000
-
 // WebOptions configures web_search and web_extract (the web section of
 // config.yaml).
 type WebOptions struct {
-	// Provider is web_search's back-end: ProviderSearXNG, ProviderBrave,
-	// ProviderTavily, or "" for none (web_search then says how to set one).
+	// Provider is web_search's back-end: config.ProviderSearXNG, config.ProviderBrave,
+	// config.ProviderTavily, or "" for none (web_search then says how to set one).
 	Provider string
 	// URL is the provider's base URL: required for searxng (for example
 	// http://127.0.0.1:8888), an optional override of the public API
@@ -36,7 +22,7 @@ type WebOptions struct {
 	// APIKeyEnv names the host variable holding APIKey, for error messages.
 	APIKeyEnv string
 	// CharLimit is web_extract's default char_limit; 0 means
-	// DefaultExtractCharLimit.
+	// config.DefaultExtractCharLimit.
 	CharLimit int
 	// AllowPrivateNetworks lets web_extract fetch URLs that resolve to
 	// loopback, private, link-local and other internal addresses.

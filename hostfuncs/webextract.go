@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 )
 
 // webMaxExtractURLs caps the URLs of one web_extract call.
@@ -59,7 +61,7 @@ func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
 			return Result{"error": msg}
 		}
 	}
-	limit := DefaultExtractCharLimit
+	limit := config.DefaultExtractCharLimit
 	if t.web.CharLimit > 0 {
 		limit = t.web.CharLimit
 	}

@@ -394,7 +394,7 @@ func TestWebExtractCharLimit(t *testing.T) {
 	path2, _ := check(t, res[0]["content"].(string), 3000)
 	assert.Equal(t, path, path2, "same URL and text, same file")
 
-	// Neither: DefaultExtractCharLimit (15000) keeps the page whole.
+	// Neither: config.DefaultExtractCharLimit (15000) keeps the page whole.
 	tl = newExtractTools(t, WebOptions{AllowPrivateNetworks: true, CacheDir: cache})
 	res = extractResults(t, context.Background(), tl, map[string]any{"urls": []string{srv.URL + "/long.txt"}})
 	assert.Equal(t, full, res[0]["content"])

@@ -50,6 +50,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 )
 
 const (
@@ -70,7 +72,7 @@ const (
 
 // searchDefaultKeyEnv names a keyed provider's variable when
 // WebOptions.APIKeyEnv is empty (config fills it the same way).
-var searchDefaultKeyEnv = map[string]string{ProviderBrave: "BRAVE_API_KEY", ProviderTavily: "TAVILY_API_KEY"}
+var searchDefaultKeyEnv = map[string]string{config.ProviderBrave: "BRAVE_API_KEY", config.ProviderTavily: "TAVILY_API_KEY"}
 
 // newSearchProvider returns the provider configured in w, or the message
 // saying what to configure.
@@ -78,7 +80,7 @@ func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
 	switch w.Provider {
 	case "":
 		return nil, errNoSearchProvider
-	case ProviderSearXNG:
+	case config.ProviderSearXNG:
 		if strings.TrimSpace(w.URL) == "" {
 			return nil, "web_search needs the address of the SearXNG server: set web.search.url in config.yaml to its base URL, such as http://127.0.0.1:8888."
 		}
@@ -87,9 +89,9 @@ func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
 			return nil, msg
 		}
 		return &searxngProvider{base: base, shown: w.URL}, ""
-	case ProviderBrave, ProviderTavily:
+	case config.ProviderBrave, config.ProviderTavily:
 		name, def := "Brave Search", braveDefaultBase
-		if w.Provider == ProviderTavily {
+		if w.Provider == config.ProviderTavily {
 			name, def = "Tavily", tavilyDefaultBase
 		}
 		keyEnv := w.APIKeyEnv
@@ -108,7 +110,7 @@ func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
 			return nil, msg
 		}
 		ep := searchAPI{base: base, shown: strings.TrimRight(raw, "/"), keyEnv: keyEnv, custom: raw != def}
-		if w.Provider == ProviderTavily {
+		if w.Provider == config.ProviderTavily {
 			return &tavilyProvider{ep}, ""
 		}
 		if n, words := utf8.RuneCountInString(query), len(strings.Fields(query)); n > braveMaxQuery || words > braveMaxWords {
@@ -116,7 +118,7 @@ func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
 		}
 		return &braveProvider{ep}, ""
 	}
-	return nil, fmt.Sprintf("Unknown web search provider %q in web.search.provider. Valid providers: %s.", w.Provider, strings.Join(Providers, ", "))
+	return nil, fmt.Sprintf("Unknown web search provider %q in web.search.provider. Valid providers: %s.", w.Provider, strings.Join(config.Providers, ", "))
 }
 
 // searchString is v when it is a JSON string, else "".

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -240,7 +241,7 @@ func TestWebSearchSearXNG(t *testing.T) {
 			searxResult("https://example.org/over", "Over the limit", ""),
 		}
 	})
-	tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+	tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 	got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "  golang wasm ", "limit": 3}, ""))
 	assert.Equal(t, []map[string]any{
 		{"title": "Go & WebAssembly", "url": "https://go.dev/wiki/WebAssembly", "description": "Run Go in the browser's wasm runtime. More.", "position": float64(1)},
@@ -274,7 +275,7 @@ func TestWebSearchSearXNGLimits(t *testing.T) {
 				}
 				return searxNumbered((n-1)*tc.perPage, tc.perPage)
 			})
-			tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+			tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 			args := map[string]any{"query": "q"}
 			if tc.limit != nil {
 				args["limit"] = tc.limit
@@ -292,14 +293,14 @@ func TestWebSearchSearXNGLimits(t *testing.T) {
 func TestWebSearchSearXNGPaging(t *testing.T) {
 	t.Run("stops when a page brings nothing new", func(t *testing.T) {
 		srv := newFakeSearXNG(t, "", func(int) []map[string]any { return searxNumbered(0, 5) })
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "q", "limit": 20}, ""))
 		assert.Len(t, got, 5)
 		assert.Equal(t, []string{"1", "2"}, srv.queryParam("pageno"))
 	})
 	t.Run("overlapping pages are de-duplicated", func(t *testing.T) {
 		srv := newFakeSearXNG(t, "", func(n int) []map[string]any { return searxNumbered((n-1)*5, 10) })
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "q", "limit": 17}, ""))
 		require.Len(t, got, 17)
 		assert.Equal(t, "https://example.com/r16", got[16]["url"])
@@ -313,7 +314,7 @@ func TestWebSearchSearXNGPaging(t *testing.T) {
 			}
 			writeText(w, http.StatusTooManyRequests, "text/plain", "Too Many Requests")
 		})
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "q", "limit": 20}, ""))
 		assert.Len(t, got, 10)
 		assert.Len(t, srv.requests(), 2)
@@ -330,7 +331,7 @@ func TestWebSearchSearXNGURLForms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeSearXNG(t, tc.prefix, func(int) []map[string]any { return searxNumbered(0, 3) })
-			tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL + tc.prefix + tc.suffix})
+			tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL + tc.prefix + tc.suffix})
 			got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "q", "limit": 2}, ""))
 			assert.Len(t, got, 2)
 			require.Len(t, srv.requests(), 1)
@@ -372,7 +373,7 @@ func TestWebSearchSearXNGErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { tc.handle(w) })
-			tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+			tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 			msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, ""))
 			assert.Contains(t, msg, "SearXNG at "+srv.URL)
 			for _, w := range tc.want {
@@ -383,7 +384,7 @@ func TestWebSearchSearXNGErrors(t *testing.T) {
 
 	t.Run("no results is not an error", func(t *testing.T) {
 		srv := newFakeSearXNG(t, "", func(int) []map[string]any { return nil })
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		assert.Empty(t, searchEntries(t, callSearch(t, tl, map[string]any{"query": "q"}, "")))
 		assert.Len(t, srv.requests(), 1)
 	})
@@ -392,7 +393,7 @@ func TestWebSearchSearXNGErrors(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		u := srv.URL
 		srv.Close()
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: u})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: u})
 		msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, ""))
 		assert.True(t, strings.HasPrefix(msg, "Could not reach the SearXNG server at "+u+": "), msg)
 		assert.True(t, strings.HasSuffix(msg, hint), msg)
@@ -406,7 +407,7 @@ func TestWebSearchSearXNGErrors(t *testing.T) {
 			_, _ = w.Write([]byte(strings.Repeat("x", searchMaxBody)))
 			_, _ = w.Write([]byte(`"}`))
 		})
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, ""))
 		assert.Contains(t, msg, "more than 8 MiB")
 	})
@@ -424,7 +425,7 @@ func blockingHandler(w http.ResponseWriter, r *http.Request, _ []byte) {
 func TestWebSearchSlowProvider(t *testing.T) {
 	t.Run("client timeout", func(t *testing.T) {
 		srv := newFakeAPI(t, blockingHandler)
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL,
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL,
 			searchClient: &http.Client{Timeout: 100 * time.Millisecond}})
 		start := time.Now()
 		msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, ""))
@@ -434,7 +435,7 @@ func TestWebSearchSlowProvider(t *testing.T) {
 	})
 	t.Run("cancelled by the script's context", func(t *testing.T) {
 		srv := newFakeAPI(t, blockingHandler)
-		tl := newSearchTools(t, WebOptions{Provider: ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "BRAVE_API_KEY"})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "BRAVE_API_KEY"})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -447,7 +448,7 @@ func TestWebSearchSlowProvider(t *testing.T) {
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		srv := newFakeSearXNG(t, "", func(int) []map[string]any { return searxNumbered(0, 3) })
-		tl := newSearchTools(t, WebOptions{Provider: ProviderSearXNG, URL: srv.URL})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderSearXNG, URL: srv.URL})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		res := tl.Call(ctx, "web_search", json.RawMessage(`{"query": "q"}`))
@@ -519,7 +520,7 @@ func braveNumbered(first, n int) []map[string]any {
 }
 
 func braveTools(t *testing.T, srv *fakeAPI) *Tools {
-	return newSearchTools(t, WebOptions{Provider: ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "BRAVE_API_KEY"})
+	return newSearchTools(t, WebOptions{Provider: config.ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "BRAVE_API_KEY"})
 }
 
 func TestWebSearchBrave(t *testing.T) {
@@ -635,7 +636,7 @@ func TestWebSearchBraveErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeAPI(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { tc.handle(w) })
-			tl := newSearchTools(t, WebOptions{Provider: ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "MY_BRAVE_KEY"})
+			tl := newSearchTools(t, WebOptions{Provider: config.ProviderBrave, URL: srv.URL, APIKey: testBraveKey, APIKeyEnv: "MY_BRAVE_KEY"})
 			msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, testBraveKey))
 			for _, w := range tc.want {
 				assert.Contains(t, msg, w)
@@ -706,7 +707,7 @@ func mapKeys(m map[string]any) []string {
 }
 
 func tavilyTools(t *testing.T, srv *fakeAPI) *Tools {
-	return newSearchTools(t, WebOptions{Provider: ProviderTavily, URL: srv.URL, APIKey: testTavilyKey, APIKeyEnv: "TAVILY_API_KEY"})
+	return newSearchTools(t, WebOptions{Provider: config.ProviderTavily, URL: srv.URL, APIKey: testTavilyKey, APIKeyEnv: "TAVILY_API_KEY"})
 }
 
 func TestWebSearchTavily(t *testing.T) {
@@ -814,7 +815,7 @@ func TestWebSearchDefaultEndpoints(t *testing.T) {
 			assert.Equal(t, testBraveKey, r.Header.Get("X-Subscription-Token"))
 			return answer(r, `{"web": {"results": [{"title": "T", "url": "https://a.example/", "description": "D"}]}}`), nil
 		})}
-		tl := newSearchTools(t, WebOptions{Provider: ProviderBrave, APIKey: testBraveKey, searchClient: client})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderBrave, APIKey: testBraveKey, searchClient: client})
 		got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "go wasm", "limit": 1}, testBraveKey))
 		assert.Len(t, got, 1)
 		assert.Equal(t, []string{"GET https://api.search.brave.com/res/v1/web/search?count=1&q=go+wasm"}, seen)
@@ -825,7 +826,7 @@ func TestWebSearchDefaultEndpoints(t *testing.T) {
 			seen = append(seen, r.Method+" "+r.URL.String())
 			return answer(r, `{"results": [{"title": "T", "url": "https://a.example/", "content": "C"}]}`), nil
 		})}
-		tl := newSearchTools(t, WebOptions{Provider: ProviderTavily, APIKey: testTavilyKey, searchClient: client})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderTavily, APIKey: testTavilyKey, searchClient: client})
 		got := searchEntries(t, callSearch(t, tl, map[string]any{"query": "q"}, testTavilyKey))
 		assert.Len(t, got, 1)
 		assert.Equal(t, []string{"POST https://api.tavily.com/search"}, seen)
@@ -834,7 +835,7 @@ func TestWebSearchDefaultEndpoints(t *testing.T) {
 		client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
 			return nil, errors.New("dial tcp: lookup api.search.brave.com: no such host")
 		})}
-		tl := newSearchTools(t, WebOptions{Provider: ProviderBrave, APIKey: testBraveKey, searchClient: client})
+		tl := newSearchTools(t, WebOptions{Provider: config.ProviderBrave, APIKey: testBraveKey, searchClient: client})
 		msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, testBraveKey))
 		assert.Equal(t, "Could not reach Brave Search API at https://api.search.brave.com: dial tcp: lookup api.search.brave.com: no such host. Check the network connection of the host running hermes-wasm-exec.", msg)
 	})
@@ -850,17 +851,17 @@ func TestWebSearchConfigErrors(t *testing.T) {
 	}{
 		{"unknown provider", WebOptions{Provider: "google"},
 			`Unknown web search provider "google" in web.search.provider. Valid providers: searxng, brave, tavily.`},
-		{"brave without key", WebOptions{Provider: ProviderBrave, APIKeyEnv: "MY_BRAVE"},
+		{"brave without key", WebOptions{Provider: config.ProviderBrave, APIKeyEnv: "MY_BRAVE"},
 			"web_search with Brave Search needs an API key: set MY_BRAVE in the environment of the host running hermes-wasm-exec (web.search.api_key_env names the variable)."},
-		{"brave default variable", WebOptions{Provider: ProviderBrave},
+		{"brave default variable", WebOptions{Provider: config.ProviderBrave},
 			"web_search with Brave Search needs an API key: set BRAVE_API_KEY in the environment of the host running hermes-wasm-exec (web.search.api_key_env names the variable)."},
-		{"tavily without key", WebOptions{Provider: ProviderTavily, URL: "http://127.0.0.1:1"},
+		{"tavily without key", WebOptions{Provider: config.ProviderTavily, URL: "http://127.0.0.1:1"},
 			"web_search with Tavily needs an API key: set TAVILY_API_KEY in the environment of the host running hermes-wasm-exec (web.search.api_key_env names the variable)."},
-		{"searxng without url", WebOptions{Provider: ProviderSearXNG},
+		{"searxng without url", WebOptions{Provider: config.ProviderSearXNG},
 			"web_search needs the address of the SearXNG server: set web.search.url in config.yaml to its base URL, such as http://127.0.0.1:8888."},
-		{"searxng url without scheme", WebOptions{Provider: ProviderSearXNG, URL: "127.0.0.1:8888"},
+		{"searxng url without scheme", WebOptions{Provider: config.ProviderSearXNG, URL: "127.0.0.1:8888"},
 			`web.search.url "127.0.0.1:8888" is not a valid http(s) URL. Set it to the provider's base URL, such as http://127.0.0.1:8888 for SearXNG.`},
-		{"brave ftp url", WebOptions{Provider: ProviderBrave, APIKey: testBraveKey, URL: "ftp://example.com"},
+		{"brave ftp url", WebOptions{Provider: config.ProviderBrave, APIKey: testBraveKey, URL: "ftp://example.com"},
 			`web.search.url "ftp://example.com" is not a valid http(s) URL. Set it to the provider's base URL, such as http://127.0.0.1:8888 for SearXNG.`},
 	}
 	for _, tc := range tests {

@@ -100,7 +100,7 @@ func New(mode string, timeout time.Duration) *Policy {
 		mode = config.ApprovalsManual
 	}
 	if timeout <= 0 {
-		timeout = 120 * time.Second
+		timeout = config.DefaultApprovalTimeout * time.Second
 	}
 	return &Policy{
 		mode:            mode,

@@ -13,7 +13,7 @@ import (
 )
 
 // defaultTimeout is the run timeout when a request sets none.
-const defaultTimeout = 300 * time.Second
+const defaultTimeout = config.DefaultTimeout * time.Second
 
 // DefaultInterruptReason is the reason given when an interrupt names none.
 const DefaultInterruptReason = "user sent a new message"

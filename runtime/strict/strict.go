@@ -33,12 +33,13 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
 // defaultMemoryLimitMB is the guest memory cap when a job sets none.
-const defaultMemoryLimitMB = 512
+const defaultMemoryLimitMB = config.DefaultMemoryLimitMB
 
 // Options configures a [Engine] engine.
 type Options struct {
