@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,16 +72,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail("--mode must be strict or project, not %q", *mode)
 		}
 	}
-	wd := *workdir
-	if wd == "" {
-		wd = "."
-	}
-	if wd, err = filepath.Abs(wd); err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(wd); err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is not a directory", wd)
-		}
-	}
+	wd, err := executor.ResolveWorkdir(*workdir)
 	if err != nil {
 		return fail("--workdir: %v", err)
 	}

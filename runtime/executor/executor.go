@@ -421,17 +421,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			fmt.Sprintf("execute_code: unknown mode %q, falling back to project", modeIn),
 			"mode", modeIn)
 	}
-	wd := req.Workdir
-	if wd == "" {
-		wd = "."
-	}
-	wd, err := filepath.Abs(wd)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(wd); err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is not a directory", wd)
-		}
-	}
+	wd, err := ResolveWorkdir(req.Workdir)
 	if err != nil {
 		err = fmt.Errorf("working dir: %w", err)
 		return nil, failed(mode, err), err
@@ -812,4 +802,25 @@ func formatEvent(msg string, args []any) string {
 		return true
 	})
 	return b.String()
+}
+
+// ResolveWorkdir is the working-dir rule every front end applies: "" is
+// the current directory; the result is absolute and must be an existing
+// directory.
+func ResolveWorkdir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", abs)
+	}
+	return abs, nil
 }
