@@ -30,6 +30,7 @@ type InterruptError struct {
 // only whitespace (executor.NoCodeMessage is the same text).
 const NoCodeMessage = "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead."
 
+// Error returns "execution interrupted: " and the reason.
 func (e *InterruptError) Error() string { return "execution interrupted: " + e.reason() }
 
 func (e *InterruptError) reason() string {
