@@ -254,7 +254,7 @@ func (e *Executor) kernelSpec(c *call) shared.KernelSpec {
 }
 
 func (e *Executor) spec(opts shared.EnvOptions, inject []string, workdir string) shared.KernelSpec {
-	env, _ := shared.ChildEnv(e.environ, opts, inject)
+	env := shared.ChildEnv(e.environ, opts, inject)
 	return shared.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }
