@@ -25,11 +25,22 @@ assets-rebuild:
 build: assets
 	$(GO) build -o $(BIN) ./cmd/hermes-wasm-exec
 
+# Linters at pinned versions, run with `go run pkg@version` rather than
+# go.mod tool directives, which would put them in embedders' module graphs
+# (RATIONALE.md, Dependencies).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE := golang.org/x/tools/cmd/deadcode@v0.52.0
+
+# deadcode lists the functions that neither a command nor a test reaches,
+# and exits 0: any line it prints fails the target.
 vet:
 	$(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
 	GOOS=darwin $(GO) build ./...
+	$(GO) run $(STATICCHECK) ./...
+	@out=$$($(GO) run $(DEADCODE) -test ./...) && if [ -n "$$out" ]; then \
+		echo "$$out"; echo "deadcode: unreachable functions: delete them"; exit 1; fi
 
 test: assets vet
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...

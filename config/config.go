@@ -50,6 +50,8 @@ import (
 	_ "time/tzdata"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/textdist"
 )
 
 // Mode values accepted for code_execution.mode.
@@ -1337,12 +1339,19 @@ func allDigits(s string) bool {
 	return true
 }
 
+// suggestMaxLen bounds the names suggest and suggestKey compare: a longer
+// one cannot be within distance 2 of a short valid name anyway.
+const suggestMaxLen = 64
+
 // suggest returns the valid name closest to k when it is within edit distance 2, else "".
 func suggest(k string, names []string) string {
 	best, bestD := "", 3
 	lk := strings.ToLower(k)
+	if len(lk) > suggestMaxLen {
+		return ""
+	}
 	for _, n := range names {
-		if d := editDistance(lk, n); d < bestD {
+		if d := textdist.Distance(lk, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -1359,8 +1368,10 @@ func suggestKey(k string, names []string) string {
 		if len(n) <= 4 {
 			limit = 1
 		}
-		if d := editDistance(lk, n); d <= limit && d < bestD {
-			best, bestD = n, d
+		if len(lk) <= suggestMaxLen {
+			if d := textdist.Distance(lk, n); d <= limit && d < bestD {
+				best, bestD = n, d
+			}
 		}
 	}
 	if best == "" {
@@ -1382,34 +1393,4 @@ func partOf(short, long string) bool {
 	}
 	return strings.HasPrefix(long, short+"_") && !strings.Contains(long[len(short)+1:], "_") ||
 		strings.HasSuffix(long, "_"+short) && !strings.Contains(long[:len(long)-len(short)-1], "_")
-}
-
-// editDistance is the optimal string alignment distance between a and b, counted in bytes:
-// insertions, deletions, substitutions and transpositions of adjacent bytes each cost 1. Long
-// inputs are not compared (they cannot be within distance 2 of a short key name anyway).
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 1 << 30
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

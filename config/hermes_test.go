@@ -445,15 +445,7 @@ func TestIgnoredSummary(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		d    int
-	}{{"timeout", "timeout", 0}, {"timout", "timeout", 1}, {"cron_mdoe", "cron_mode", 1}, {"dney", "deny", 1}, {"wbe", "web", 1}, {"", "web", 3}, {"kitten", "sitting", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.d)
-		}
-	}
+func TestSuggestKey(t *testing.T) {
 	if s := suggestKey("mdoe", []string{"mode", "timeout"}); s != "mode" {
 		t.Errorf("suggestKey: %q", s)
 	}

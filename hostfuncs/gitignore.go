@@ -156,7 +156,8 @@ func (s ignoreStack) push(g *gitignore) ignoreStack {
 
 // match reports whether p itself is ignored: the deepest .gitignore with a
 // matching rule decides, and within a file the last matching rule wins. It
-// does not look at p's parent directories (see ignored).
+// does not look at p's parent directories: the walk never enters an
+// ignored directory (git cannot re-include a file inside one).
 func (s ignoreStack) match(p string, isDir bool) bool {
 	for i := len(s) - 1; i >= 0; i-- {
 		if m, ign := s[i].match(p, isDir); m {
@@ -164,16 +165,4 @@ func (s ignoreStack) match(p string, isDir bool) bool {
 		}
 	}
 	return false
-}
-
-// ignored reports whether p is ignored, either itself or because one of its
-// parent directories is (git cannot re-include a file inside an excluded
-// directory).
-func (s ignoreStack) ignored(p string, isDir bool) bool {
-	for i := 0; i < len(p); i++ {
-		if p[i] == '/' && s.match(p[:i], true) {
-			return true
-		}
-	}
-	return s.match(p, isDir)
 }

@@ -111,3 +111,15 @@ func TestIgnoreStackPushDoesNotAlias(t *testing.T) {
 	assert.Len(t, base.push(nil), 1)
 	assert.Len(t, base.push(parseGitignore("", []byte("# only a comment\n"))), 1)
 }
+
+// ignored reports whether p is ignored, either itself or because one of its
+// parent directories is: what the walk gets by not entering ignored
+// directories.
+func (s ignoreStack) ignored(p string, isDir bool) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && s.match(p[:i], true) {
+			return true
+		}
+	}
+	return s.match(p, isDir)
+}

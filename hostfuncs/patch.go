@@ -273,7 +273,7 @@ type patchVFile struct {
 	// movedFrom is the source of a "*** Move to" that created this file.
 	movedFrom *patchVFile
 	// edits counts the sections that changed the file; regions bound the
-	// changes of a single Update (nil otherwise) to speed up the diff.
+	// changes of a single Update (nil otherwise), for the diff.
 	edits   int
 	regions []patchRegion
 }

@@ -1,27 +1,29 @@
 package hostfuncs
 
 import (
+	"cmp"
 	"fmt"
-	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
+	udiff "github.com/aymanbagabas/go-udiff"
 )
 
-// Unified diffs for patch results. difflib's matcher is quadratic-ish on
-// large or repetitive files, so it only ever sees small windows around the
-// regions known to have changed; the hunk headers are then shifted back to
-// file line numbers.
+// Unified diffs for patch results, computed by go-udiff (gopls' diff).
+// The patch knows which lines each change touched (patchRegion), so the
+// diff is computed per region: go-udiff bounds its search and, once two
+// texts differ by about a hundred inserted or deleted lines, reports the
+// rest as one replaced block, which would turn a replace_all over a long
+// file into a diff of most of it.
 
 // patchDiffContext is the number of context lines around each change.
 const patchDiffContext = 3
 
-// Bounds on the diff a patch result carries. Splitting texts into lines
-// costs 16 bytes a line on top of the texts, and a replace_all over a large
-// file changes every line, so files past these sizes get a note instead of
-// a diff, and the whole diff is cut at patchDiffMaxOutput.
+// Bounds on the diff a patch result carries. Rendering a diff costs a few
+// dozen bytes a line of the old text on top of the texts, and a
+// replace_all over a large file changes every line, so files past these
+// sizes get a note instead of a diff, and the whole diff is cut at
+// patchDiffMaxOutput.
 const (
 	// patchDiffMaxInput bounds a file's old plus new size for its diff.
 	patchDiffMaxInput = 8 << 20
@@ -64,7 +66,7 @@ func (w *patchDiffWriter) file(oldText, newText, from, to string, headers bool, 
 			"over the %d MiB (%d lines) patch shows a diff for. The patch was applied; "+
 			"use read_file to check the changed part.\n", patchMiB(int64(size)), lines, patchDiffMaxInput>>20, patchDiffMaxLines)
 	default:
-		d = patchUnifiedDiffLimit(oldText, newText, from, to, regions(), room)
+		d = patchUnifiedDiff(oldText, newText, from, to, regions(), room)
 		if d == "" {
 			d = head
 		}
@@ -97,99 +99,70 @@ type patchRegion struct {
 
 // patchUnifiedDiff renders a unified diff between two texts ("" when they
 // are equal). regions, when known, bound the changes (wrong or nil regions
-// fall back to diffing everything between the common prefix and suffix). A
-// missing final newline is marked the way diff does.
-func patchUnifiedDiff(oldText, newText, from, to string, regions []patchRegion) string {
-	return patchUnifiedDiffLimit(oldText, newText, from, to, regions, -1)
-}
-
-// patchUnifiedDiffLimit is patchUnifiedDiff that stops adding hunks once
-// the diff is longer than limit bytes (when limit >= 0); the caller cuts
-// it.
-func patchUnifiedDiffLimit(oldText, newText, from, to string, regions []patchRegion, limit int) string {
+// fall back to diffing the whole texts). A missing final newline is marked
+// the way diff does. With limit >= 0 it stops adding changes once they
+// alone are longer than limit bytes, so the diff is longer than limit too
+// and the caller cuts it. That also bounds the rendering, which counts the
+// lines before each change from the start of the text: about a second for
+// 60,000 separate one-line changes.
+func patchUnifiedDiff(oldText, newText, from, to string, regions []patchRegion, limit int) string {
 	if oldText == newText {
 		return ""
 	}
-	a, b := patchDiffLines(oldText), patchDiffLines(newText)
-	regions = patchCheckRegions(a, b, regions)
-
-	var out strings.Builder
-	for _, r := range regions {
-		wa0 := max(0, r.a0-patchDiffContext)
-		wb0 := r.b0 - (r.a0 - wa0)
-		wa1 := min(len(a), r.a1+patchDiffContext)
-		wb1 := r.b1 + (wa1 - r.a1)
-		s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A:       a[wa0:wa1],
-			B:       b[wb0:wb1],
-			Context: patchDiffContext,
-		})
-		if err != nil {
-			continue
+	windows, ok := patchWindows(oldText, newText, regions)
+	if !ok {
+		windows = []patchWindow{{old: oldText, new: newText}}
+	}
+	var edits []udiff.Edit
+	size := 0
+	for _, w := range windows {
+		for _, e := range udiff.Lines(w.old, w.new) {
+			e.Start += w.at
+			e.End += w.at
+			edits = append(edits, e)
+			size += e.End - e.Start + len(e.New)
 		}
-		out.WriteString(patchShiftHunks(s, wa0, wb0))
-		if limit >= 0 && out.Len() > limit {
+		if limit >= 0 && size > limit {
 			break
 		}
 	}
-	if out.Len() == 0 {
-		return ""
+	d, err := udiff.ToUnified(from, to, oldText, edits, patchDiffContext)
+	if err != nil {
+		return "" // cannot happen: the edits are sorted and line-aligned
 	}
-	return "--- " + from + "\n+++ " + to + "\n" + out.String()
+	return d
 }
 
-// patchDiffLines splits s into lines that keep their newline; a last line
-// without one carries the "\ No newline at end of file" marker, so a change
-// of the final newline shows in the diff.
-func patchDiffLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		return lines[:len(lines)-1]
-	}
-	lines[len(lines)-1] += "\n\\ No newline at end of file\n"
-	return lines
+// patchWindow is the part of the old text at byte offset at, and the new
+// text that replaced it.
+type patchWindow struct {
+	at       int
+	old, new string
 }
 
-// patchCheckRegions sorts and clamps regions, merges those whose windows
-// would touch, and verifies that everything outside them is equal and
-// aligned. Unusable regions give the single region between the common
-// prefix and suffix.
-func patchCheckRegions(a, b []string, regions []patchRegion) []patchRegion {
-	if merged, ok := patchMergeRegions(a, b, regions); ok {
-		return merged
-	}
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
-	return []patchRegion{{a0: p, a1: len(a) - s, b0: p, b1: len(b) - s}}
-}
-
-func patchMergeRegions(a, b []string, regions []patchRegion) ([]patchRegion, bool) {
+// patchWindows turns regions into windows of the texts: it clamps and
+// sorts them, joins those that overlap or touch, and checks that the texts
+// around them are equal. ok is false when the regions are unusable.
+func patchWindows(oldText, newText string, regions []patchRegion) (windows []patchWindow, ok bool) {
 	if len(regions) == 0 {
 		return nil, false
 	}
-	rs := make([]patchRegion, len(regions))
-	for i, r := range regions {
-		r.a0, r.a1 = max(0, min(r.a0, len(a))), max(0, min(r.a1, len(a)))
-		r.b0, r.b1 = max(0, min(r.b0, len(b))), max(0, min(r.b1, len(b)))
+	ao, bo := patchLineStarts(oldText), patchLineStarts(newText)
+	na, nb := len(ao)-1, len(bo)-1
+	rs := slices.Clone(regions)
+	for i, r := range rs {
+		r.a0, r.a1 = max(0, min(r.a0, na)), max(0, min(r.a1, na))
+		r.b0, r.b1 = max(0, min(r.b0, nb)), max(0, min(r.b1, nb))
 		if r.a1 < r.a0 || r.b1 < r.b0 {
 			return nil, false
 		}
 		rs[i] = r
 	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].a0 < rs[j].a0 })
+	slices.SortStableFunc(rs, func(x, y patchRegion) int { return cmp.Compare(x.a0, y.a0) })
 
 	var merged []patchRegion
 	for _, r := range rs {
-		if n := len(merged); n > 0 && r.a0-merged[n-1].a1 <= 2*patchDiffContext {
+		if n := len(merged); n > 0 && r.a0 <= merged[n-1].a1 {
 			m := &merged[n-1]
 			m.a1, m.b0, m.b1 = max(m.a1, r.a1), min(m.b0, r.b0), max(m.b1, r.b1)
 			continue
@@ -198,54 +171,36 @@ func patchMergeRegions(a, b []string, regions []patchRegion) ([]patchRegion, boo
 	}
 
 	// Every gap (before, between and after the regions) must be the same
-	// lines on both sides.
+	// text on both sides.
 	pa, pb := 0, 0
-	gap := func(a1, b1 int) bool {
-		if a1-pa != b1-pb || a1 < pa {
-			return false
-		}
-		for i := 0; i < a1-pa; i++ {
-			if a[pa+i] != b[pb+i] {
-				return false
-			}
-		}
-		return true
-	}
 	for _, r := range merged {
-		if !gap(r.a0, r.b0) {
+		if r.b0 < pb || oldText[ao[pa]:ao[r.a0]] != newText[bo[pb]:bo[r.b0]] {
 			return nil, false
 		}
+		windows = append(windows, patchWindow{at: ao[r.a0], old: oldText[ao[r.a0]:ao[r.a1]], new: newText[bo[r.b0]:bo[r.b1]]})
 		pa, pb = r.a1, r.b1
 	}
-	if !gap(len(a), len(b)) {
+	if oldText[ao[pa]:] != newText[bo[pb]:] {
 		return nil, false
 	}
-	return merged, true
+	return windows, true
 }
 
-// patchHunkHeader matches the hunk headers difflib writes.
-var patchHunkHeader = regexp.MustCompile(`^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@$`)
-
-// patchShiftHunks adds line offsets to the hunk headers of a windowed diff.
-// Content lines always start with ' ', '-', '+' or '\', never "@@".
-func patchShiftHunks(s string, da, db int) string {
-	if da == 0 && db == 0 {
-		return s
-	}
-	lines := strings.SplitAfter(s, "\n")
-	for i, l := range lines {
-		if !strings.HasPrefix(l, "@@ -") {
-			continue
+// patchLineStarts returns the byte offset of each line of s, then len(s);
+// a last line without a newline counts.
+func patchLineStarts(s string) []int {
+	starts := make([]int, 1, strings.Count(s, "\n")+2)
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			if i < len(s) {
+				starts = append(starts, len(s))
+			}
+			return starts
 		}
-		m := patchHunkHeader.FindStringSubmatch(strings.TrimSuffix(l, "\n"))
-		if m == nil {
-			continue
-		}
-		x, _ := strconv.Atoi(m[1])
-		y, _ := strconv.Atoi(m[3])
-		lines[i] = "@@ -" + strconv.Itoa(x+da) + m[2] + " +" + strconv.Itoa(y+db) + m[4] + " @@\n"
+		i += j + 1
+		starts = append(starts, i)
 	}
-	return strings.Join(lines, "")
 }
 
 // patchSpanRegions converts replace-mode spans (offsets in content) into
@@ -264,13 +219,18 @@ func patchSpanRegions(content, updated string, spans []patchSpan, lastLine bool)
 		aLine += strings.Count(content[aPos:s.start], "\n")
 		r.a0 = aLine
 		aLine += strings.Count(content[s.start:s.end], "\n")
-		r.a1 = aLine + 1
 		aPos = s.end
 		bLine += strings.Count(updated[bPos:ns], "\n")
 		r.b0 = bLine
 		bLine += strings.Count(updated[ns:ne], "\n")
-		r.b1 = bLine + 1
 		bPos = ne
+		// The line the text after the span starts on changed too, unless
+		// it starts a line in both texts.
+		r.a1, r.b1 = aLine, bLine
+		if !patchAtLineStart(content, s.end) || !patchAtLineStart(updated, ne) {
+			r.a1++
+			r.b1++
+		}
 		regs = append(regs, r)
 		delta += len(s.repl) - (s.end - s.start)
 	}
@@ -279,4 +239,9 @@ func patchSpanRegions(content, updated string, spans []patchSpan, lastLine bool)
 		regs = append(regs, patchRegion{a0: na - 1, a1: na, b0: nb - 1, b1: nb})
 	}
 	return regs
+}
+
+// patchAtLineStart reports whether offset i of s starts a line.
+func patchAtLineStart(s string, i int) bool {
+	return i == 0 || s[i-1] == '\n'
 }

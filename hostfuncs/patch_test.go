@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -273,19 +274,32 @@ func TestPatchIndentDelta(t *testing.T) {
 	}
 }
 
+// patchTestHunkHeader matches a unified diff's hunk header.
+var patchTestHunkHeader = regexp.MustCompile(`^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@$`)
+
 // patchTestApplyUnified applies a unified diff produced by patchUnifiedDiff
 // to old, checking every context and removed line on the way.
 func patchTestApplyUnified(t *testing.T, old, diff string) string {
 	t.Helper()
 	const marker = "\\ No newline at end of file\n"
-	a := patchDiffLines(old)
+	// old's lines with their newline; a last line without one carries the
+	// marker, as in the diff.
+	var a []string
+	if old != "" {
+		a = strings.SplitAfter(old, "\n")
+		if a[len(a)-1] == "" {
+			a = a[:len(a)-1]
+		} else {
+			a[len(a)-1] += "\n" + marker
+		}
+	}
 	lines := strings.SplitAfter(diff, "\n")
 	require.GreaterOrEqual(t, len(lines), 3, "diff: %q", diff)
 	require.True(t, strings.HasPrefix(lines[0], "--- ") && strings.HasPrefix(lines[1], "+++ "), "headers: %q", diff)
 	var out []string
 	ai := 0
 	for i := 2; i < len(lines) && lines[i] != ""; {
-		m := patchHunkHeader.FindStringSubmatch(strings.TrimSuffix(lines[i], "\n"))
+		m := patchTestHunkHeader.FindStringSubmatch(strings.TrimSuffix(lines[i], "\n"))
 		require.NotNil(t, m, "hunk header expected: %q", lines[i])
 		start, _ := strconv.Atoi(m[1])
 		length := 1
@@ -365,14 +379,16 @@ func TestPatchUnifiedDiffRoundTrip(t *testing.T) {
 			"fallback": nil,
 			"wrong":    {{a0: 1, a1: 2, b0: 5, b1: 6}},
 		} {
-			d := patchUnifiedDiff(old, updated, "a/f", "b/f", regions)
+			d := patchUnifiedDiff(old, updated, "a/f", "b/f", regions, -1)
 			if old == updated {
 				require.Empty(t, d)
 				continue
 			}
 			require.Equal(t, updated, patchTestApplyUnified(t, old, d), "%s: old %q diff %q", name, old, d)
 			if name == "spans" {
-				full := patchUnifiedDiff(old, updated, "a/f", "b/f", nil)
+				_, ok := patchWindows(old, updated, regions)
+				require.True(t, ok, "span regions rejected: old %q new %q regions %v", old, updated, regions)
+				full := patchUnifiedDiff(old, updated, "a/f", "b/f", nil, -1)
 				require.Equal(t, updated, patchTestApplyUnified(t, old, full))
 			}
 		}
@@ -389,7 +405,7 @@ func TestPatchUnifiedDiffLargeFileWindows(t *testing.T) {
 	require.Len(t, spans, 1)
 	spans = append(spans, patchFindMatches(old, "line 1990\n", "nineteen-ninety\n", 1).spans...)
 	updated := old[:spans[0].start] + spans[0].repl + old[spans[0].end:spans[1].start] + spans[1].repl + old[spans[1].end:]
-	d := patchUnifiedDiff(old, updated, "a/f", "b/f", patchSpanRegions(old, updated, spans, false))
+	d := patchUnifiedDiff(old, updated, "a/f", "b/f", patchSpanRegions(old, updated, spans, false), -1)
 	assert.Equal(t, "--- a/f\n+++ b/f\n"+
 		"@@ -8,7 +8,7 @@\n line 7\n line 8\n line 9\n-line 10\n+ten\n line 11\n line 12\n line 13\n"+
 		"@@ -1988,7 +1988,7 @@\n line 1987\n line 1988\n line 1989\n-line 1990\n+nineteen-ninety\n line 1991\n line 1992\n line 1993\n", d)
@@ -397,6 +413,6 @@ func TestPatchUnifiedDiffLargeFileWindows(t *testing.T) {
 }
 
 func TestPatchDiffNoFinalNewline(t *testing.T) {
-	d := patchUnifiedDiff("a\nb", "a\nb\n", "a/f", "b/f", nil)
+	d := patchUnifiedDiff("a\nb", "a\nb\n", "a/f", "b/f", nil, -1)
 	assert.Equal(t, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n", d)
 }

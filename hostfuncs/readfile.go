@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/textdist"
 )
 
 const (
@@ -274,34 +276,13 @@ func nameSimilarity(a, b string) float64 {
 	} else if len(a) >= 3 && len(b) >= 3 && (strings.Contains(a, b) || strings.Contains(b, a)) {
 		score = 0.8
 	}
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 256 || len(rb) > 256 {
+	na, nb := utf8.RuneCountInString(a), utf8.RuneCountInString(b)
+	if na > 256 || nb > 256 {
 		return score
 	}
-	d := levenshtein(ra, rb)
-	if r := 1 - float64(d)/float64(max(len(ra), len(rb))); r > score {
+	d := textdist.Distance(a, b)
+	if r := 1 - float64(d)/float64(max(na, nb)); r > score {
 		score = r
 	}
 	return score
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

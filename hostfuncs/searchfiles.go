@@ -181,10 +181,9 @@ func (s *searcher) walkRoot() error {
 	var stack ignoreStack
 	relRoot := ""
 	if top != s.root {
-		r, err := filepath.Rel(top, s.root)
-		if err != nil {
-			top = s.root
-		} else {
+		// Without a relative path from top, the root's own .gitignore
+		// files are all there is.
+		if r, err := filepath.Rel(top, s.root); err == nil {
 			relRoot = filepath.ToSlash(r)
 			dir, rel := top, ""
 			for _, part := range strings.Split(relRoot, "/") {

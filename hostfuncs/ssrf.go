@@ -20,7 +20,7 @@ const blockedMsg = "Blocked: URL targets a private or internal network address"
 
 // errBlocked is returned by the SSRF guard's resolver and dialer; the
 // fetcher maps it to blockedMsg.
-var errBlocked = errors.New(blockedMsg)
+var errBlocked = errors.New("blocked: the address is private or internal")
 
 // ssrfGuard keeps web_extract away from internal networks. It checks a host
 // before the request is sent (for a clear error, and for every redirect

@@ -1,7 +1,6 @@
 package hostfuncs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -397,12 +396,4 @@ func (s *ansiStripper) feed(p []byte, emit func([]byte)) {
 	if s.state == ansiNormal {
 		flush(len(p))
 	}
-}
-
-// stripANSI removes ANSI escape sequences from s.
-func stripANSI(s string) string {
-	var out bytes.Buffer
-	var st ansiStripper
-	st.feed([]byte(s), func(b []byte) { out.Write(b) })
-	return out.String()
 }

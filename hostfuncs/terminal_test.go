@@ -164,3 +164,11 @@ func TestOutputCaptureBoundedMemory(t *testing.T) {
 	assert.Contains(t, out, "[OUTPUT TRUNCATED - 19950000 chars omitted out of 20000000 total]")
 	assert.Equal(t, terminalHeadChars+terminalTailChars, len(out)-len("\n\n... [OUTPUT TRUNCATED - 19950000 chars omitted out of 20000000 total] ...\n\n"))
 }
+
+// stripANSI removes ANSI escape sequences from s in one feed.
+func stripANSI(s string) string {
+	var out strings.Builder
+	var st ansiStripper
+	st.feed([]byte(s), func(b []byte) { out.Write(b) })
+	return out.String()
+}

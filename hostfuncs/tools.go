@@ -16,6 +16,18 @@ import (
 // Tool failures are results with an "error" key, never Go errors.
 type Result = map[string]any
 
+// messageError is a tool failure whose text is shown to the script as is:
+// a whole sentence (capitalised, often with what to do next), never
+// wrapped in another error's text.
+type messageError struct{ msg string }
+
+func (e *messageError) Error() string { return e.msg }
+
+// messagef formats a [messageError].
+func messagef(format string, args ...any) error {
+	return &messageError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Names lists the script-callable tools, the whole whitelist, in the order
 // the generated hermes_tools module defines them.
 var Names = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}

@@ -43,17 +43,6 @@ const (
 	v4aOpUpdate
 )
 
-func (k v4aOpKind) String() string {
-	switch k {
-	case v4aOpAdd:
-		return "Add File"
-	case v4aOpDelete:
-		return "Delete File"
-	default:
-		return "Update File"
-	}
-}
-
 // v4aFileOp is one file section of a patch.
 type v4aFileOp struct {
 	Kind    v4aOpKind
@@ -110,17 +99,17 @@ func v4aParse(text string) ([]v4aFileOp, error) {
 		first++
 	}
 	if first == len(lines) {
-		return nil, fmt.Errorf("Invalid patch: the patch is empty; expected %q ... %q", v4aBeginMarker, v4aEndMarker)
+		return nil, messagef("Invalid patch: the patch is empty; expected %q ... %q", v4aBeginMarker, v4aEndMarker)
 	}
 	if strings.TrimSpace(lines[first]) != v4aBeginMarker {
-		return nil, fmt.Errorf("Invalid patch: the first line must be %q, got %q", v4aBeginMarker, v4aClip(lines[first]))
+		return nil, messagef("Invalid patch: the first line must be %q, got %q", v4aBeginMarker, v4aClip(lines[first]))
 	}
 	last := len(lines) - 1
 	for last > first && strings.TrimSpace(lines[last]) == "" {
 		last--
 	}
 	if last == first || strings.TrimSpace(lines[last]) != v4aEndMarker {
-		return nil, fmt.Errorf("Invalid patch: missing %q as the last line", v4aEndMarker)
+		return nil, messagef("Invalid patch: missing %q as the last line", v4aEndMarker)
 	}
 
 	p := v4aParser{lines: lines, i: first + 1, end: last}
@@ -129,7 +118,7 @@ func v4aParse(text string) ([]v4aFileOp, error) {
 		return nil, err
 	}
 	if len(ops) == 0 {
-		return nil, fmt.Errorf("Invalid patch: no file sections between %q and %q", v4aBeginMarker, v4aEndMarker)
+		return nil, messagef("Invalid patch: no file sections between %q and %q", v4aBeginMarker, v4aEndMarker)
 	}
 	return ops, nil
 }
@@ -141,7 +130,7 @@ type v4aParser struct {
 }
 
 func (p *v4aParser) errorf(idx int, format string, args ...any) error {
-	return fmt.Errorf("Invalid patch line %d: %s", idx+1, fmt.Sprintf(format, args...))
+	return messagef("Invalid patch line %d: %s", idx+1, fmt.Sprintf(format, args...))
 }
 
 func (p *v4aParser) parse() ([]v4aFileOp, error) {
@@ -302,7 +291,7 @@ func (p *v4aParser) parseUpdate(header string) (v4aFileOp, error) {
 	}
 	flush()
 	if len(op.Hunks) == 0 && op.MoveTo == "" {
-		return v4aFileOp{}, fmt.Errorf("Invalid patch line %d: %q has no hunks", op.Line, v4aUpdatePrefix+" "+path)
+		return v4aFileOp{}, messagef("Invalid patch line %d: %q has no hunks", op.Line, v4aUpdatePrefix+" "+path)
 	}
 	return op, nil
 }
@@ -468,7 +457,7 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, []patc
 		for _, a := range h.Anchors {
 			idx := v4aFindAnchor(f.lines, a, start)
 			if idx < 0 {
-				return "", nil, fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: anchor %q not found%s. No files were modified.",
+				return "", nil, messagef("Could not apply hunk %d of %d (patch line %d) to %s: anchor %q not found%s. No files were modified.",
 					hi+1, len(hunks), h.Line, display, v4aClip(a), v4aAfterLine(start))
 			}
 			start, anchorAt = idx+1, idx
@@ -493,7 +482,7 @@ func v4aApplyHunks(text string, hunks []v4aHunk, display string) (string, []patc
 		default:
 			at, level = v4aFind(f.lines, want, start, h.EOF)
 			if at < 0 {
-				return "", nil, fmt.Errorf("Could not apply hunk %d of %d (patch line %d) to %s: its context and removed lines were not found%s. The hunk expects:\n%s\nNo files were modified.",
+				return "", nil, messagef("Could not apply hunk %d of %d (patch line %d) to %s: its context and removed lines were not found%s. The hunk expects:\n%s\nNo files were modified.",
 					hi+1, len(hunks), h.Line, display, v4aAfterLine(start), v4aHunkExcerpt(h))
 			}
 		}

@@ -69,15 +69,6 @@ func extractLimitsFrom(ctx context.Context) extractLimits {
 	return defaultExtractLimits
 }
 
-// extractError is a per-URL failure whose message is shown as is.
-type extractError struct{ msg string }
-
-func (e *extractError) Error() string { return e.msg }
-
-func extractErrorf(format string, args ...any) error {
-	return &extractError{msg: fmt.Sprintf(format, args...)}
-}
-
 // extractFetcher fetches the URLs of one web_extract call through the
 // SSRF guard.
 type extractFetcher struct {
@@ -115,13 +106,13 @@ func (f *extractFetcher) Close() { f.transport.CloseIdleConnections() }
 // credentials, then the SSRF guard (the dialer checks again on connect).
 func (f *extractFetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > f.limits.maxRedirects {
-		return extractErrorf("Too many redirects: gave up after %d", f.limits.maxRedirects)
+		return messagef("Too many redirects: gave up after %d", f.limits.maxRedirects)
 	}
 	if s := req.URL.Scheme; s != "http" && s != "https" {
-		return extractErrorf("Refused to follow a redirect to a %q URL: web_extract fetches only http and https URLs", s)
+		return messagef("Refused to follow a redirect to a %q URL: web_extract fetches only http and https URLs", s)
 	}
 	if shown, why, found := urlCredential(req.URL.String()); found {
-		return &extractError{msg: redirectSecretMsg(shown, why)}
+		return &messageError{msg: redirectSecretMsg(shown, why)}
 	}
 	if _, err := f.guard.resolve(req.Context(), req.URL.Hostname()); err != nil {
 		return err
@@ -160,7 +151,7 @@ func (f *extractFetcher) doFetch(ctx context.Context, u *url.URL) (*fetchedPage,
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, extractErrorf("Invalid URL: %v", err)
+		return nil, messagef("Invalid URL: %v", err)
 	}
 	req.Header.Set("User-Agent", extractUserAgent)
 	req.Header.Set("Accept", extractAccept)
@@ -171,7 +162,7 @@ func (f *extractFetcher) doFetch(ctx context.Context, u *url.URL) (*fetchedPage,
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 400 {
-		return nil, &extractError{msg: strings.TrimSpace(fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))}
+		return nil, &messageError{msg: strings.TrimSpace(fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))}
 	}
 	ct := resp.Header.Get("Content-Type")
 	mediaType, _, perr := mime.ParseMediaType(ct)
@@ -220,28 +211,28 @@ func extractDecode(body []byte, contentType string) string {
 }
 
 func (f *extractFetcher) tooLarge() error {
-	return extractErrorf("Page too large: the response is over web_extract's %d MiB limit, so it was not read", f.limits.maxBody>>20)
+	return messagef("Page too large: the response is over web_extract's %d MiB limit, so it was not read", f.limits.maxBody>>20)
 }
 
 func extractUnsupportedType(mediaType string) error {
-	return extractErrorf("Unsupported content type %s: web_extract reads HTML, plain text, Markdown, CSV, JSON and XML", mediaType)
+	return messagef("Unsupported content type %s: web_extract reads HTML, plain text, Markdown, CSV, JSON and XML", mediaType)
 }
 
 // describe turns a fetch failure into its per-URL error.
 func (f *extractFetcher) describe(err error, ctx, parent context.Context, u *url.URL) error {
-	var ee *extractError
+	var ee *messageError
 	switch {
 	case errors.Is(err, errBlocked):
-		return &extractError{msg: blockedMsg}
+		return &messageError{msg: blockedMsg}
 	case errors.As(err, &ee):
 		return ee
 	case parent.Err() != nil:
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			return extractErrorf("Timed out: the call's deadline passed before the page was fetched")
+			return messagef("Timed out: the call's deadline passed before the page was fetched")
 		}
-		return extractErrorf("Cancelled before the page was fetched")
+		return messagef("Cancelled before the page was fetched")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return extractErrorf("Timed out after %s fetching the page", f.limits.perURL)
+		return messagef("Timed out after %s fetching the page", f.limits.perURL)
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
@@ -255,9 +246,9 @@ func (f *extractFetcher) describe(err error, ctx, parent context.Context, u *url
 		if name == "" {
 			name = u.Hostname()
 		}
-		return extractErrorf("Could not resolve host %s: %s", name, dnsErr.Err)
+		return messagef("Could not resolve host %s: %s", name, dnsErr.Err)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return extractErrorf("Timed out fetching the page: %v", err)
+		return messagef("Timed out fetching the page: %v", err)
 	}
-	return extractErrorf("Fetch failed: %v", err)
+	return messagef("Fetch failed: %v", err)
 }

@@ -207,7 +207,7 @@ func probe(ctx context.Context, path string) (string, error) {
 		return "", fmt.Errorf("unexpected version %q", v)
 	}
 	if major < MinMajor || (major == MinMajor && minor < MinMinor) {
-		return "", fmt.Errorf("Python %s is older than %d.%d", v, MinMajor, MinMinor)
+		return "", fmt.Errorf("version %s is older than %d.%d", v, MinMajor, MinMinor)
 	}
 	return v, nil
 }

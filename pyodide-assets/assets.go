@@ -149,7 +149,7 @@ var (
 // The returned slice is shared between callers and must not be modified.
 func Interpreter() ([]byte, error) {
 	interpOnce.Do(func() {
-		interpBytes, interpErr = loadAsset(os.Getenv(InterpreterEnv), distFS, "python.wasm", Verify)
+		interpBytes, interpErr = loadInterpreter(os.Getenv(InterpreterEnv), distFS)
 	})
 	return interpBytes, interpErr
 }

@@ -111,10 +111,6 @@ func seconds(d time.Duration) string {
 // at all (for instance a missing interpreter); the result then says so too.
 func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	start := time.Now()
-	logf := req.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout
@@ -122,15 +118,11 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	var env []string
 	kernel, isKernel := eng.(Kernel)
 	if !isKernel { // a kernel's env was frozen when it started
-		var dropped []string
 		inject := req.Inject
 		if tools := ToolsInject(req.Enabled); tools != "" {
 			inject = append(slices.Clone(inject), tools)
 		}
-		env, dropped = ChildEnv(req.Environ, req.Env, inject)
-		if line := DroppedHermesLine(dropped); line != "" {
-			logf("%s", line)
-		}
+		env = ChildEnv(req.Environ, req.Env, inject)
 	}
 
 	stdout := newCapture(StdoutLimits(req.SpillDir))
@@ -173,8 +165,8 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if out.Truncated {
 		res.StdoutSpillPath = out.SpillPath
 		res.Warning = truncatedWarning(out.SpillPath)
-		if out.SpillErr != nil && req.SpillDir != "" {
-			logf("execute_code: the full stdout could not be saved in %s: %v", req.SpillDir, out.SpillErr)
+		if out.SpillErr != nil && req.SpillDir != "" && req.Logger != nil {
+			req.Logger.Warn("stdout spill failed", "dir", req.SpillDir, "error", out.SpillErr.Error())
 		}
 	}
 
@@ -258,11 +250,10 @@ func interruptReason(ctx context.Context) string {
 }
 
 // ChildEnv is an interpreter's environment in either mode: environ
-// scrubbed with opts (docs/behaviour.md §4), then BaseInject and inject set. dropped is
-// ScrubEnv's list of dropped HERMES_* names.
-func ChildEnv(environ []string, opts EnvOptions, inject []string) (env, dropped []string) {
-	env, dropped = ScrubEnv(environ, opts)
-	return MergeEnv(env, append(slices.Clone(baseInject), inject...)), dropped
+// scrubbed with opts (docs/behaviour.md §4), then baseInject and inject set.
+func ChildEnv(environ []string, opts EnvOptions, inject []string) []string {
+	env, _ := ScrubEnv(environ, opts)
+	return MergeEnv(env, append(slices.Clone(baseInject), inject...))
 }
 
 // MergeEnv returns env with each KEY=VALUE of inject set, replacing an

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -8,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,14 +108,37 @@ func TestExecuteEmptyScript(t *testing.T) {
 	require.Equal(t, NoCodeMessage, res.Error)
 }
 
-func TestExecuteLogsDroppedHermesVars(t *testing.T) {
-	var lines []string
-	_, err := Execute(context.Background(), fakeEngine{func(context.Context, *Job) (Outcome, error) { return Outcome{}, nil }},
-		Request{Code: "pass", Mode: config.ModeStrict, Environ: []string{"HERMES_B=1", "HERMES_A=2", "HERMES_HOME=/h", "HERMES_API_KEY=k"},
-			Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+// TestExecuteLogsSpillFailure: a truncated stdout that cannot be saved is a
+// warning event on the request's Logger, and the result says the output is
+// cut without a path.
+func TestExecuteLogsSpillFailure(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+	spill := filepath.Join(blocker, "exec")
+	var logged bytes.Buffer
+	res, err := Execute(context.Background(), fakeEngine{func(_ context.Context, job *Job) (Outcome, error) {
+		_, err := job.Stdout.Write(bytes.Repeat([]byte("x"), 100_000))
+		return Outcome{}, err
+	}}, Request{Code: "pass", Mode: config.ModeStrict, SpillDir: spill,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))})
 	require.NoError(t, err)
-	require.Len(t, lines, 1)
-	require.True(t, strings.HasPrefix(lines[0], "execute_code: dropped 2 non-allowlisted HERMES_* var(s) from the sandbox child env (HERMES_A, HERMES_B)."), lines[0])
+	require.True(t, res.StdoutTruncated)
+	require.Empty(t, res.StdoutSpillPath)
+	require.Equal(t, truncatedWarning(""), res.Warning)
+	require.True(t, strings.HasPrefix(logged.String(), `level=WARN msg="stdout spill failed" dir=`+spill+" error="), logged.String())
+	require.Equal(t, 1, strings.Count(logged.String(), "\n"), logged.String())
+
+	// Without a Logger nothing is logged, and nothing fails.
+	_, err = Execute(context.Background(), fakeEngine{func(_ context.Context, job *Job) (Outcome, error) {
+		_, err := job.Stdout.Write(bytes.Repeat([]byte("x"), 100_000))
+		return Outcome{}, err
+	}}, Request{Code: "pass", Mode: config.ModeStrict, SpillDir: spill})
+	require.NoError(t, err)
 }
 
 // fakeKernel is a fakeEngine that is a Kernel: alive tells whether it

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"time"
 )
 
@@ -45,8 +46,9 @@ type Request struct {
 	// ToolSet); nil means all. A one-shot run's interpreter gets ToolsEnv
 	// from it (a kernel gets it from its KernelSpec.Env).
 	Enabled []string
-	// Logf receives debug log lines (nil discards them).
-	Logf func(format string, args ...any)
+	// Logger receives the run's log events (nil discards them): "stdout
+	// spill failed" when a truncated stdout could not be saved in SpillDir.
+	Logger *slog.Logger
 }
 
 // ToolFunc runs one tool with its JSON arguments and returns the tool's

@@ -50,6 +50,3 @@ func reexec(data []byte, env []string) error {
 // macOS another user's processes cannot read ours anyway, and the same
 // user's can (see SECURITY.md).
 func SetNonDumpable() error { return nil }
-
-// Dumpable reports true: the flag does not exist here.
-func Dumpable() (bool, error) { return true, nil }

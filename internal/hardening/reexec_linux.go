@@ -41,9 +41,3 @@ func SetNonDumpable() error {
 	}
 	return nil
 }
-
-// Dumpable reports the process's dumpable flag (PR_GET_DUMPABLE).
-func Dumpable() (bool, error) {
-	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
-	return v != 0, err
-}

@@ -9,6 +9,3 @@ func reexec([]byte, []string) error { return nil }
 
 // SetNonDumpable does nothing on Windows.
 func SetNonDumpable() error { return nil }
-
-// Dumpable reports true: the flag does not exist on Windows.
-func Dumpable() (bool, error) { return true, nil }

@@ -99,6 +99,9 @@
 //     max_session_kernels.
 //   - "idle kernel closed" (info): session, mode, kernel_idle_timeout.
 //   - "warm pool failed" (error): error.
+//   - "stdout spill failed" (warn): dir, error; a truncated stdout could
+//     not be saved in full (the result's warning then gives no path).
 //
-// Without a Logger, [Options].Logf receives the same events as text lines.
+// Without a Logger, [Options].Logf receives the same events as text lines,
+// except "stdout spill failed".
 package executor

@@ -526,8 +526,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		// The executor logs the dropped HERMES_* variables itself, as a
-		// structured event, once per call.
+		Logger:        e.log.logger,
 	}
 }
 

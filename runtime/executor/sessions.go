@@ -252,7 +252,7 @@ func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
 }
 
 func (e *Executor) spec(opts engine.EnvOptions, inject []string, workdir string) engine.KernelSpec {
-	env, _ := engine.ChildEnv(e.environ, opts, inject)
+	env := engine.ChildEnv(e.environ, opts, inject)
 	return engine.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }

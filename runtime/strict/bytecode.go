@@ -117,7 +117,7 @@ func (s *Engine) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 	}
 	defer jail.close()
 	var out bytes.Buffer
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/").(wazero.FSConfig).
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(jail, "/").
 		WithFSMount(c.stdlib, stdlibMount)
 	mc := withEnv(wazero.NewModuleConfig(), guestEnv).
 		WithName("").
