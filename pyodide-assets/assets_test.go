@@ -45,18 +45,6 @@ func realEmbedded(t *testing.T) []byte {
 	return b
 }
 
-// dirNames lists the names in dir.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	names := []string{}
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func assertVerifyError(t *testing.T, err error, what string) *VerifyError {
 	t.Helper()
 	require.Error(t, err)
