@@ -102,6 +102,6 @@
 //   - "stdout spill failed" (warn): dir, error; a truncated stdout could
 //     not be saved in full (the result's warning then gives no path).
 //
-// Without a Logger, [Options].Logf receives the same events as text lines,
-// except "stdout spill failed".
+// Without a Logger, [Options].Logf receives the same events as text lines
+// (and [Options].Warnf, when set, the warnings and errors).
 package executor

@@ -526,7 +526,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		Logger:        e.log.logger,
+		Logger:        e.log.slogger(),
 	}
 }
 
@@ -783,6 +783,48 @@ func (l eventLog) event(level slog.Level, msg, line string, args ...any) {
 	}
 	logf("%s", line)
 }
+
+// slogger is the log as a *slog.Logger, for the layers below the executor
+// that log through slog: Options.Logger itself, or a logger whose records
+// become events (text lines to Logf/Warnf); nil when nothing listens.
+func (l eventLog) slogger() *slog.Logger {
+	if l.logger != nil {
+		return l.logger
+	}
+	if l.logf == nil && l.warnf == nil {
+		return nil
+	}
+	return slog.New(eventHandler{l: l})
+}
+
+// eventHandler turns slog records into events of an eventLog without a
+// Logger.
+type eventHandler struct {
+	l     eventLog
+	attrs []any
+}
+
+func (h eventHandler) Enabled(_ context.Context, level slog.Level) bool { return h.l.enabled(level) }
+
+func (h eventHandler) Handle(_ context.Context, r slog.Record) error {
+	args := slices.Clone(h.attrs)
+	r.Attrs(func(a slog.Attr) bool {
+		args = append(args, a)
+		return true
+	})
+	h.l.event(r.Level, r.Message, "", args...)
+	return nil
+}
+
+func (h eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	args := slices.Clone(h.attrs)
+	for _, a := range as {
+		args = append(args, a)
+	}
+	return eventHandler{l: h.l, attrs: args}
+}
+
+func (h eventHandler) WithGroup(string) slog.Handler { return h }
 
 // formatEvent renders an event as "execute_code: msg key=value ...",
 // quoting values that are empty or contain spaces, quotes or "=".

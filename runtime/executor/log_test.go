@@ -104,9 +104,13 @@ func TestLogfLines(t *testing.T) {
 	var lines []string
 	cfg := config.Default()
 	cfg.Terminal.EnvPassthrough = []string{"OPENAI_API_KEY"}
+	home := t.TempDir()
+	// The spill dir is a file: a truncated stdout cannot be saved in full.
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "cache"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "cache", "exec"), nil, 0o600))
 	ex := New(Options{
 		Config:     &cfg,
-		HermesHome: t.TempDir(),
+		HermesHome: home,
 		Environ:    testEnviron("HERMES_B=1", "HERMES_A=1", "OPENAI_API_KEY=sk-x"),
 		Logf: func(f string, a ...any) {
 			mu.Lock()
@@ -117,13 +121,18 @@ func TestLogfLines(t *testing.T) {
 	defer ex.Close(context.Background())
 	run(t, ex, Request{Code: "from hermes_tools import read_file\nread_file('x')", Mode: "strict", Session: "my session"})
 	ex.RegisterSkillEnv("GROQ_API_KEY")
+	res := run(t, ex, Request{Code: "print('x' * 60000)", Mode: "strict"})
+	require.True(t, res.StdoutTruncated)
 
+	mu.Lock()
 	all := strings.Join(lines, "\n")
+	mu.Unlock()
 	require.Contains(t, all, "execute_code: refusing to pass through host-managed credentials [OPENAI_API_KEY]\n")
 	require.Regexp(t, `execute_code: dropped \d+ non-allowlisted HERMES_\* var\(s\) from the sandbox child env \((.*, )?HERMES_A, HERMES_B(, .*)?\)\. This is intentional hardening \(#27303\); if a sandbox script legitimately needs one, declare it via env_passthrough in the skill/config so it passes by explicit opt-in\.`, all)
 	require.Regexp(t, `\nexecute_code: tool call session="my session" tool=read_file duration_ms=[0-9.e-]+ ok=false\n`, all)
 	require.Regexp(t, `\nexecute_code: execute done session="my session" mode=strict status=success duration=\S+ tool_calls=1\n`, all)
 	require.Contains(t, all, "execute_code: refusing to pass through host-managed credentials [GROQ_API_KEY] registered by a skill")
+	require.Contains(t, all, "execute_code: stdout spill failed dir="+filepath.Join(home, "cache", "exec")+" error=", "a layer below the executor logs through Logf too")
 }
 
 func TestFormatEvent(t *testing.T) {
