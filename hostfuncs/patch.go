@@ -61,14 +61,14 @@ func patchTooBig(path string, size int64) string {
 		path, patchMiB(size), patchMaxBytes>>20)
 }
 
-func patchFail(msg string) Result {
-	return Result{"success": false, "error": msg}
+func patchFail(msg string) result {
+	return result{"success": false, "error": msg}
 }
 
 // patch edits files: mode "replace" swaps old_string for new_string in one
 // file (tolerating whitespace and line-ending drift), mode "patch" applies
 // a V4A multi-file patch all-or-nothing.
-func (t *Tools) patch(ctx context.Context, args json.RawMessage) Result {
+func (t *Tools) patch(ctx context.Context, args json.RawMessage) result {
 	var a patchArgs
 	if r := decodeArgs("patch", args, &a); r != nil {
 		r["success"] = false
@@ -92,7 +92,7 @@ func (t *Tools) patch(ctx context.Context, args json.RawMessage) Result {
 }
 
 // patchReplace implements mode "replace".
-func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
+func (t *Tools) patchReplace(ctx context.Context, a patchArgs) result {
 	if a.Path == nil || strings.TrimSpace(*a.Path) == "" {
 		msg := `path is required for mode="replace"`
 		if a.Patch != nil {
@@ -202,7 +202,7 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) Result {
 	rel := t.patchDisplayPath(abs)
 	var diff patchDiffWriter
 	diff.file(content, updated, "a/"+rel, "b/"+rel, false, func() []patchRegion { return patchSpanRegions(content, updated, spans, restoredNL) })
-	return diff.result(Result{
+	return diff.result(result{
 		"success":        true,
 		"files_modified": []string{abs},
 	})
@@ -279,7 +279,7 @@ type patchVFile struct {
 }
 
 // patchApplyV4A implements mode "patch".
-func (t *Tools) patchApplyV4A(ctx context.Context, text string) Result {
+func (t *Tools) patchApplyV4A(ctx context.Context, text string) result {
 	if n := strings.Count(text, "\n") + 1; n > patchMaxLines {
 		return patchFail(fmt.Sprintf("The patch has %d lines, more than the %d one patch call takes. "+
 			"Split it into several patches, or use write_file for whole files.", n, patchMaxLines))
@@ -447,7 +447,7 @@ func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 // patchCommit writes the V4A result: every new content is staged in a temp
 // file first (nothing changes if any staging fails), then renamed into
 // place, then deletions run.
-func (t *Tools) patchCommit(order []*patchVFile) Result {
+func (t *Tools) patchCommit(order []*patchVFile) result {
 	type staged struct {
 		f   *patchVFile
 		tmp string
@@ -458,7 +458,7 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 		deletes     []*patchVFile
 		changed     []*patchVFile
 	)
-	abort := func(msg string) Result {
+	abort := func(msg string) result {
 		for _, s := range stagedFiles {
 			os.Remove(s.tmp)
 		}
@@ -569,7 +569,7 @@ func (t *Tools) patchCommit(order []*patchVFile) Result {
 	sort.Strings(modified)
 	sort.Strings(added)
 	sort.Strings(deleted)
-	return diff.result(Result{
+	return diff.result(result{
 		"success":        true,
 		"files_modified": modified,
 		"files_added":    added,

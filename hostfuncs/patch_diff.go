@@ -82,7 +82,7 @@ func (w *patchDiffWriter) file(oldText, newText, from, to string, headers bool, 
 
 // result sets r's "diff", and "diff_truncated" when a diff was omitted or
 // cut, and returns r.
-func (w *patchDiffWriter) result(r Result) Result {
+func (w *patchDiffWriter) result(r result) result {
 	r["diff"] = w.b.String()
 	if w.truncated {
 		r["diff_truncated"] = true

@@ -25,7 +25,7 @@ func patchTestTools(t *testing.T) (*Tools, string) {
 	return tl, tl.Workdir()
 }
 
-func patchTestCall(t *testing.T, tl *Tools, args map[string]any) Result {
+func patchTestCall(t *testing.T, tl *Tools, args map[string]any) result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestPatchReplaceDiffAndResultShape(t *testing.T) {
 	tl, dir := patchTestTools(t)
 	p := patchTestWrite(t, dir, "pkg/a.py", "def f():\n    return 1\n")
 	res := patchTestCall(t, tl, map[string]any{"path": "pkg/a.py", "old_string": "return 1", "new_string": "return 2"})
-	assert.Equal(t, Result{
+	assert.Equal(t, result{
 		"success":        true,
 		"diff":           "--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n",
 		"files_modified": []string{p},
@@ -167,7 +167,7 @@ func TestPatchReplaceNotFoundHint(t *testing.T) {
 func TestPatchReplaceFileErrors(t *testing.T) {
 	tl, dir := patchTestTools(t)
 	res := patchTestCall(t, tl, map[string]any{"path": "missing.txt", "old_string": "a", "new_string": "b"})
-	assert.Equal(t, Result{"success": false, "error": "File not found: missing.txt"}, res)
+	assert.Equal(t, result{"success": false, "error": "File not found: missing.txt"}, res)
 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	res = patchTestCall(t, tl, map[string]any{"path": "sub", "old_string": "a", "new_string": "b"})

@@ -41,13 +41,13 @@ type readFileArgs struct {
 // in bounded memory. offset < 1 means 1; limit < 1 means 500 and is capped
 // at 2000. Credential stores and project env files are refused (see
 // checkRead).
-func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 	a := readFileArgs{Offset: 1, Limit: readDefaultLimit}
 	if r := decodeArgs("read_file", raw, &a); r != nil {
 		return r
 	}
 	if a.Path == "" {
-		return Result{"error": "Invalid arguments for read_file: path is required"}
+		return result{"error": "Invalid arguments for read_file: path is required"}
 	}
 	if a.Offset < 1 {
 		a.Offset = 1
@@ -60,37 +60,37 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
 	}
 	abs := t.resolve(a.Path)
 	if msg := t.checkRead(a.Path, abs); msg != "" {
-		return Result{"error": msg}
+		return result{"error": msg}
 	}
 
 	info, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{"error": "File not found: " + a.Path, "similar_files": t.similarFiles(abs)}
+		return result{"error": "File not found: " + a.Path, "similar_files": t.similarFiles(abs)}
 	}
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
 	if info.IsDir() {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': it is a directory. "+
+		return result{"error": fmt.Sprintf("Cannot read '%s': it is a directory. "+
 			"List it with search_files(pattern=\"*\", target=\"files\", path=%q) or terminal(\"ls\").", a.Path, a.Path)}
 	}
 	if !info.Mode().IsRegular() {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': it is %s, not a regular file, and reading it could block. "+
+		return result{"error": fmt.Sprintf("Cannot read '%s': it is %s, not a regular file, and reading it could block. "+
 			"Use terminal if you really need to read it.", a.Path, fileKind(info.Mode()))}
 	}
 
 	f, err := os.Open(abs)
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
 	defer f.Close()
 
 	head, err := readHead(f, sniffSize)
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
 	if looksBinary(head, int64(len(head)) < info.Size()) {
-		return Result{"error": fmt.Sprintf("Binary file (%s, %s) — cannot display as text. "+
+		return result{"error": fmt.Sprintf("Binary file (%s, %s) — cannot display as text. "+
 			"Use terminal to inspect it (e.g. file, xxd, or a format-specific converter).",
 			describeBinary(head), formatSize(info.Size()))}
 	}
@@ -98,11 +98,11 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) Result {
 	body := io.MultiReader(bytes.NewReader(bytes.TrimPrefix(head, []byte("\uFEFF"))), f)
 	content, total, err := readPage(ctx, body, a.Offset, a.Limit)
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
 
 	end := a.Offset + a.Limit - 1
-	res := Result{
+	res := result{
 		"content":     content,
 		"total_lines": total,
 		"file_size":   info.Size(),

@@ -53,13 +53,13 @@ type searchFilesArgs struct {
 // wildcards matches names containing it). The walk is sorted, respects
 // .gitignore files, skips hidden entries, symlinks, binary files and, for
 // content, files over 5 MB. Results are paged with offset and limit.
-func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) result {
 	a := searchFilesArgs{Target: "content", Path: ".", Limit: searchDefaultLimit, OutputMode: "content"}
 	if r := decodeArgs("search_files", raw, &a); r != nil {
 		return r
 	}
-	bad := func(format string, v ...any) Result {
-		return Result{"error": "Invalid arguments for search_files: " + fmt.Sprintf(format, v...)}
+	bad := func(format string, v ...any) result {
+		return result{"error": "Invalid arguments for search_files: " + fmt.Sprintf(format, v...)}
 	}
 	if a.Pattern == "" {
 		return bad("pattern is required")
@@ -105,7 +105,7 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
 	} else {
 		re, err := regexp.Compile(a.Pattern)
 		if err != nil {
-			return Result{"error": fmt.Sprintf("Invalid regex pattern %q: %v", a.Pattern, err)}
+			return result{"error": fmt.Sprintf("Invalid regex pattern %q: %v", a.Pattern, err)}
 		}
 		s.re = re
 	}
@@ -113,18 +113,18 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
 	root := t.resolve(a.Path)
 	rootReal := realOrSelf(root)
 	if msg := t.confined("Search", a.Path, rootReal); msg != "" {
-		return Result{"error": msg}
+		return result{"error": msg}
 	}
 	s.policy = t.policy()
 	if msg := s.policy.readBlock(rootReal, filepath.Base(root)); msg != "" {
-		return Result{"error": msg}
+		return result{"error": msg}
 	}
 	info, err := os.Stat(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{"error": "Path not found: " + a.Path}
+		return result{"error": "Path not found: " + a.Path}
 	}
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Cannot search '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Cannot search '%s': %v", a.Path, unwrapPathError(err))}
 	}
 	s.root, s.rootReal = root, rootReal
 
@@ -133,16 +133,16 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) Result {
 	} else if info.Mode().IsRegular() {
 		err = s.visit(root, filepath.Base(root))
 	} else {
-		return Result{"error": fmt.Sprintf("Cannot search '%s': it is %s", a.Path, fileKind(info.Mode()))}
+		return result{"error": fmt.Sprintf("Cannot search '%s': it is %s", a.Path, fileKind(info.Mode()))}
 	}
 	if errors.Is(err, errStopWalk) {
 		err = nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{"error": fmt.Sprintf("Search cancelled: %v", ctx.Err())}
+			return result{"error": fmt.Sprintf("Search cancelled: %v", ctx.Err())}
 		}
-		return Result{"error": fmt.Sprintf("Search failed: %v", err)}
+		return result{"error": fmt.Sprintf("Search failed: %v", err)}
 	}
 	return s.result()
 }
@@ -395,8 +395,8 @@ func (s *searcher) grep(abs string) error {
 }
 
 // result builds the search_files answer from the collected page.
-func (s *searcher) result() Result {
-	res := Result{"total_count": s.total}
+func (s *searcher) result() result {
+	res := result{"total_count": s.total}
 	paged, unit := s.total, "results"
 	switch {
 	case s.re == nil || s.args.OutputMode == "files_only":

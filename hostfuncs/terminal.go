@@ -55,7 +55,7 @@ type terminalArgs struct {
 // combined. The whole tree is stopped (SIGTERM, then SIGKILL after
 // terminalStopGrace) on timeout, on ctx cancellation and once the command
 // exits.
-func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 	if r := rejectTerminalExtras(raw); r != nil {
 		return r
 	}
@@ -64,11 +64,11 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 		return r
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return Result{"error": "Invalid arguments for terminal: command is required"}
+		return result{"error": "Invalid arguments for terminal: command is required"}
 	}
 	timeout := terminalTimeout(a.Timeout)
-	failed := func(msg string) Result {
-		return Result{"output": "", "exit_code": -1, "error": msg}
+	failed := func(msg string) result {
+		return result{"output": "", "exit_code": -1, "error": msg}
 	}
 	dir := t.workdir
 	if a.Workdir != nil && *a.Workdir != "" {
@@ -155,11 +155,11 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) Result {
 	switch {
 	case timedOut:
 		secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
-		return Result{"output": "", "exit_code": terminalTimeoutExit, "error": "Command timed out after " + secs + " seconds"}
+		return result{"output": "", "exit_code": terminalTimeoutExit, "error": "Command timed out after " + secs + " seconds"}
 	case cancelled:
-		return Result{"output": output, "exit_code": terminalCancelExit, "error": fmt.Sprintf("Command cancelled: %v", ctx.Err())}
+		return result{"output": output, "exit_code": terminalCancelExit, "error": fmt.Sprintf("Command cancelled: %v", ctx.Err())}
 	}
-	return Result{"output": output, "exit_code": exitCodeOf(cmd.ProcessState), "error": nil}
+	return result{"output": output, "exit_code": exitCodeOf(cmd.ProcessState), "error": nil}
 }
 
 // terminalTimeout turns the timeout argument (seconds) into a duration:
@@ -176,7 +176,7 @@ func terminalTimeout(secs *float64) time.Duration {
 
 // rejectTerminalExtras refuses arguments terminal does not have, such as
 // background or pty, with a message saying why.
-func rejectTerminalExtras(raw json.RawMessage) Result {
+func rejectTerminalExtras(raw json.RawMessage) result {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return nil // not an object: decodeArgs reports it
@@ -191,7 +191,7 @@ func rejectTerminalExtras(raw json.RawMessage) Result {
 		return nil
 	}
 	sort.Strings(extra)
-	return Result{"error": fmt.Sprintf("Invalid arguments for terminal: unsupported argument %s. "+
+	return result{"error": fmt.Sprintf("Invalid arguments for terminal: unsupported argument %s. "+
 		"terminal inside execute_code is foreground only: it accepts just command, timeout and workdir "+
 		"(no background, pty or similar options). Run background or interactive processes with the regular terminal tool.",
 		strings.Join(extra, ", "))}

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 )
 
-// Result is a tool's answer: the JSON object the script receives as a dict.
+// result is a tool's answer: the JSON object the script receives as a dict.
 // Tool failures are results with an "error" key, never Go errors.
-type Result = map[string]any
+type result = map[string]any
 
 // messageError is a tool failure whose text is shown to the script as is:
 // a whole sentence (capitalised, often with what to do next), never
@@ -101,7 +101,7 @@ func New(opts Options) (*Tools, error) {
 // Workdir returns the absolute session working directory.
 func (t *Tools) Workdir() string { return t.workdir }
 
-type handler func(t *Tools, ctx context.Context, args json.RawMessage) Result
+type handler func(t *Tools, ctx context.Context, args json.RawMessage) result
 
 var handlers = map[string]handler{
 	"web_search":   (*Tools).webSearch,
@@ -117,10 +117,10 @@ var handlers = map[string]handler{
 // object; absent keys and nulls take the tool's defaults). An unknown tool
 // or malformed arguments give an error result. ctx cancels long-running
 // tools such as terminal.
-func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) Result {
+func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) result {
 	h, ok := handlers[name]
 	if !ok {
-		return Result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}
+		return result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}
 	}
 	return h(t, ctx, args)
 }
@@ -138,14 +138,14 @@ func (t *Tools) resolve(p string) string {
 // decodeArgs decodes raw into dst (a pointer to a struct holding the
 // defaults). It rejects unknown keys and wrong types, naming the tool, so a
 // script's mistake comes back as a readable error result.
-func decodeArgs(tool string, raw json.RawMessage, dst any) Result {
+func decodeArgs(tool string, raw json.RawMessage, dst any) result {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return Result{"error": fmt.Sprintf("Invalid arguments for %s: %v", tool, err)}
+		return result{"error": fmt.Sprintf("Invalid arguments for %s: %v", tool, err)}
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func patchTestSnapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func patchTestV4A(t *testing.T, tl *Tools, text string) Result {
+func patchTestV4A(t *testing.T, tl *Tools, text string) result {
 	t.Helper()
 	return patchTestCall(t, tl, map[string]any{
 		"path": nil, "old_string": nil, "new_string": nil, "replace_all": false,
@@ -372,7 +372,7 @@ func TestV4APatchSymlinkEscape(t *testing.T) {
 
 	for _, p := range []string{"out/secret.txt", "out/new.txt", "link.txt"} {
 		res := patchTestV4A(t, tl, "*** Begin Patch\n*** Update File: "+p+"\n-s\n+x\n*** End Patch")
-		assert.Equal(t, Result{"success": false, "error": "Path escapes the working directory: " + p}, res)
+		assert.Equal(t, result{"success": false, "error": "Path escapes the working directory: " + p}, res)
 	}
 	res := patchTestV4A(t, tl, "*** Begin Patch\n*** Add File: out/new.txt\n+x\n*** End Patch")
 	assert.Equal(t, false, res["success"])

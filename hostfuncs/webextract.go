@@ -42,23 +42,23 @@ type webExtractArgs struct {
 // proxy is used. URLs that look like they carry an API key or token are
 // refused (see urlCredential) so that web_extract cannot send a secret to
 // a page's server.
-func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) result {
 	var a webExtractArgs
 	if r := decodeArgs("web_extract", raw, &a); r != nil {
 		return r
 	}
 	if len(a.URLs) == 0 {
-		return Result{"error": "Invalid arguments for web_extract: urls must be a non-empty list of URLs"}
+		return result{"error": "Invalid arguments for web_extract: urls must be a non-empty list of URLs"}
 	}
 	if len(a.URLs) > webMaxExtractURLs {
-		return Result{"error": fmt.Sprintf("Too many URLs: %d given, at most %d per web_extract call.", len(a.URLs), webMaxExtractURLs)}
+		return result{"error": fmt.Sprintf("Too many URLs: %d given, at most %d per web_extract call.", len(a.URLs), webMaxExtractURLs)}
 	}
 	if a.CharLimit != nil && *a.CharLimit <= 0 {
-		return Result{"error": fmt.Sprintf("Invalid arguments for web_extract: char_limit must be positive, got %d", *a.CharLimit)}
+		return result{"error": fmt.Sprintf("Invalid arguments for web_extract: char_limit must be positive, got %d", *a.CharLimit)}
 	}
 	for i, u := range a.URLs {
 		if msg := urlSecretCheck(i+1, u); msg != "" {
-			return Result{"error": msg}
+			return result{"error": msg}
 		}
 	}
 	limit := config.DefaultExtractCharLimit
@@ -77,7 +77,7 @@ func (t *Tools) webExtract(ctx context.Context, raw json.RawMessage) Result {
 		wg.Go(func() { results[i] = t.extractOne(ctx, f, u, limit) })
 	}
 	wg.Wait()
-	return Result{"results": results}
+	return result{"results": results}
 }
 
 // extractOne fetches and extracts one URL into its result entry.

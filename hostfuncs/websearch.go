@@ -76,17 +76,17 @@ type searchProvider interface {
 }
 
 // webSearch implements web_search.
-func (t *Tools) webSearch(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) webSearch(ctx context.Context, raw json.RawMessage) result {
 	a := webSearchArgs{Limit: 5}
 	if r := decodeArgs("web_search", raw, &a); r != nil {
 		return r
 	}
 	query := strings.TrimSpace(a.Query)
 	if query == "" {
-		return Result{"error": "Invalid arguments for web_search: query is required"}
+		return result{"error": "Invalid arguments for web_search: query is required"}
 	}
 	if a.Limit < 0 {
-		return Result{"error": fmt.Sprintf("Invalid arguments for web_search: limit must be positive, got %d", a.Limit)}
+		return result{"error": fmt.Sprintf("Invalid arguments for web_search: limit must be positive, got %d", a.Limit)}
 	}
 	limit := min(max(a.Limit, 1), webSearchMaxLimit)
 
@@ -112,12 +112,12 @@ func (t *Tools) webSearch(ctx context.Context, raw json.RawMessage) Result {
 			"position":    i + 1,
 		})
 	}
-	return Result{"success": true, "data": map[string]any{"web": web}}
+	return result{"success": true, "data": map[string]any{"web": web}}
 }
 
 // searchFailed is web_search's failure result, the key scrubbed from msg.
-func searchFailed(msg, key string) Result {
-	return Result{"success": false, "error": searchRedact(msg, key)}
+func searchFailed(msg, key string) result {
+	return result{"success": false, "error": searchRedact(msg, key)}
 }
 
 // searchRedact replaces any occurrence of the API key in s.

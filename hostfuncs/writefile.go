@@ -26,55 +26,55 @@ type writeFileArgs struct {
 // directories as needed. An existing file keeps its permission bits and a
 // symlink keeps pointing at its target, which is what gets written.
 // Protected credential and system files are refused (see checkWrite).
-func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) Result {
+func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) result {
 	var a writeFileArgs
 	if r := decodeArgs("write_file", raw, &a); r != nil {
 		return r
 	}
 	if a.Path == "" {
-		return Result{"error": "Invalid arguments for write_file: path is required"}
+		return result{"error": "Invalid arguments for write_file: path is required"}
 	}
 	if a.Content == nil {
-		return Result{"error": "Invalid arguments for write_file: content is required"}
+		return result{"error": "Invalid arguments for write_file: content is required"}
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
+		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
 	abs := t.resolve(a.Path)
 	if msg := t.checkWrite("Write", a.Path, abs, false); msg != "" {
-		return Result{"error": msg}
+		return result{"error": msg}
 	}
 	target, err := followSymlinks(abs)
 	if err != nil {
-		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
+		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
 
 	mode := newFileMode
 	info, err := os.Stat(target)
 	switch {
 	case err == nil && info.IsDir():
-		return Result{"error": fmt.Sprintf("Failed to write '%s': it is a directory", a.Path)}
+		return result{"error": fmt.Sprintf("Failed to write '%s': it is a directory", a.Path)}
 	case err == nil && !info.Mode().IsRegular():
-		return Result{"error": fmt.Sprintf("Failed to write '%s': it is %s, not a regular file", a.Path, fileKind(info.Mode()))}
+		return result{"error": fmt.Sprintf("Failed to write '%s': it is %s, not a regular file", a.Path, fileKind(info.Mode()))}
 	case err == nil:
 		mode = info.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
-		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, unwrapPathError(err))}
+		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, unwrapPathError(err))}
 	}
 
 	dir := filepath.Dir(target)
 	dirsCreated := false
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return Result{"error": fmt.Sprintf("Failed to create directory for '%s': %v", a.Path, unwrapPathError(err))}
+			return result{"error": fmt.Sprintf("Failed to create directory for '%s': %v", a.Path, unwrapPathError(err))}
 		}
 		dirsCreated = true
 	}
 
 	if err := atomicWrite(target, []byte(*a.Content), mode); err != nil {
-		return Result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
+		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
-	return Result{
+	return result{
 		"bytes_written":  len(*a.Content),
 		"dirs_created":   dirsCreated,
 		"resolved_path":  target,

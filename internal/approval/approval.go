@@ -61,10 +61,10 @@ func (f Func) Approve(ctx context.Context, req Request) (Decision, error) {
 	return f(ctx, req)
 }
 
-// NeedsScriptApproval reports whether scripts of a session of kind are
+// needsScriptApproval reports whether scripts of a session of kind are
 // approved as a whole before they run (gateway and automation sessions);
 // for a CLI session ("" included) only dangerous terminal commands are.
-func NeedsScriptApproval(kind string) bool {
+func needsScriptApproval(kind string) bool {
 	return kind != config.KindCLI && kind != ""
 }
 
@@ -137,7 +137,7 @@ const cronDenied = "BLOCKED: execute_code runs arbitrary local Python (including
 // script follows approvals.cron_mode, and a gateway one (or an automation
 // one under cron_mode ask) is asked about.
 func (a *Policy) Script(ctx context.Context, ap Approver, session, kind, code string) string {
-	if !NeedsScriptApproval(kind) || a.mode == config.ApprovalsOff {
+	if !needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
 	who := kindLabel(kind)
@@ -183,7 +183,7 @@ func (a *Policy) scriptApproved(session string) bool {
 // Only CLI sessions approve commands one by one: in gateway and automation
 // sessions the whole script was approved before it ran.
 func (a *Policy) Command(ctx context.Context, ap Approver, session, kind, command string) string {
-	if NeedsScriptApproval(kind) || a.mode == config.ApprovalsOff {
+	if needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
 	reasons := cmdcheck.Check(command)

@@ -42,12 +42,12 @@ var runtimeSettings = []string{
 	"GOMAXPROCS", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "GODEBUG", "LD_LIBRARY_PATH",
 }
 
-// Split divides environ (KEY=VALUE entries, as from os.Environ) into what
+// split divides environ (KEY=VALUE entries, as from os.Environ) into what
 // stays in the process's initial environment and what is hidden: exactly
 // the variables that [engine.ScrubEnv] with no passthrough would keep stay,
 // so the executor's /proc/<pid>/environ shows no more than a script's own
 // environment does.
-func Split(environ []string) (visible, hidden []string) {
+func split(environ []string) (visible, hidden []string) {
 	visible, _ = engine.ScrubEnv(environ, engine.EnvOptions{Windows: goruntime.GOOS == "windows", Passthrough: runtimeSettings})
 	keep := make(map[string]int, len(visible))
 	for _, kv := range visible {
@@ -69,7 +69,7 @@ func Split(environ []string) (visible, hidden []string) {
 // (docs/behaviour.md §4: every secret-named one, provider keys, tokens) is left in the
 // process's initial environment.
 //
-// In a process started normally it splits the environment with [Split]; when
+// In a process started normally it splits the environment with [split]; when
 // something must be hidden it writes the hidden entries to a descriptor that
 // survives exec (a memfd on Linux, a pipe elsewhere) and re-executes the same
 // program, with the same arguments, under the visible environment only. It
@@ -86,7 +86,7 @@ func HideSecrets() error {
 	if v, ok := os.LookupEnv(fdEnv); ok {
 		return restore(v)
 	}
-	visible, hidden := Split(os.Environ())
+	visible, hidden := split(os.Environ())
 	if len(hidden) == 0 || !reexecSupported {
 		return nil
 	}

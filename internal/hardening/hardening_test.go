@@ -7,7 +7,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
-	visible, hidden := Split([]string{
+	visible, hidden := split([]string{
 		"PATH=/bin", "GITHUB_TOKEN=ghp_x", "LANG=C", "MY_API_KEY=k", "RANDOM_THING=1",
 		"HERMES_HOME=/h", "HERMES_SERVE_TOKEN=s", "OPENAI_API_KEY=sk", "noequals", "LANG=C",
 	})
