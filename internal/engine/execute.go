@@ -115,14 +115,10 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	var env []string
+	env := req.Env
 	kernel, isKernel := eng.(Kernel)
-	if !isKernel { // a kernel's env was frozen when it started
-		inject := req.Inject
-		if tools := ToolsInject(req.Enabled); tools != "" {
-			inject = append(slices.Clone(inject), tools)
-		}
-		env = ChildEnv(req.Environ, req.Env, inject)
+	if isKernel { // a kernel's env was frozen when it started
+		env = nil
 	}
 
 	stdout := newCapture(StdoutLimits(req.SpillDir))
@@ -249,11 +245,17 @@ func interruptReason(ctx context.Context) string {
 	return interrupt.reason()
 }
 
-// ChildEnv is an interpreter's environment in either mode: environ
-// scrubbed with opts (docs/behaviour.md §4), then baseInject and inject set.
-func ChildEnv(environ []string, opts EnvOptions, inject []string) []string {
+// ChildEnv is an interpreter's environment in either mode, one-shot or
+// kernel: environ scrubbed with opts (docs/behaviour.md §4), then
+// baseInject, inject and the tool set (HERMES_RPC_TOOLS for enabled, when
+// it is not all seven) set.
+func ChildEnv(environ []string, opts EnvOptions, inject, enabled []string) []string {
 	env, _ := ScrubEnv(environ, opts)
-	return MergeEnv(env, append(slices.Clone(baseInject), inject...))
+	set := append(slices.Clone(baseInject), inject...)
+	if tools := ToolsInject(enabled); tools != "" {
+		set = append(set, tools)
+	}
+	return MergeEnv(env, set)
 }
 
 // MergeEnv returns env with each KEY=VALUE of inject set, replacing an

@@ -26,12 +26,10 @@ type Request struct {
 	Timeout time.Duration
 	// MaxToolCalls is the tool-call budget of the run; negative means 0.
 	MaxToolCalls int
-	// Environ is the parent environment (KEY=VALUE) before scrubbing.
-	Environ []string
-	// Env configures scrubbing (passthrough names, Windows rules).
-	Env EnvOptions
-	// Inject holds variables added after scrubbing (TZ and the like).
-	Inject []string
+	// Env is the interpreter's final environment, built once by the caller
+	// with [ChildEnv]; a kernel ignores it (its env was frozen when it
+	// started).
+	Env []string
 	// SpillDir is where a truncated stdout is saved in full.
 	SpillDir string
 	// MemoryLimitMB caps the guest's memory in strict mode.
@@ -43,8 +41,8 @@ type Request struct {
 	// whitelist and log.
 	Tools ToolFunc
 	// Enabled is the enabled tools, intersected with the seven (see
-	// ToolSet); nil means all. A one-shot run's interpreter gets ToolsEnv
-	// from it (a kernel gets it from its KernelSpec.Env).
+	// ToolSet); nil means all. The broker enforces it; the interpreter
+	// learns it from HERMES_RPC_TOOLS in Env (see [ChildEnv]).
 	Enabled []string
 	// Logger receives the run's log events (nil discards them): "stdout
 	// spill failed" when a truncated stdout could not be saved in SpillDir.

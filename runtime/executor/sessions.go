@@ -244,15 +244,11 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, err
 // scrubbed env plus the injected variables, as of now (docs/behaviour.md §4: a kernel's
 // environment is frozen when it starts).
 func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
-	inject := c.inject
-	if tools := engine.ToolsInject(c.enabled); tools != "" {
-		inject = append(slices.Clone(inject), tools)
-	}
-	return e.spec(c.envOpts, inject, c.workdir)
+	return e.spec(c.envOpts, c.inject, c.enabled, c.workdir)
 }
 
-func (e *Executor) spec(opts engine.EnvOptions, inject []string, workdir string) engine.KernelSpec {
-	env := engine.ChildEnv(e.environ, opts, inject)
+func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdir string) engine.KernelSpec {
+	env := engine.ChildEnv(e.environ, opts, inject, enabled)
 	return engine.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }
@@ -284,7 +280,7 @@ func (e *Executor) StartWarmPool(ctx context.Context) {
 			return
 		}
 		ks.poolSize = n
-		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(true), ""))
+		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
 		ks.poolGen = e.skillGen
 	}()
 }
@@ -299,7 +295,7 @@ func (e *Executor) refreshPool() {
 		return
 	}
 	old := ks.pool
-	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(true), ""))
+	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
 	ks.poolGen = e.skillGen
 	ks.background.Go(old.Close)
 }

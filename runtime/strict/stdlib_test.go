@@ -198,7 +198,7 @@ except OSError:
 // executor sets it from the config's timezone; without TZ it is UTC.
 func TestStrictLocaltimeFollowsTZ(t *testing.T) {
 	withTZ := func(tz string) func(*engine.Request) {
-		return func(r *engine.Request) { r.Inject = append(r.Inject, "TZ="+tz) }
+		return func(r *engine.Request) { r.Env = engine.MergeEnv(r.Env, []string{"TZ=" + tz}) }
 	}
 	before := time.Now().UTC()
 	res := run(t, `

@@ -60,7 +60,7 @@ func run(t testing.TB, code string, mod func(*engine.Request)) engine.Result {
 		Workdir:      t.TempDir(),
 		Timeout:      30 * time.Second,
 		MaxToolCalls: 50,
-		Environ:      []string{"PATH=/usr/bin", "DB_PASSWORD=hunter2", "HERMES_BASE_URL=http://x"},
+		Env:          engine.ChildEnv([]string{"PATH=/usr/bin", "DB_PASSWORD=hunter2", "HERMES_BASE_URL=http://x"}, engine.EnvOptions{}, nil, nil),
 		SpillDir:     t.TempDir(),
 		Tools:        echoTools,
 	}
