@@ -1,0 +1,28 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+)
+
+// TestAsClosed: every engine's "closed" error reaches the caller matching
+// ErrClosed (and still itself, with its message), so callers need only this
+// package's sentinel; other errors pass through unchanged.
+func TestAsClosed(t *testing.T) {
+	for _, inner := range []error{strict.ErrClosed, strict.ErrPoolClosed, engine.ErrKernelClosed, fmt.Errorf("starting: %w", strict.ErrClosed)} {
+		err := asClosed(inner)
+		require.ErrorIs(t, err, ErrClosed, inner.Error())
+		require.ErrorIs(t, err, inner)
+		require.Equal(t, inner.Error(), err.Error())
+	}
+	require.Same(t, ErrClosed, asClosed(ErrClosed))
+	other := errors.New("working dir: no such file")
+	require.Same(t, other, asClosed(other))
+	require.NoError(t, asClosed(nil))
+}
