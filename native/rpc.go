@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -235,6 +236,8 @@ func (s *Server) serve(c net.Conn) {
 		line, err := wire.ReadLine(r, limit, true)
 		var resp []byte
 		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return // the peer went away mid-request
 		case errors.Is(err, wire.ErrLineTooLarge) && !authed:
 			c.Write([]byte(`{"error": "Unauthorized: a connection must send this execution's HERMES_RPC_TOKEN before a request over 4 KiB."}` + "\n"))
 			return

@@ -10,11 +10,16 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 )
 
 // ErrLineTooLarge is the error of a line longer than the reader's limit.
 var ErrLineTooLarge = errors.New("line too large")
+
+// errTooLargeAtEOF is a final line, without its newline, that was too
+// large: it matches ErrLineTooLarge and io.ErrUnexpectedEOF.
+var errTooLargeAtEOF = fmt.Errorf("%w (the stream ended before its newline: %w)", ErrLineTooLarge, io.ErrUnexpectedEOF)
 
 // ReadLine reads one newline-terminated line and returns it without the
 // newline (a "\r" before it is kept). A line whose content is longer than
@@ -23,8 +28,9 @@ var ErrLineTooLarge = errors.New("line too large")
 // line), holding no more than max+1 bytes of it; without drain, at once,
 // leaving the reader mid-line (the caller then ends the stream). At the
 // end of the stream it returns io.EOF; a final line without a newline is
-// returned with io.ErrUnexpectedEOF (empty when it was too large), so a
-// caller decides whether a peer that went away mid-line sent a line.
+// returned with io.ErrUnexpectedEOF, so a caller decides whether a peer
+// that went away mid-line sent a line. A final line without a newline that
+// was too large matches both ErrLineTooLarge and io.ErrUnexpectedEOF.
 // The returned slice is the caller's: later reads do not overwrite it.
 func ReadLine(r *bufio.Reader, max int, drain bool) ([]byte, error) {
 	var line []byte
@@ -55,10 +61,9 @@ func ReadLine(r *bufio.Reader, max int, drain bool) ([]byte, error) {
 			continue
 		case errors.Is(err, io.EOF) && len(line) == 0 && !tooLarge:
 			return nil, io.EOF
+		case errors.Is(err, io.EOF) && tooLarge:
+			return nil, errTooLargeAtEOF
 		case errors.Is(err, io.EOF):
-			if line == nil {
-				line = []byte{}
-			}
 			return line, io.ErrUnexpectedEOF
 		default:
 			return nil, err

@@ -43,6 +43,7 @@ func TestReadLine(t *testing.T) {
 		{"unterminated final line", "one\ntwo", []step{{"one", nil}, {"two", io.ErrUnexpectedEOF}, {"", io.EOF}}},
 		{"unterminated long final line", "one\n" + long(max-1, 'z'), []step{{"one", nil}, {long(max-1, 'z'), io.ErrUnexpectedEOF}}},
 		{"unterminated oversize final line", "one\n" + long(5*max, 'z'), []step{{"one", nil}, {"", io.ErrUnexpectedEOF}}},
+		{"unterminated oversize final line is too large too", "one\n" + long(5*max, 'z'), []step{{"one", nil}, {"", ErrLineTooLarge}, {"", io.EOF}}},
 		{"CR is kept", "a\r\n", []step{{"a\r", nil}, {"", io.EOF}}},
 	}
 	for rname, mk := range readers {

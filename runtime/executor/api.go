@@ -46,10 +46,18 @@ func (e closedError) Error() string        { return e.err.Error() }
 func (e closedError) Unwrap() error        { return e.err }
 func (e closedError) Is(target error) bool { return target == ErrClosed }
 
-// asClosed makes every engine's "closed" error match [ErrClosed], so
-// callers need only this package's sentinel.
-func asClosed(err error) error {
+// asClosed makes an engine's "closed" error match [ErrClosed] when the
+// executor itself is closed, so callers need only this package's sentinel.
+// A kernel closed by CloseSession, eviction or the idle reaper while the
+// executor stays open is not ErrClosed.
+func (e *Executor) asClosed(err error) error {
 	if err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if !closed {
 		return err
 	}
 	if errors.Is(err, strict.ErrClosed) || errors.Is(err, strict.ErrPoolClosed) || errors.Is(err, engine.ErrKernelClosed) {

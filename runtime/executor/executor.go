@@ -272,7 +272,7 @@ func NormalizeMode(m string) (mode string, ok bool) {
 // Warm prepares the strict interpreter (compiling it or loading it from
 // the cache) so the next strict run starts fast.
 func (e *Executor) Warm(ctx context.Context) error {
-	return e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB)
+	return e.asClosed(e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB))
 }
 
 // Execute runs one script and returns its result. With req.Session set it
@@ -296,7 +296,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (Result, error) {
 		return failed(mode, ErrClosed), ErrClosed
 	}
 	res, err := e.execute(ctx, req)
-	err = asClosed(err)
+	err = e.asClosed(err)
 	done()
 	e.logDone(req, res, err, time.Since(start))
 	return res, err
