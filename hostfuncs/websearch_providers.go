@@ -72,7 +72,7 @@ const (
 
 // searchDefaultKeyEnv names a keyed provider's variable when
 // WebOptions.APIKeyEnv is empty (config fills it the same way).
-var searchDefaultKeyEnv = map[string]string{config.ProviderBrave: "BRAVE_API_KEY", config.ProviderTavily: "TAVILY_API_KEY"}
+var searchDefaultKeyEnv = config.DefaultAPIKeyEnv
 
 // newSearchProvider returns the provider configured in w, or the message
 // saying what to configure.

@@ -207,7 +207,15 @@ func probe(ctx context.Context, path string) (string, error) {
 		return "", fmt.Errorf("unexpected version %q", v)
 	}
 	if major < MinMajor || (major == MinMajor && minor < MinMinor) {
-		return "", fmt.Errorf("version %s is older than %d.%d", v, MinMajor, MinMinor)
+		return "", tooOldError(v)
 	}
 	return v, nil
+}
+
+// tooOldError is a python older than MinMajor.MinMinor; its text names
+// the version as the "python skipped" warning shows it.
+type tooOldError string
+
+func (v tooOldError) Error() string {
+	return fmt.Sprintf("Python %s is older than %d.%d", string(v), MinMajor, MinMinor)
 }

@@ -47,7 +47,7 @@ func TestResolve(t *testing.T) {
 		require.Equal(t, "CONDA_PREFIX", c.Source)
 		require.Len(t, c.Skipped, 2)
 		require.Contains(t, c.Skipped[0], "does not run")
-		require.Contains(t, c.Skipped[1], "older than 3.8")
+		require.Contains(t, c.Skipped[1], "Python 3.7.9 is older than 3.8") // the text the agent sees in the warning
 	})
 	t.Run("PATH", func(t *testing.T) {
 		c := Resolve(ctx, env(map[string]string{"PATH": "relative:" + pathDir}))

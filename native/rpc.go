@@ -38,10 +38,6 @@ func DefaultTransport() string {
 	return TransportUnix
 }
 
-// maxFrame bounds one request line. A longer one is discarded up to its
-// newline and answered with an error; the connection stays usable.
-const maxFrame = 64 << 20
-
 // maxSocketPath keeps Unix socket paths under the smallest sun_path limit
 // (104 bytes on macOS, 108 on Linux).
 const maxSocketPath = 100
@@ -229,7 +225,7 @@ func (s *Server) serve(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	authed := false
 	for {
-		limit := maxFrame
+		limit := engine.MaxRequest
 		if !authed {
 			limit = maxUnauthenticatedFrame
 		}
@@ -242,7 +238,7 @@ func (s *Server) serve(c net.Conn) {
 			c.Write([]byte(`{"error": "Unauthorized: a connection must send this execution's HERMES_RPC_TOKEN before a request over 4 KiB."}` + "\n"))
 			return
 		case errors.Is(err, wire.ErrLineTooLarge):
-			resp = []byte(fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`+"\n", maxFrame>>20))
+			resp = []byte(engine.TooLargeReply) // discarded up to its newline; the connection stays usable
 		case err != nil:
 			return
 		case !authed:

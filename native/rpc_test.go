@@ -255,12 +255,12 @@ func TestServerOversizeFrame(t *testing.T) {
 
 			// A request just over MaxFrame, with a valid prefix, in one line.
 			prefix := `{"token": "` + srv.Token() + `", "tool": "read_file", "args": {"path": "`
-			big := make([]byte, 0, maxFrame+64)
+			big := make([]byte, 0, engine.MaxRequest+64)
 			big = append(big, prefix...)
-			big = append(big, bytes.Repeat([]byte("a"), maxFrame-len(prefix))...)
+			big = append(big, bytes.Repeat([]byte("a"), engine.MaxRequest-len(prefix))...)
 			big = append(big, `"}}`...)
 			big = append(big, '\n')
-			require.Greater(t, len(big)-1, maxFrame)
+			require.Greater(t, len(big)-1, engine.MaxRequest)
 
 			sent := make(chan error, 1)
 			go func() { sent <- c.send(big) }()

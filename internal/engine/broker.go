@@ -120,6 +120,14 @@ func (b *Broker) ServeToken(ctx context.Context, line []byte, token []byte) []by
 	return b.serve(ctx, line, token)
 }
 
+// MaxRequest bounds one tool request line from a script, in both modes
+// (the strict host call and the project socket).
+const MaxRequest = 64 << 20
+
+// TooLargeReply answers a tool request line over MaxRequest (with its
+// newline).
+var TooLargeReply = fmt.Sprintf(`{"error": "Tool request too large (over %d MiB)."}`, MaxRequest>>20) + "\n"
+
 // ErrUnauthorized is the error of a request whose token does not match.
 const ErrUnauthorized = "Unauthorized: the request does not carry this execution's HERMES_RPC_TOKEN."
 

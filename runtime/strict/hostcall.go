@@ -3,6 +3,7 @@ package strict
 import (
 	"context"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -21,9 +22,6 @@ import (
 // A longer response waits for take. call returns -1 when the instance was
 // started without a channel.
 const hostModule = "hermes"
-
-// maxRequest bounds one request line from the guest.
-const maxRequest = 64 << 20
 
 // hostChannel is one instance's side of the channel, carried by the
 // context the instance runs under.
@@ -61,8 +59,8 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	var resp []byte
-	if reqLen > maxRequest {
-		resp = []byte(`{"error": "Tool request too large (over 64 MiB)."}` + "\n")
+	if reqLen > engine.MaxRequest {
+		resp = []byte(engine.TooLargeReply)
 	} else {
 		req, ok := mod.Memory().Read(reqPtr, reqLen)
 		if !ok {
