@@ -42,7 +42,7 @@ var kernelSources = sync.OnceValue(func() map[string][]byte {
 // runs cells in one namespace until it is closed (see engine.Kernel). Like
 // Run, it stages the generated hermes_tools module, the runner and the
 // kernel loop in a private dir (0700), serves the kernel's requests on a
-// token-checked RPC server (with a engine.Dispatcher as the handler) and
+// token-checked RPC server (with an engine.Dispatcher as the handler) and
 // starts `python -u DIR/_hermes_kernel.py` in spec.Workdir with spec.Env,
 // in a process tree of its own. It returns once the kernel asks for its
 // first cell, or an error (with what the child wrote to stderr) when the

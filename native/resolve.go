@@ -18,10 +18,10 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
-// MinMajor and MinMinor are the oldest Python project mode accepts.
+// minMajor and minMinor are the oldest Python project mode accepts.
 const (
-	MinMajor = 3
-	MinMinor = 8
+	minMajor = 3
+	minMinor = 8
 )
 
 // probeTimeout bounds one interpreter probe (a cold start of a big conda
@@ -206,7 +206,7 @@ func probe(ctx context.Context, path string) (string, error) {
 	if err1 != nil || err2 != nil {
 		return "", fmt.Errorf("unexpected version %q", v)
 	}
-	if major < MinMajor || (major == MinMajor && minor < MinMinor) {
+	if major < minMajor || (major == minMajor && minor < minMinor) {
 		return "", tooOldError(v)
 	}
 	return v, nil
@@ -217,5 +217,5 @@ func probe(ctx context.Context, path string) (string, error) {
 type tooOldError string
 
 func (v tooOldError) Error() string {
-	return fmt.Sprintf("Python %s is older than %d.%d", string(v), MinMajor, MinMinor)
+	return fmt.Sprintf("Python %s is older than %d.%d", string(v), minMajor, minMinor)
 }

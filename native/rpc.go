@@ -50,7 +50,7 @@ const maxSocketPath = 100
 //
 // and gets exactly one JSON object per line back, in order, on the same
 // connection. The token is compared in constant time on every request; a
-// bad token, malformed JSON or a line over MaxFrame gets an error object
+// bad token, malformed JSON or a line over engine.MaxRequest gets an error object
 // ({"error": "..."}) and the server goes on. Until a connection has sent
 // the token once (the generated module opens each connection with
 // {"token": ..., "op": "hello"}), its lines are limited to 4 KiB, and a
@@ -59,7 +59,7 @@ const maxSocketPath = 100
 // tools in parallel; the broker enforces the budget across all of them.
 // The server itself only authenticates and frames: every request line
 // after the hello goes to its Handler (a *engine.Broker for a one-shot run,
-// a kernel's engine.Dispatcher through HandlerFunc).
+// a kernel's engine.Dispatcher through handlerFunc).
 type Server struct {
 	ln      net.Listener
 	address string // the value of HERMES_RPC_SOCKET
@@ -82,7 +82,7 @@ type callHandler interface {
 	ServeToken(ctx context.Context, line, token []byte) []byte
 }
 
-// handlerFunc adapts a function to Handler, such as a kernel dispatcher's
+// handlerFunc adapts a function to callHandler, such as a kernel dispatcher's
 // Serve: handlerFunc(d.Serve).
 type handlerFunc func(ctx context.Context, line, token []byte) []byte
 

@@ -253,7 +253,7 @@ func TestServerOversizeFrame(t *testing.T) {
 			resp = c.mustRoundtrip(map[string]any{"token": srv.Token(), "op": "hello"})
 			require.Equal(t, map[string]any{"ok": true}, resp)
 
-			// A request just over MaxFrame, with a valid prefix, in one line.
+			// A request just over engine.MaxRequest, with a valid prefix, in one line.
 			prefix := `{"token": "` + srv.Token() + `", "tool": "read_file", "args": {"path": "`
 			big := make([]byte, 0, engine.MaxRequest+64)
 			big = append(big, prefix...)

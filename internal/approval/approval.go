@@ -40,7 +40,7 @@ type Request struct {
 type Decision struct {
 	Approved bool `json:"approved"`
 	// Scope is config.ScopeOnce (the default), config.ScopeSession or config.ScopeAlways;
-	// session and always Policy are remembered.
+	// session and always approvals are remembered.
 	Scope string `json:"scope,omitempty"`
 }
 

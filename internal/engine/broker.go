@@ -21,7 +21,7 @@ var toolNames = hostfuncs.Names
 // names, as Hermes computes it (the session's enabled tools intersected
 // with the seven): names that are not one of the seven (vision_analyze,
 // delegate_task, browser_navigate, ...) are dropped silently, duplicates
-// once, and the result is in ToolNames order. nil means every tool: it
+// once, and the result is in toolNames order. nil means every tool: it
 // returns all seven. A list with none of the seven gives an empty, non-nil
 // set: no tool is enabled. (Hermes falls back to all seven there; a list
 // meant to restrict never widens here.)
@@ -46,7 +46,7 @@ func ToolSet(names []string) []string {
 // does with it.
 const toolsEnv = "HERMES_RPC_TOOLS"
 
-// ToolsInject is the ToolsEnv assignment for the tool set enabled (as
+// ToolsInject is the toolsEnv assignment for the tool set enabled (as
 // ToolSet returns it), or "" when it is all seven.
 func ToolsInject(enabled []string) string {
 	set := ToolSet(enabled)
@@ -93,7 +93,7 @@ func NewBroker(tools ToolFunc, max int, enabled []string) *Broker {
 	return &Broker{tools: tools, max: max, enabled: ToolSet(enabled)}
 }
 
-// Enabled returns the broker's tool set, in ToolNames order.
+// Enabled returns the broker's tool set, in toolNames order.
 func (b *Broker) Enabled() []string { return slices.Clone(b.enabled) }
 
 // wireRequest is one line the script sends: a tool call, or the runner's

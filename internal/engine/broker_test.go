@@ -180,3 +180,11 @@ func TestHint(t *testing.T) {
 func TestMergeEnv(t *testing.T) {
 	require.Equal(t, []string{"A=1", "C=3", "B=9", "D=4"}, MergeEnv([]string{"A=1", "B=2", "C=3"}, []string{"B=9", "D=4"}))
 }
+
+// TestStubToolSetReadsToolsEnv: the module's tool-set filter reads the
+// variable the host sets (the file holds the name itself, not a Go format
+// verb).
+func TestStubToolSetReadsToolsEnv(t *testing.T) {
+	require.Contains(t, stubToolSet, `_os.environ.get("`+toolsEnv+`")`)
+	require.Contains(t, GenerateStub(StubOptions{}), `_os.environ.get("HERMES_RPC_TOOLS")`)
+}

@@ -10,7 +10,7 @@ import (
 type EnvOptions struct {
 	// Passthrough lists exact variable names that pass even when secret-named: the entries of
 	// terminal.env_passthrough plus names registered by skills through
-	// required_environment_variables. Host-managed credentials ([IsManagedCredential]) are
+	// required_environment_variables. Host-managed credentials ((isManagedCredential)) are
 	// ignored here; use [RefusedPassthrough] to find them and warn. Default empty.
 	Passthrough []string
 	// Windows applies the Windows rules: the system variables of docs/behaviour.md §4
@@ -24,7 +24,7 @@ type EnvOptions struct {
 	Managed []string
 	// Delegated marks a script run for a delegated child (a subagent), as Hermes marks its
 	// delegate_task children: the environment gets HERMES_DELEGATED_CHILD_CONTEXT, and loses
-	// the Kanban worker identity ([KanbanWorkerVars]) even when passed through, so that the
+	// the Kanban worker identity ((kanbanWorkerVars)) even when passed through, so that the
 	// child cannot act as the parent's Kanban worker. The same applies, whatever Delegated
 	// says, when the host's own environment carries the marker (the executor itself runs for
 	// a delegated child). Default false.

@@ -104,8 +104,9 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
-// Execute runs req on eng with the shared limits: it scrubs the
-// environment, streams stdout and stderr through their caps, serves tool
+// Execute runs req on eng with the shared limits: it gives the interpreter
+// req.Env (built by the caller with [ChildEnv]), streams stdout and stderr
+// through their caps, serves tool
 // calls through the broker, enforces the timeout, and builds the result.
 // The returned error is non-nil only when the script could not be started
 // at all (for instance a missing interpreter); the result then says so too.

@@ -32,8 +32,8 @@ func execFake(t *testing.T, timeout time.Duration, ctx context.Context, run func
 	t.Helper()
 	return Execute(ctx, fakeEngine{run}, Request{
 		Code: "x = 1", Mode: config.ModeStrict, Timeout: timeout, MaxToolCalls: 5, SpillDir: t.TempDir(),
-		Env:     ChildEnv([]string{"PATH=/bin", "API_TOKEN=x", "HERMES_FOO=1"}, EnvOptions{}, nil, nil),
-		Tools:   func(context.Context, string, json.RawMessage) map[string]any { return map[string]any{"ok": true} },
+		Env:   ChildEnv([]string{"PATH=/bin", "API_TOKEN=x", "HERMES_FOO=1"}, EnvOptions{}, nil, nil),
+		Tools: func(context.Context, string, json.RawMessage) map[string]any { return map[string]any{"ok": true} },
 	})
 }
 
@@ -304,8 +304,8 @@ func TestExecuteToolSet(t *testing.T) {
 			fmt.Fprintln(job.Stdout, job.Broker.Call(ctx, "terminal", nil)["error"])
 			return Outcome{}, nil
 		}}, Request{Code: "x", Mode: config.ModeStrict, Enabled: tc.enabled, MaxToolCalls: 1,
-			Env:     ChildEnv([]string{toolsEnv + "=web_search"}, EnvOptions{}, nil, tc.enabled), // the host's own value never reaches the script
-			Tools:   func(context.Context, string, json.RawMessage) map[string]any { return map[string]any{} }})
+			Env:   ChildEnv([]string{toolsEnv + "=web_search"}, EnvOptions{}, nil, tc.enabled), // the host's own value never reaches the script
+			Tools: func(context.Context, string, json.RawMessage) map[string]any { return map[string]any{} }})
 		require.NoError(t, err)
 		if slices.Contains(ToolSet(tc.enabled), "terminal") {
 			require.Equal(t, "<nil>\n", res.Output)

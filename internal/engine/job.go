@@ -1,9 +1,12 @@
-// Package shared is the layer both execution modes are built on: the request
-// and result types, environment scrubbing, the streaming stdout/stderr
-// limits, the tool-call broker with its budget, the generated hermes_tools
-// module, and the code that turns an engine's outcome into a result. Nothing
-// security-relevant is written twice: strict mode (runtime) and project mode
-// (native) both call [Execute].
+// Package engine is the contract both execution engines implement ([Engine],
+// [Kernel], [Job], [Outcome]) and the layer they share: the request and
+// result types, environment scrubbing ([ChildEnv]), the streaming
+// stdout/stderr limits, the tool-call broker with its budget, the generated
+// hermes_tools module (its Python sources are in python/), and the code that
+// turns an engine's outcome into a result. Nothing security-relevant is
+// written twice: strict mode (runtime/strict) and project mode (native) both
+// run through [Execute]. It imports config, hostfuncs (the tool names) and
+// internal/wire; runtime/executor is its only user besides the engines.
 package engine
 
 import (

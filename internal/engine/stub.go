@@ -19,7 +19,7 @@ type toolSpec struct {
 	doc    string
 }
 
-// toolSpecs are the stub signatures of docs/behaviour.md §3, in ToolNames order.
+// toolSpecs are the stub signatures of docs/behaviour.md §3, in toolNames order.
 var toolSpecs = []toolSpec{
 	{"web_search", []param{{"query", "str", ""}, {"limit", "int", "5"}},
 		"Search the web. Returns {\"success\", \"data\": {\"web\": [{\"title\", \"url\", \"description\", \"position\"}]}}."},
@@ -82,7 +82,7 @@ type StubOptions struct {
 //
 // The source is the same for every tool set (strict mode compiles it once
 // to bytecode): when the module is imported it drops the functions of the
-// tools that ToolsEnv does not list, so, as in Hermes, where the module
+// tools that toolsEnv does not list, so, as in Hermes, where the module
 // defines only the enabled tools, `from hermes_tools import terminal`
 // raises ImportError when terminal is not enabled.
 func GenerateStub(opts StubOptions) string {
@@ -107,7 +107,7 @@ func GenerateStub(opts StubOptions) string {
 		b.WriteString("})\n")
 	}
 	b.WriteString(stubHelpers)
-	fmt.Fprintf(&b, stubToolSet, toolsEnv)
+	b.WriteString(stubToolSet)
 	return b.String()
 }
 
@@ -129,8 +129,9 @@ func pyStrings(names []string) string {
 //go:embed python/stub_header.py
 var stubHeader string
 
-// stubToolSet removes the tools the execution does not enable (%s is
-// ToolsEnv); it runs once, when the module is imported.
+// stubToolSet removes the tools the execution does not enable, as
+// toolsEnv lists them (TestStubToolSetReadsToolsEnv checks the name); it
+// runs once, when the module is imported.
 //
 //go:embed python/stub_toolset.py
 var stubToolSet string

@@ -41,7 +41,7 @@ import (
 // defaultMemoryLimitMB is the guest memory cap when a job sets none.
 const defaultMemoryLimitMB = config.DefaultMemoryLimitMB
 
-// Options configures a [Engine] engine.
+// Options configures an [Engine].
 type Options struct {
 	// CacheDir holds wazero's compilation cache. Empty disables the disk
 	// cache: every process then compiles the interpreter again (seconds).
@@ -64,7 +64,7 @@ type Options struct {
 	interpreterSHA256 string
 }
 
-// Strict is the strict-mode engine. It is safe for concurrent use; each
+// Engine is the strict-mode engine. It is safe for concurrent use; each
 // Run gets its own instance.
 type Engine struct {
 	opts Options
@@ -309,7 +309,7 @@ var errStopped = errors.New("the interpreter was stopped")
 // start instantiates the interpreter and runs it to the end under ctx,
 // which carries the tool channel. When ctx ends, or the engine is closed,
 // the instance is stopped where it is and start returns errStopped: at its
-// next loop check (see pyodide-assets/internal/assetbuild.AddLoopChecks: every 16k loop
+// next loop check (see pyodide-assets/internal/assetbuild.addLoopChecks: every 16k loop
 // iterations, in Python or C code alike, the module calls sched_yield,
 // which lands in the Osyield function here), or in its sleep, which is cut
 // short and does not return to the guest. A tool call in progress returns

@@ -5,7 +5,7 @@ def _apply_tool_set():
     # seven). The others get no function, so importing one raises
     # ImportError; the host refuses their calls whatever this module holds.
     global __all__
-    names = _os.environ.get("%s")
+    names = _os.environ.get("HERMES_RPC_TOOLS")
     if names is None:
         return
     enabled = set(names.split(","))

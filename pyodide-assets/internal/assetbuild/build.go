@@ -68,7 +68,7 @@ type BuildOptions struct {
 // checks that the result is byte for byte the pinned build: toolchain and
 // source packages from Debian (installed when missing, see
 // [BuildOptions.Install]), then cpython/build.sh, then the debug sections
-// are stripped and the loop checks added ([AddLoopChecks]). A build that
+// are stripped and the loop checks added ([addLoopChecks]). A build that
 // differs from the pins is an error (the recipe or the toolchain changed),
 // unless [BuildOptions.Repin]. Dist is written only with verified bytes (or,
 // with Repin, the new build), each file through a temporary name and a
@@ -101,11 +101,11 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if err != nil {
 		return fmt.Errorf("assetbuild: build.sh wrote no python.wasm: %w", err)
 	}
-	wasm, err := StripCustomSections(raw)
+	wasm, err := stripCustomSections(raw)
 	if err != nil {
 		return err
 	}
-	if wasm, err = AddLoopChecks(wasm); err != nil {
+	if wasm, err = addLoopChecks(wasm); err != nil {
 		return err
 	}
 	stdlib, err := os.ReadFile(filepath.Join(out, "raw", pyodideassets.StdlibName))
@@ -145,16 +145,16 @@ func sameFile(p string, b []byte) bool {
 
 // writeFiles writes the module and the standard library zip into dir.
 func writeFiles(dir string, wasm, stdlib []byte) error {
-	if err := WriteFileAtomic(filepath.Join(dir, "python.wasm"), wasm); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, "python.wasm"), wasm); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, pyodideassets.StdlibName), stdlib)
+	return writeFileAtomic(filepath.Join(dir, pyodideassets.StdlibName), stdlib)
 }
 
-// WriteFileAtomic writes b to dest through a temporary file in the same
+// writeFileAtomic writes b to dest through a temporary file in the same
 // directory (its name starts with "." so it is never embedded) and a
 // rename.
-func WriteFileAtomic(dest string, b []byte) error {
+func writeFileAtomic(dest string, b []byte) error {
 	dir := filepath.Dir(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("assetbuild: %w", err)

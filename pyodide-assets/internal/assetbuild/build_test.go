@@ -90,22 +90,22 @@ func TestStripCustomSections(t *testing.T) {
 	orig := bytes.Clone(in)
 	want := module(typeSec, funcSec, paddedCode, dataSec)
 
-	got, err := StripCustomSections(in)
+	got, err := stripCustomSections(in)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	assert.Equal(t, orig, in, "the input is not modified")
 
-	again, err := StripCustomSections(got)
+	again, err := stripCustomSections(got)
 	require.NoError(t, err)
 	assert.Equal(t, got, again, "stripping is idempotent")
 }
 
 func TestStripCustomSectionsHeaderOnly(t *testing.T) {
-	got, err := StripCustomSections(module())
+	got, err := stripCustomSections(module())
 	require.NoError(t, err)
 	assert.Equal(t, wasmHeader, got)
 
-	got, err = StripCustomSections(module(section(0, customPayload("only", nil))))
+	got, err = stripCustomSections(module(section(0, customPayload("only", nil))))
 	require.NoError(t, err)
 	assert.Equal(t, wasmHeader, got)
 }
@@ -131,7 +131,7 @@ func TestStripCustomSectionsRejectsMalformed(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := StripCustomSections(in)
+			got, err := stripCustomSections(in)
 			assert.Nil(t, got)
 			assert.ErrorIs(t, err, pyodideassets.ErrCorrupt)
 		})
@@ -140,7 +140,7 @@ func TestStripCustomSectionsRejectsMalformed(t *testing.T) {
 
 func TestStripCustomSectionsReal(t *testing.T) {
 	b, _ := realDist(t)
-	got, err := StripCustomSections(b)
+	got, err := stripCustomSections(b)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(b, got), "the built module has no custom sections left")
 }
@@ -148,8 +148,8 @@ func TestStripCustomSectionsReal(t *testing.T) {
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "sub", "python.wasm")
-	require.NoError(t, WriteFileAtomic(dest, []byte("one")))
-	require.NoError(t, WriteFileAtomic(dest, []byte("two")))
+	require.NoError(t, writeFileAtomic(dest, []byte("one")))
+	require.NoError(t, writeFileAtomic(dest, []byte("two")))
 	got, err := os.ReadFile(dest)
 	require.NoError(t, err)
 	assert.Equal(t, []byte("two"), got)
@@ -158,7 +158,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	// A failed rename (onto a directory) leaves no temporary file either.
 	blocked := filepath.Join(dir, "blocked")
 	require.NoError(t, os.Mkdir(blocked, 0o755))
-	require.Error(t, WriteFileAtomic(blocked, []byte("three")))
+	require.Error(t, writeFileAtomic(blocked, []byte("three")))
 	assert.ElementsMatch(t, []string{"blocked", "sub"}, dirNames(t, dir))
 	assert.DirExists(t, blocked)
 }
@@ -221,7 +221,7 @@ func FuzzStripCustomSections(f *testing.F) {
 	f.Add(module([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		orig := bytes.Clone(in)
-		out, err := StripCustomSections(in)
+		out, err := stripCustomSections(in)
 		require.Equal(t, orig, in, "the input is not modified")
 		if err != nil {
 			require.ErrorIs(t, err, pyodideassets.ErrCorrupt)
@@ -231,7 +231,7 @@ func FuzzStripCustomSections(f *testing.F) {
 		require.LessOrEqual(t, len(out), len(in))
 		require.Equal(t, wasmHeader, out[:8])
 		// The output parses, holds no custom section and strips to itself.
-		again, err := StripCustomSections(out)
+		again, err := stripCustomSections(out)
 		require.NoError(t, err)
 		require.Equal(t, out, again)
 		for off := 8; off < len(out); {

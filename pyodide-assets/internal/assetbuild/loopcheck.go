@@ -8,19 +8,19 @@ import (
 	"fmt"
 )
 
-// BudgetGlobal is the name of the exported mutable i32 global that
-// [AddLoopChecks] adds: the loop iterations left before the next call to
+// budgetGlobal is the name of the exported mutable i32 global that
+// [addLoopChecks] adds: the loop iterations left before the next call to
 // the host.
-const BudgetGlobal = "hermes_loop_budget"
+const budgetGlobal = "hermes_loop_budget"
 
-// LoopBudget is how many loop iterations a module rewritten by
-// [AddLoopChecks] runs between two calls to the host: about 20-200 µs of
+// loopBudget is how many loop iterations a module rewritten by
+// [addLoopChecks] runs between two calls to the host: about 20-200 µs of
 // interpreter work, a negligible share of time in host calls.
-const LoopBudget = 1 << 14
+const loopBudget = 1 << 14
 
-// AddLoopChecks returns a copy of the wasm module b in which every loop
-// counts down [BudgetGlobal] and, when it reaches zero, resets it to
-// [LoopBudget] and calls the WASI import sched_yield:
+// addLoopChecks returns a copy of the wasm module b in which every loop
+// counts down [budgetGlobal] and, when it reaches zero, resets it to
+// [loopBudget] and calls the WASI import sched_yield:
 //
 //	loop bt  ->  loop bt
 //	             global.get $budget; i32.eqz
@@ -42,7 +42,7 @@ const LoopBudget = 1 << 14
 // instruction set clang emits for wasm32 (MVP, sign extension, saturating
 // conversions, bulk memory, reference types); anything else is an error
 // wrapping [pyodideassets.ErrCorrupt].
-func AddLoopChecks(b []byte) ([]byte, error) {
+func addLoopChecks(b []byte) ([]byte, error) {
 	if len(b) < 8 || string(b[:8]) != string(wasmHeader) {
 		return nil, fmt.Errorf("%w: not a wasm module", pyodideassets.ErrCorrupt)
 	}
@@ -76,8 +76,8 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 		case 7:
 			haveExport = true
 			var has bool
-			if has, err = exportsName(s.body, BudgetGlobal); has {
-				return nil, fmt.Errorf("%w: module already has loop checks (it exports %s)", pyodideassets.ErrCorrupt, BudgetGlobal)
+			if has, err = exportsName(s.body, budgetGlobal); has {
+				return nil, fmt.Errorf("%w: module already has loop checks (it exports %s)", pyodideassets.ErrCorrupt, budgetGlobal)
 			}
 		}
 		if err != nil {
@@ -91,7 +91,7 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: module does not import wasi_snapshot_preview1.sched_yield", pyodideassets.ErrCorrupt)
 	}
 	g := uleb(imports.globals + definedGlobals)
-	budget := sleb(LoopBudget)
+	budget := sleb(loopBudget)
 	var check []byte
 	check = append(append(append(check, 0x23), g...), 0x45, 0x04, 0x40) // global.get; i32.eqz; if
 	check = append(append(append(check, 0x41), budget...), 0x24)        // i32.const N; global.set
@@ -109,11 +109,11 @@ func AddLoopChecks(b []byte) ([]byte, error) {
 			entry := append(append([]byte{0x7f, 0x01, 0x41}, budget...), 0x0b)
 			body, err = appendToVec(body, entry)
 		case 7: // export the global
-			e := append(uleb(uint32(len(BudgetGlobal))), BudgetGlobal...)
+			e := append(uleb(uint32(len(budgetGlobal))), budgetGlobal...)
 			e = append(append(e, 0x03), g...)
 			body, err = appendToVec(body, e)
 		case 10: // code
-			body, err = addLoopChecks(body, check)
+			body, err = rewriteLoopBodies(body, check)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", pyodideassets.ErrCorrupt, err)
@@ -270,9 +270,9 @@ func (r *reader) skipLimits() {
 	}
 }
 
-// addLoopChecks rewrites the code section, inserting check after the
+// rewriteLoopBodies rewrites the code section, inserting check after the
 // block type of every loop instruction.
-func addLoopChecks(body, check []byte) ([]byte, error) {
+func rewriteLoopBodies(body, check []byte) ([]byte, error) {
 	r := &reader{b: body}
 	count := r.u32()
 	out := uleb(count)

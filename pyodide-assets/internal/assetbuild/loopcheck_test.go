@@ -34,7 +34,7 @@ var (
 
 func TestAddLoopChecksYieldsEveryBudget(t *testing.T) {
 	ctx := context.Background()
-	b, err := AddLoopChecks(spinModule)
+	b, err := addLoopChecks(spinModule)
 	require.NoError(t, err)
 
 	rt := wazero.NewRuntime(ctx) // no WithCloseOnContextDone: only the checks reach Go
@@ -47,9 +47,9 @@ func TestAddLoopChecksYieldsEveryBudget(t *testing.T) {
 		}
 	}))
 	require.NoError(t, err)
-	budget, ok := mod.ExportedGlobal(BudgetGlobal).(api.MutableGlobal)
+	budget, ok := mod.ExportedGlobal(budgetGlobal).(api.MutableGlobal)
 	require.True(t, ok, "the budget global is exported and mutable")
-	require.Equal(t, uint64(LoopBudget), budget.Get())
+	require.Equal(t, uint64(loopBudget), budget.Get())
 
 	done := make(chan error, 1)
 	go func() {
@@ -66,37 +66,37 @@ func TestAddLoopChecksYieldsEveryBudget(t *testing.T) {
 	}
 	require.Equal(t, int32(3), yields.Load())
 	// The third call stopped it right after resetting the budget.
-	require.Equal(t, uint64(LoopBudget), budget.Get())
+	require.Equal(t, uint64(loopBudget), budget.Get())
 }
 
 func TestAddLoopChecksRejects(t *testing.T) {
-	_, err := AddLoopChecks([]byte("not wasm"))
+	_, err := addLoopChecks([]byte("not wasm"))
 	require.ErrorIs(t, err, pyodideassets.ErrCorrupt)
 
 	bad := append([]byte(nil), spinModule...)
 	bad[len(bad)-4] = 0xfe // an opcode the rewriter does not know (the threads prefix)
-	_, err = AddLoopChecks(bad)
+	_, err = addLoopChecks(bad)
 	require.ErrorIs(t, err, pyodideassets.ErrCorrupt)
 	require.ErrorContains(t, err, "unsupported opcode 0xfe")
 
-	twice, err := AddLoopChecks(spinModule)
+	twice, err := addLoopChecks(spinModule)
 	require.NoError(t, err)
-	_, err = AddLoopChecks(twice)
+	_, err = addLoopChecks(twice)
 	require.ErrorContains(t, err, "already has loop checks")
 
 	noGlobals := bytes.Join([][]byte{spinHeader, spinTypes, spinImports, spinFuncs, spinExports, spinCode}, nil)
-	_, err = AddLoopChecks(noGlobals)
+	_, err = addLoopChecks(noGlobals)
 	require.ErrorContains(t, err, "no global or export section")
 
 	otherImport := bytes.ReplaceAll(spinModule, []byte("sched_yield"), []byte("sched_yielt"))
-	_, err = AddLoopChecks(otherImport)
+	_, err = addLoopChecks(otherImport)
 	require.ErrorContains(t, err, "does not import wasi_snapshot_preview1.sched_yield")
 }
 
 func TestAddLoopChecksReal(t *testing.T) {
 	b, _ := realDist(t)
 	// The pinned module has its checks, and says so; it compiles.
-	_, err := AddLoopChecks(b)
+	_, err := addLoopChecks(b)
 	require.ErrorContains(t, err, "already has loop checks")
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
@@ -108,6 +108,6 @@ func TestAddLoopChecksReal(t *testing.T) {
 func FuzzAddLoopChecks(f *testing.F) {
 	f.Add(spinModule)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = AddLoopChecks(b) // must not panic
+		_, _ = addLoopChecks(b) // must not panic
 	})
 }

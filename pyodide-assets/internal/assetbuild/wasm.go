@@ -10,7 +10,7 @@ import (
 // wasmHeader is the magic "\0asm" followed by binary format version 1.
 var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 
-// StripCustomSections returns a copy of the WebAssembly binary module b
+// stripCustomSections returns a copy of the WebAssembly binary module b
 // without its custom sections (section id 0: DWARF debug information, the
 // name section, producers and the like). The 8-byte header and every other
 // section are copied byte for byte, in order, so the result is the same
@@ -20,7 +20,7 @@ var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 // declared size must fit in the input; a bad header, a truncated or
 // over-long size, or a section running past the end of b is an error
 // wrapping [pyodideassets.ErrCorrupt]. Section contents are not otherwise validated.
-func StripCustomSections(b []byte) ([]byte, error) {
+func stripCustomSections(b []byte) ([]byte, error) {
 	if len(b) < len(wasmHeader) {
 		return nil, fmt.Errorf("%w: wasm module is %d bytes, shorter than its 8-byte header", pyodideassets.ErrCorrupt, len(b))
 	}
