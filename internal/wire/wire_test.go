@@ -73,7 +73,6 @@ func TestReadLine(t *testing.T) {
 	})
 }
 
-
 // TestReadLineNoDrain: without drain, a long line ends the read at once,
 // having read no more than the buffer of it.
 func TestReadLineNoDrain(t *testing.T) {
