@@ -16,13 +16,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // benchToolScript times n no-op tool calls from inside the guest. The
@@ -58,13 +57,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 5, "repetitions of each measurement")
 	if err := fs.Parse(args); err != nil || *n < 1 {
-		return exitUsage
+		return cli.ExitUsage
 	}
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "hermes-bench-")
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	defer os.RemoveAll(tmp)
 	cacheDir := filepath.Join(tmp, "cache")
@@ -72,13 +71,21 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	var rows []row
 	fail := func(what string, err error) int {
 		fmt.Fprintf(stderr, "bench: %s: %v\n", what, err)
-		return exitFailed
+		return cli.ExitFailed
+	}
+
+	// Every executor of the bench, and every `run` it starts, uses this
+	// cache dir.
+	os.Setenv(executor.CacheDirEnv, cacheDir)
+	cfg := config.Default()
+	newExecutor := func() *executor.Executor {
+		return executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
 	}
 
 	// Cold compile: an empty cache dir, once (it is slow).
-	cold := strict.New(strict.Options{CacheDir: cacheDir, Progress: io.Discard})
+	cold := newExecutor()
 	t := time.Now()
-	if err := cold.Warm(ctx, 0); err != nil {
+	if err := cold.Warm(ctx); err != nil {
 		return fail("cold compile", err)
 	}
 	rows = append(rows, row{"cold compile (empty cache)", ms(time.Since(t)), fmt.Sprintf("%d compile workers", goruntime.GOMAXPROCS(0))})
@@ -86,9 +93,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 	var warm []time.Duration
 	for range *n {
-		e := strict.New(strict.Options{CacheDir: cacheDir, Progress: io.Discard})
+		e := newExecutor()
 		t := time.Now()
-		if err := e.Warm(ctx, 0); err != nil {
+		if err := e.Warm(ctx); err != nil {
 			return fail("warm start", err)
 		}
 		warm = append(warm, time.Since(t))
@@ -96,9 +103,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	rows = append(rows, row{"start with a warm cache", ms(median(warm)), "load compiled code from disk"})
 
-	os.Setenv(executor.CacheDirEnv, cacheDir)
-	cfg := config.Default()
-	ex := executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
+	ex := newExecutor()
 	defer ex.Close(ctx)
 	python := native.Resolve(ctx, os.Getenv)
 	for _, mode := range []string{"strict", "project"} {
@@ -192,7 +197,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.name, r.value, r.note)
 	}
 	stdout.Write(b.Bytes())
-	return exitOK
+	return cli.ExitOK
 }
 
 // row is one line of the bench table.
@@ -214,7 +219,7 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, python nat
 		if mode == "strict" {
 			ex.StartWarmPool(ctx)
 		}
-		exec1 := func(session, code string) (engine.Result, error) {
+		exec1 := func(session, code string) (executor.Result, error) {
 			res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp, Session: session})
 			if err == nil && res.Status != config.StatusSuccess {
 				err = fmt.Errorf("%s: %s", res.Status, res.Output)

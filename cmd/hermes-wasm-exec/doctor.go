@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
@@ -28,13 +29,13 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "config file (default: $HERMES_HOME/config.yaml)")
 	args, report := configFlag(args)
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec doctor: unexpected argument %q (doctor takes only --config [FILE])\n", fs.Arg(0))
-		return exitUsage
+		return cli.ExitUsage
 	}
-	code := exitOK
+	code := cli.ExitOK
 	fmt.Fprintf(stdout, "%s\n\n", versionString())
 
 	fmt.Fprintln(stdout, "strict-mode interpreter:")
@@ -53,7 +54,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stdout, "  status    NOT USABLE: %v\n", err)
-		code = exitFailed
+		code = cli.ExitFailed
 	} else {
 		fmt.Fprintf(stdout, "  status    ok, %d + %d bytes, hashes verified\n", pyodideassets.Size, pyodideassets.StdlibSize)
 	}
@@ -68,7 +69,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "\nconfig in effect:")
 	if err != nil {
 		fmt.Fprintf(stdout, "  ERROR: %v\n", err)
-		code = exitUsage
+		code = cli.ExitUsage
 	} else {
 		src := cfg.Source
 		if src == "" {

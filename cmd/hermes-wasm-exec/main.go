@@ -1,13 +1,21 @@
 // Command hermes-wasm-exec runs agent-written Python scripts that call
 // tools through the generated hermes_tools module, and prints only the
 // result JSON. See README.md and docs/run.md for the commands.
+//
+// This package is the dispatcher (Run) and the short commands: run,
+// doctor, bench and version, each through runtime/executor. serve and mcp
+// live in internal/serve (on the JSON-RPC peer of internal/jsonrpc) and
+// internal/mcpserver; what the commands share is in internal/cli.
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/mcpserver"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/serve"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
@@ -28,14 +36,41 @@ func harden() {
 	}
 }
 
-// catchSIGPIPE makes a write to a closed stdout or stderr fail with EPIPE
-// instead of killing the process, which is Go's default for those two
-// descriptors: serve and mcp outlive a client that went away, and close
-// their kernels and temp dirs before they exit. The signal is caught, not
-// ignored, so the processes a script starts get the default disposition
-// back at exec. Call the returned function to restore the default.
-func catchSIGPIPE() (restore func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGPIPE)
-	return func() { signal.Stop(ch) }
+// Version is the program's version. `make release` sets it with
+// -ldflags "-X main.Version=..."; otherwise it is the module version Go
+// recorded (`go install ...@v1.2.3` gives v1.2.3), or "devel" in a checkout
+// (see version.go).
+var Version = ""
+
+// Commit is the VCS revision the binary was built from, set like Version;
+// otherwise the one Go recorded (a build in a git checkout), if any.
+var Commit = ""
+
+// Run is the whole program behind main, testable without a process: it
+// returns the exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, cli.Usage)
+		return cli.ExitUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], stdin, stdout, stderr)
+	case "serve":
+		return serve.Main(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return mcpserver.Main(args[1:], stdin, stdout, stderr, versionOnce().version)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		printVersion(stdout)
+		return cli.ExitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, cli.Usage)
+		return cli.ExitOK
+	}
+	fmt.Fprintf(stderr, "hermes-wasm-exec: unknown command %q\n\n%s", args[0], cli.Usage)
+	return cli.ExitUsage
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/mcpserver"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -23,7 +24,7 @@ import (
 type mcpEnv struct {
 	t       *testing.T
 	workdir string
-	m       *mcpServer
+	m       *mcpserver.Server
 	ctx     context.Context
 }
 
@@ -48,13 +49,13 @@ func newMCPEnv(t *testing.T, mode string, edit func(*config.Config)) *mcpEnv {
 		edit(&cfg)
 	}
 	ex := executor.New(executor.Options{Config: &cfg, HermesHome: e.home})
-	m := newMCPServer(ex, mcpOptions{cfg: cfg, mode: mode, workdir: e.workdir})
+	m := mcpserver.New(ex, mcpserver.Options{Config: cfg, Mode: mode, Workdir: e.workdir})
 	ctx, cancel := context.WithCancel(context.Background())
 	// Cleanups run last-in first-out: the connections end, then the
 	// server stops and the executor closes, then the temp dir check.
 	t.Cleanup(func() {
 		cancel()
-		m.stop()
+		m.Stop()
 		require.NoError(t, ex.Close(context.Background()))
 	})
 	return &mcpEnv{t: t, workdir: e.workdir, m: m, ctx: ctx}
@@ -69,7 +70,7 @@ func (e *mcpEnv) connect(opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOpt
 	served = make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = e.m.serve(e.ctx, st)
+		_ = e.m.Serve(e.ctx, st)
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, opts)
 	cs, err := client.Connect(e.ctx, ct, sessOpts)
@@ -336,7 +337,7 @@ func TestMCPApprovals(t *testing.T) {
 			cs, _ := e.connect(opts, sopts)
 			want := tc.protocol
 			if want == "" {
-				want = mcpMRTRVersion
+				want = mcpserver.MRTRVersion
 			}
 			require.Equal(t, want, cs.InitializeResult().ProtocolVersion)
 			code := rm + "print(terminal('echo still here')['output'].strip())\n"

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,3 +67,8 @@ func TestMCPClientGone(t *testing.T) {
 		}
 	}
 }
+
+// nopWriteCloser is a writer whose Close does nothing.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

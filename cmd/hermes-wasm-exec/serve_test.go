@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +33,10 @@ type kernelInfo = engine.KernelInfo
 
 // rpcTimeout bounds the wait for any one response in these tests.
 const rpcTimeout = 3 * time.Minute
+
+// maxRPCLine is serve's limit for one line once a client needs no
+// authentication or has authenticated (internal/serve).
+const maxRPCLine = 64 << 20
 
 // testMsg is any message the server sends.
 type testMsg struct {
@@ -476,7 +478,7 @@ func TestServeFraming(t *testing.T) {
 	require.Zero(t, p.asked.Load())
 }
 
-// TestServeInProcess drives serveCmd through pipes in this process: a
+// TestServeInProcess drives serve through pipes in this process: a
 // notification runs without a response, and stdin EOF ends the server
 // once the calls in flight have answered.
 func TestServeInProcess(t *testing.T) {
@@ -1620,14 +1622,7 @@ func TestServeForgedReplies(t *testing.T) {
 		two := "from hermes_tools import terminal\nterminal('rm -rf ./build')\nterminal('rm -rf ./build')\n"
 		require.Equal(t, "success", p.exec(t, cli(e, "c", two)).Status)
 		a, b := requestIDBits(t, p.nextAsk(t).ID), requestIDBits(t, p.nextAsk(t).ID)
-		require.NotEqual(t, a, b)
-		seen := map[string]bool{}
-		for range 1000 {
-			id := newRequestID()
-			require.Regexp(t, `^srv-[0-9a-f]{32}$`, id)
-			require.False(t, seen[id], "a request id came twice")
-			seen[id] = true
-		}
+		require.NotEqual(t, a, b) // and internal/jsonrpc's TestRequestIDs draws 1000
 		require.True(t, buildExists(e))
 	})
 
@@ -1706,123 +1701,6 @@ func TestServeForgedReplies(t *testing.T) {
 // counted).
 func padded(line string, n int) string {
 	return line + strings.Repeat(" ", n-len(line))
-}
-
-// TestServeUnauthenticatedLines runs a TCP server in this process, with
-// a stand-in executor, to watch its heap: a connection that has not
-// authenticated cannot make it hold more than a 4 KiB line. Not parallel:
-// other tests would move the heap it measures.
-func TestServeUnauthenticatedLines(t *testing.T) {
-	nop := func(string, ...any) {}
-	s := newServer(fakeBackend{}, nop, nop)
-	s.token = "tok"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	accepting := make(chan struct{})
-	go func() {
-		s.accept(ln, true)
-		close(accepting)
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-accepting
-		s.stop()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			s.mu.Lock()
-			n := len(s.conns)
-			s.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "connections still served")
-		}
-	})
-	addr := ln.Addr().String()
-	dial := func(t *testing.T) net.Conn {
-		nc, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { nc.Close() })
-		require.NoError(t, nc.SetDeadline(time.Now().Add(rpcTimeout)))
-		return nc
-	}
-
-	t.Run("4 KiB is the limit until authenticate", func(t *testing.T) {
-		nc := dial(t)
-		r := bufio.NewReader(nc)
-		// A line of exactly 4 KiB is read...
-		_, err := io.WriteString(nc, padded(`{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"tok"}}`, 4<<10)+"\n")
-		require.NoError(t, err)
-		line, err := r.ReadString('\n')
-		require.NoError(t, err)
-		require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"authenticated":true}}`, line)
-		// ...and once authenticated, longer lines are too.
-		_, err = io.WriteString(nc, padded(`{"jsonrpc":"2.0","id":2,"method":"close_session","params":{"session":"s"}}`, 1<<20)+"\n")
-		require.NoError(t, err)
-		line, err = r.ReadString('\n')
-		require.NoError(t, err)
-		require.JSONEq(t, `{"jsonrpc":"2.0","id":2,"result":{"closed":true}}`, line)
-
-		// One byte more before authenticate: an error, and the
-		// connection is closed (all 4097 bytes are read, so it ends
-		// cleanly and the error arrives).
-		nc = dial(t)
-		_, err = io.WriteString(nc, "{"+strings.Repeat("a", 4<<10))
-		require.NoError(t, err)
-		out, err := io.ReadAll(nc)
-		require.NoError(t, err, "the server closes the connection")
-		var m testMsg
-		require.NoError(t, json.Unmarshal(out, &m), string(out))
-		require.Equal(t, "null", string(m.ID))
-		require.NotNil(t, m.Error)
-		require.Equal(t, -32600, m.Error.Code)
-		require.Contains(t, m.Error.Message, "a line sent before authenticate is limited to 4 KiB; closing the connection")
-		require.Equal(t, 1, bytes.Count(out, []byte("\n")), string(out))
-	})
-
-	t.Run("60 MB lines from 8 connections", func(t *testing.T) {
-		const conns, total, chunk = 8, 60 << 20, 1 << 20
-		var before goruntime.MemStats
-		goruntime.GC()
-		goruntime.ReadMemStats(&before)
-		data := bytes.Repeat([]byte("a"), chunk)
-		written := make([]int, conns)
-		werr := make([]error, conns)
-		ncs := make([]net.Conn, conns)
-		var wg sync.WaitGroup
-		for i := range conns {
-			ncs[i] = dial(t)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for written[i] < total {
-					n, err := ncs[i].Write(data)
-					written[i] += n
-					if err != nil {
-						werr[i] = err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		// Measured while the connections are still open: an old server
-		// held every byte sent so far.
-		var after goruntime.MemStats
-		goruntime.GC()
-		goruntime.ReadMemStats(&after)
-		grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-		t.Logf("heap grew by %d KiB; bytes written per connection: %v", grew>>10, written)
-		require.Less(t, grew, int64(16<<20), "the server held unauthenticated input")
-		for i, nc := range ncs {
-			require.Error(t, werr[i], "connection %d: the server took all %d bytes", i, total)
-			require.Less(t, written[i], total)
-			// The server closed it: reading ends (EOF or reset), it does
-			// not time out.
-			_, err := io.Copy(io.Discard, nc)
-			var ne net.Error
-			require.False(t, errors.As(err, &ne) && ne.Timeout(), "connection %d stays open", i)
-		}
-	})
 }
 
 // TestServeLongLines: once authenticated, a line over the limit gets an
@@ -1984,64 +1862,4 @@ func TestServeSkills(t *testing.T) {
 			require.JSONEq(t, none, probe("a", nil), "close_session forgets them")
 		})
 	}
-}
-
-// brokenPipe is a client's stdout whose reader is gone.
-type brokenPipe struct{ writes atomic.Int32 }
-
-func (b *brokenPipe) Write([]byte) (int, error) {
-	b.writes.Add(1)
-	return 0, syscall.EPIPE
-}
-
-// TestServeWriteFailure: a failed write marks the client gone (serveCmd
-// then shuts down), and nothing more is written to it.
-func TestServeWriteFailure(t *testing.T) {
-	t.Parallel()
-	nop := func(string, ...any) {}
-	s := newServer(fakeBackend{}, nop, nop)
-	defer s.cancel(nil)
-	w := &brokenPipe{}
-	c := s.newConn(strings.NewReader(""), w, nil, false)
-	c.reply(json.RawMessage(`1`), map[string]bool{"ok": true}, nil)
-	select {
-	case <-c.gone:
-	default:
-		t.Fatal("a failed write did not mark the client gone")
-	}
-	c.reply(json.RawMessage(`2`), map[string]bool{"ok": true}, nil)
-	require.Equal(t, int32(1), w.writes.Load(), "no write after the client is gone")
-}
-
-// TestServeOpenSessionSkillEnvKeepsDelegation: an open_session that only
-// registers skill variables leaves the session's delegation as it is (a
-// client that runs terminal in its own sandbox must not see it moved back
-// to this host by registering a skill); an explicit empty delegate_tools
-// still ends it.
-func TestServeOpenSessionSkillEnvKeepsDelegation(t *testing.T) {
-	t.Parallel()
-	nop := func(string, ...any) {}
-	s := newServer(fakeBackend{}, nop, nop)
-	defer s.cancel(nil)
-	c := s.newConn(strings.NewReader(""), io.Discard, nil, false)
-	answer := func(params string) string {
-		t.Helper()
-		res, rerr := c.openSession(json.RawMessage(params))
-		require.Nil(t, rerr)
-		out, err := json.Marshal(res)
-		require.NoError(t, err)
-		return string(out)
-	}
-	delegated := func() []string {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.delegates["s"]
-	}
-	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"]}`, answer(`{"session": "s", "delegate_tools": ["terminal"]}`))
-	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"], "skill_env": ["SKILL_TOKEN"], "skill_env_refused": []}`,
-		answer(`{"session": "s", "skill_env": ["SKILL_TOKEN"]}`))
-	require.Equal(t, []string{"terminal"}, delegated(), "registering a skill kept the delegation")
-	require.JSONEq(t, `{"session": "s", "delegate_tools": [], "skill_env": [], "skill_env_refused": []}`,
-		answer(`{"session": "s", "delegate_tools": [], "skill_env": []}`))
-	require.Empty(t, delegated(), "an empty delegate_tools ends it")
 }

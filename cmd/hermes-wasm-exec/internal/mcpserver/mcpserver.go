@@ -1,8 +1,14 @@
-package main
-
-// `hermes-wasm-exec mcp`: a Model Context Protocol server on stdin/stdout
-// with one tool, execute_code, that runs a script in a session kernel kept
-// for the connection. Logs go to stderr: stdout is the protocol.
+// Package mcpserver is `hermes-wasm-exec mcp`: a Model Context Protocol
+// server on stdin/stdout, built on the official Go SDK, with one tool,
+// execute_code, that runs a script in a session kernel kept for the
+// connection. Dangerous commands are approved through the client
+// (elicitation, or input requests from protocol 2026-07-28 on). Logs go to
+// stderr: stdout is the protocol.
+//
+// It imports runtime/executor, config, internal/engine (Python's truth
+// rules for reset) and the command's cli package; only the command imports
+// it.
+package mcpserver
 
 import (
 	"bytes"
@@ -11,7 +17,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -36,16 +42,16 @@ const mcpToolName = "execute_code"
 // input request (MCP protocol 2026-07-28 and later).
 const mcpApprovalKey = "approve_command"
 
-// mcpMRTRVersion is the first MCP protocol version in which a server asks
+// MRTRVersion is the first MCP protocol version in which a server asks
 // the client only by returning input requests (multi round-trip requests,
 // SEP-2322), never with a request of its own while a call runs.
-const mcpMRTRVersion = "2026-07-28"
+const MRTRVersion = "2026-07-28"
 
-func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	stderr = &lockedWriter{w: stderr}
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+// Main runs `mcp` with the arguments after the command name, and returns
+// the exit code. version is what the server tells its clients it is.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version string) int {
+	stderr = &cli.LockedWriter{W: stderr}
+	fs := cli.NewFlagSet("mcp", stderr)
 	cfgPath := fs.String("config", "", "")
 	mode := fs.String("mode", "", "")
 	workdir := fs.String("workdir", "", "")
@@ -53,13 +59,13 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var skills, skillEnv listFlag
 	fs.Var(&skills, "skill", "")
 	fs.Var(&skillEnv, "skill-env", "")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return cli.ExitUsage
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if len(pos) > 0 {
 		return fail("unexpected argument %q (mcp takes only flags)", pos[0])
@@ -76,9 +82,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("--workdir: %v", err)
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr, *logLevel)
+	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
 	if !ok {
-		return exitUsage
+		return cli.ExitUsage
 	}
 	// The variables skills declare, executor-wide: this process serves
 	// one client.
@@ -103,18 +109,18 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	effective, _ := executor.NormalizeMode(modeIn)
 
-	logf := debugLogf(*logLevel, stderr)
+	logf := cli.DebugLogf(*logLevel, stderr)
 	level := slog.LevelWarn
 	if *logLevel == "debug" {
 		level = slog.LevelDebug
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: warnLogf(stderr), Progress: stderr})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
-	m := newMCPServer(ex, mcpOptions{
-		cfg: cfg, mode: effective, workdir: wd, logf: logf,
-		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	m := New(ex, Options{
+		Config: cfg, Mode: effective, Workdir: wd, Logf: logf, Version: version,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,7 +128,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	defer catchSIGPIPE()()
+	defer cli.CatchSIGPIPE()()
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -134,7 +140,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go func() {
 		// Nobody reads stdout any more: the client is gone, even if stdin
 		// is still open. Its runs are interrupted and the server ends.
-		if readerGone(stdout, ctx.Done()) {
+		if cli.ReaderGone(stdout, ctx.Done()) {
 			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: the client is gone (nobody reads stdout any more): shutting down\n")
 			cancel()
 		}
@@ -143,16 +149,16 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ex.StartWarmPool(ctx)
 	}
 	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool %s, %s mode, working dir %s)\n", mcpToolName, effective, wd)
-	err = m.serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	err = m.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
 		logf("mcp: connection: %v", err)
 	}
-	m.stop()
+	m.Stop()
 	// Bounded: a delegated tool that ignores its context must not hang the exit.
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 30*time.Second)
 	ex.Close(closeCtx)
 	cancelClose()
-	return exitOK
+	return cli.ExitOK
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -165,20 +171,21 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// mcpOptions configures the MCP server.
-type mcpOptions struct {
-	cfg     config.Config
-	mode    string // the mode scripts run in: strict or project
-	workdir string // absolute: the working dir the tools act on
-	logf    func(string, ...any)
-	logger  *slog.Logger // the SDK's; nil discards
+// Options configures the MCP server.
+type Options struct {
+	Config  config.Config
+	Mode    string // the mode scripts run in: strict or project
+	Workdir string // absolute: the working dir the tools act on
+	Logf    func(string, ...any)
+	Logger  *slog.Logger // the SDK's; nil discards
+	Version string       // the server's version, told to clients
 }
 
-// mcpServer is the execute_code tool over MCP: one session kernel per
+// Server is the execute_code tool over MCP: one session kernel per
 // connection.
-type mcpServer struct {
+type Server struct {
 	ex     *executor.Executor
-	opts   mcpOptions
+	opts   Options
 	server *mcp.Server
 
 	// ctx is the parent of every run (runs outlive the requests that start
@@ -206,7 +213,7 @@ type mcpConn struct {
 type mcpRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when res is set
-	res    engine.Result
+	res    executor.Result
 	asks   chan *mcpAsk // approval questions for the client (multi round trip)
 	asking *mcpAsk      // the question the client was sent (pending runs)
 }
@@ -217,17 +224,19 @@ type mcpAsk struct {
 	answer chan *mcp.ElicitResult
 }
 
-func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
-	if opts.logf == nil {
-		opts.logf = func(string, ...any) {}
+// New returns the server of ex's execute_code tool; Serve serves a
+// connection, Stop ends the runs.
+func New(ex *executor.Executor, opts Options) *Server {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
 	}
-	logger := opts.logger
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	m := &mcpServer{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}}
-	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: versionOnce().version}, &mcp.ServerOptions{
+	m := &Server{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}}
+	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       logger,
 		Capabilities: &mcp.ServerCapabilities{},
 		Instructions: "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",
@@ -239,7 +248,7 @@ func newMCPServer(ex *executor.Executor, opts mcpOptions) *mcpServer {
 		Name:        mcpToolName,
 		Title:       "Run Python with the hermes tools",
 		Description: mcpDescription(opts),
-		InputSchema: executor.ExecuteCodeSchema(opts.cfg, opts.mode, nil).Parameters,
+		InputSchema: executor.ExecuteCodeSchema(opts.Config, opts.Mode, nil).Parameters,
 		Annotations: &mcp.ToolAnnotations{Title: "Run Python with the hermes tools", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, m.executeCode)
 	return m
@@ -250,16 +259,16 @@ func ptr[T any](v T) *T { return &v }
 // mcpDescription is execute_code's description: Hermes's (see
 // executor.ExecuteCodeSchema), then what this server adds: where the tools
 // act, idle kernels, approvals and the result's shape.
-func mcpDescription(o mcpOptions) string {
+func mcpDescription(o Options) string {
 	var b strings.Builder
-	b.WriteString(executor.ExecuteCodeSchema(o.cfg, o.mode, nil).Description)
-	fmt.Fprintf(&b, "\n\nThe tools act on the working dir %s.", o.workdir)
-	c := o.cfg.CodeExecution
+	b.WriteString(executor.ExecuteCodeSchema(o.Config, o.Mode, nil).Description)
+	fmt.Fprintf(&b, "\n\nThe tools act on the working dir %s.", o.Workdir)
+	c := o.Config.CodeExecution
 	if c.KernelIdleTimeout > 0 {
 		fmt.Fprintf(&b, " This connection's kernel also loses its state after %d idle minutes; pass reset=true to start fresh.", (c.KernelIdleTimeout+59)/60)
 	}
 	b.WriteString("\n\n")
-	switch o.cfg.Approvals.Mode {
+	switch o.Config.Approvals.Mode {
 	case config.ApprovalsOff:
 		b.WriteString("terminal() runs any command (approvals are off).")
 	case config.ApprovalsDeny:
@@ -278,7 +287,7 @@ type executeCodeInput struct {
 }
 
 // codeInput reads execute_code's arguments as Hermes's handler does (the
-// SDK leaves them to the tool: see newMCPServer): problem is Hermes's
+// SDK leaves them to the tool: see New): problem is Hermes's
 // message for a misdirected call, which is answered with it. reset is
 // Python's bool() of the value, as in Hermes.
 func codeInput(raw json.RawMessage) (in executeCodeInput, problem string) {
@@ -298,17 +307,17 @@ func codeInput(raw json.RawMessage) (in executeCodeInput, problem string) {
 	return in, ""
 }
 
-// serve serves one connection until it ends, then closes its kernel.
+// Serve serves one connection until it ends, then closes its kernel.
 // When ctx is done (the server stops), every run is interrupted and the
 // connection closed.
-func (m *mcpServer) serve(ctx context.Context, t mcp.Transport) error {
+func (m *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	ss, err := m.server.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, func() {
 		// Close waits for the calls in flight: end them first.
-		m.cancel(&engine.InterruptError{Reason: "the server is shutting down"})
+		m.cancel(&executor.InterruptError{Reason: "the server is shutting down"})
 		ss.Close()
 	})
 	defer stop()
@@ -318,7 +327,7 @@ func (m *mcpServer) serve(ctx context.Context, t mcp.Transport) error {
 }
 
 // conn returns the state of ss's connection, creating it on first use.
-func (m *mcpServer) conn(ss *mcp.ServerSession) *mcpConn {
+func (m *Server) conn(ss *mcp.ServerSession) *mcpConn {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.conns[ss]
@@ -327,7 +336,7 @@ func (m *mcpServer) conn(ss *mcp.ServerSession) *mcpConn {
 		_, _ = rand.Read(b)
 		c = &mcpConn{session: "mcp-" + hex.EncodeToString(b), pending: map[string]*mcpRun{}}
 		m.conns[ss] = c
-		m.opts.logf("mcp: a connection opened: session %s", c.session)
+		m.opts.Logf("mcp: a connection opened: session %s", c.session)
 	}
 	return c
 }
@@ -335,7 +344,7 @@ func (m *mcpServer) conn(ss *mcp.ServerSession) *mcpConn {
 // disconnect ends a connection: its runs waiting for an approval are
 // interrupted and its kernel closed. Its state stays, closed, so that a
 // late request of it cannot start a new kernel.
-func (m *mcpServer) disconnect(ss *mcp.ServerSession) {
+func (m *Server) disconnect(ss *mcp.ServerSession) {
 	c := m.conn(ss)
 	c.mu.Lock()
 	c.closed = true
@@ -343,16 +352,16 @@ func (m *mcpServer) disconnect(ss *mcp.ServerSession) {
 	c.pending = map[string]*mcpRun{}
 	c.mu.Unlock()
 	for _, run := range pending {
-		run.cancel(&engine.InterruptError{Reason: "the MCP client disconnected"})
+		run.cancel(&executor.InterruptError{Reason: "the MCP client disconnected"})
 	}
 	m.ex.Interrupt(c.session, "the MCP client disconnected")
 	m.ex.CloseSession(context.Background(), c.session)
-	m.opts.logf("mcp: a connection closed: session %s", c.session)
+	m.opts.Logf("mcp: a connection closed: session %s", c.session)
 }
 
-// stop interrupts every run and waits (a bounded time) for them to end.
-func (m *mcpServer) stop() {
-	m.cancel(&engine.InterruptError{Reason: "the server is shutting down"})
+// Stop interrupts every run and waits (a bounded time) for them to end.
+func (m *Server) Stop() {
+	m.cancel(&executor.InterruptError{Reason: "the server is shutting down"})
 	done := make(chan struct{})
 	go func() {
 		m.runs.Wait()
@@ -360,14 +369,14 @@ func (m *mcpServer) stop() {
 	}()
 	select {
 	case <-done:
-	case <-time.After(shutdownGrace):
+	case <-time.After(cli.ShutdownGrace):
 	}
 }
 
 // executeCode is the execute_code tool. A call either starts a run, or
 // (a multi-round-trip retry carrying the answer to an approval question)
 // resumes one; then it waits for the run to end or to ask a question.
-func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (m *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c := m.conn(req.Session)
 	var run *mcpRun
 	if state := req.Params.RequestState; state != "" {
@@ -387,7 +396,7 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest) (
 	} else {
 		in, problem := codeInput(req.Params.Arguments)
 		if problem != "" {
-			return mcpToolResult(executor.ArgumentError(m.opts.mode, problem)), nil
+			return mcpToolResult(executor.ArgumentError(m.opts.Mode, problem)), nil
 		}
 		c.mu.Lock()
 		closed := c.closed
@@ -431,7 +440,7 @@ func (m *mcpServer) executeCode(ctx context.Context, req *mcp.CallToolRequest) (
 			RequestState:  state,
 		}, nil
 	case <-ctx.Done():
-		run.cancel(&engine.InterruptError{Reason: "the MCP client cancelled the call"})
+		run.cancel(&executor.InterruptError{Reason: "the MCP client cancelled the call"})
 		return errorResult(context.Cause(ctx)), nil
 	}
 }
@@ -446,14 +455,14 @@ func errorResult(err error) *mcp.CallToolResult {
 
 // start starts a run of in for connection c, asking approvals through the
 // client that made req.
-func (m *mcpServer) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput) *mcpRun {
+func (m *Server) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput) *mcpRun {
 	ctx, cancel := context.WithCancelCause(m.ctx)
 	run := &mcpRun{cancel: cancel, done: make(chan struct{}), asks: make(chan *mcpAsk)}
 	ask := m.approver(req, run)
 	ereq := executor.Request{
 		Code:     strings.TrimPrefix(in.Code, "\ufeff"),
-		Mode:     m.opts.mode,
-		Workdir:  m.opts.workdir,
+		Mode:     m.opts.Mode,
+		Workdir:  m.opts.Workdir,
 		Session:  c.session,
 		Reset:    in.Reset,
 		Kind:     config.KindCLI,
@@ -466,9 +475,9 @@ func (m *mcpServer) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeIn
 		start := time.Now()
 		res, err := m.ex.Execute(ctx, ereq)
 		if err != nil {
-			m.opts.logf("mcp: execute_code: %v", err)
+			m.opts.Logf("mcp: execute_code: %v", err)
 		}
-		m.opts.logf("mcp: execute_code session=%s status=%s in %v", c.session, res.Status, time.Since(start).Round(time.Millisecond))
+		m.opts.Logf("mcp: execute_code session=%s status=%s in %v", c.session, res.Status, time.Since(start).Round(time.Millisecond))
 		run.res = res
 		close(run.done)
 	}()
@@ -483,10 +492,10 @@ var errNoElicitation = errors.New("this MCP client does not support elicitation,
 // command, with an elicitation: a request of its own on protocol versions
 // before 2026-07-28, an input request of the call (handed to the waiting
 // executeCode through run.asks) from that version on.
-func (m *mcpServer) approver(req *mcp.CallToolRequest, run *mcpRun) func(context.Context, executor.ApprovalRequest) (executor.Decision, error) {
+func (m *Server) approver(req *mcp.CallToolRequest, run *mcpRun) func(context.Context, executor.ApprovalRequest) (executor.Decision, error) {
 	caps := req.ClientCapabilities()
 	elicit := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
-	mrtr := req.ProtocolVersion() >= mcpMRTRVersion
+	mrtr := req.ProtocolVersion() >= MRTRVersion
 	ss := req.Session
 	return func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
 		if !elicit {
@@ -565,7 +574,7 @@ func approvalDecision(res *mcp.ElicitResult) executor.Decision {
 // mcpToolResult is execute_code's result: the output as text (with what a
 // failure adds), the whole result as structured content, and isError for
 // any status but success.
-func mcpToolResult(res engine.Result) *mcp.CallToolResult {
+func mcpToolResult(res executor.Result) *mcp.CallToolResult {
 	text := res.Output
 	var extra []string
 	if res.Status != config.StatusSuccess {

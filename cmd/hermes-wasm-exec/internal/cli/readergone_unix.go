@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package cli
 
 import (
 	"errors"
@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readerGone reports whether nobody reads w any more: w is a pipe whose
+// ReaderGone reports whether nobody reads w any more: w is a pipe whose
 // read end is closed (POLLERR) or a socket or terminal that hung up
 // (POLLHUP). It polls until that happens (true) or stop is closed, or w
 // is not a file it can poll (false).
-func readerGone(w io.Writer, stop <-chan struct{}) bool {
+func ReaderGone(w io.Writer, stop <-chan struct{}) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

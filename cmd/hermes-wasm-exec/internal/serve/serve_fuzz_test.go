@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/jsonrpc"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
@@ -20,8 +20,8 @@ import (
 // waiting for an answer no longer than 20 ms.
 type fakeBackend struct{}
 
-func (fakeBackend) Execute(ctx context.Context, req executor.Request) (engine.Result, error) {
-	res := engine.Result{Status: "success", Output: req.Code, ToolCalls: []engine.ToolCall{}, Mode: req.Mode}
+func (fakeBackend) Execute(ctx context.Context, req executor.Request) (executor.Result, error) {
+	res := executor.Result{Status: "success", Output: req.Code, ToolCalls: []executor.ToolCall{}, Mode: req.Mode}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	switch req.Code {
@@ -73,7 +73,7 @@ func FuzzServeFraming(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":1,"method":"execute"}]`,
 		"not json\n\n   \r\n{\"jsonrpc\": \"2.0\"",
 		strings.Repeat("x", fuzzLineLimit+1) + "\n" + `{"jsonrpc":"2.0","id":9,"method":"close_session","params":{"session":"s"}}`,
-		strings.Repeat(" ", maxUnauthenticatedLine+10),
+		strings.Repeat(" ", jsonrpc.MaxUnauthenticatedLine+10),
 	} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
@@ -83,9 +83,9 @@ func FuzzServeFraming(f *testing.F) {
 		s := newServer(fakeBackend{}, nop, nop)
 		defer s.cancel(nil)
 		s.token = "tok"
-		var out syncBuffer
-		c := s.newConn(bytes.NewReader(data), &out, nil, needAuth)
-		c.maxLine = fuzzLineLimit
+		s.maxLine = fuzzLineLimit
+		var out bytes.Buffer
+		c := s.newClient(bytes.NewReader(data), &out, nil, needAuth)
 		done := make(chan struct{})
 		go func() {
 			c.serve()

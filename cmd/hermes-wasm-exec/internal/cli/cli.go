@@ -1,0 +1,186 @@
+// Package cli holds what the commands of hermes-wasm-exec share: the exit
+// codes and usage text, flag and config loading helpers, the log functions
+// for --log-level, a locked writer for a shared stderr, and the two
+// protections of a long-lived front end (SIGPIPE caught, a reader that went
+// away noticed). It imports config and nothing else of the module; only the
+// command and its other internal packages import it.
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0 // status success
+	ExitFailed = 1 // any other status
+	ExitUsage  = 2 // usage or configuration error
+)
+
+// MaxScript bounds the size of a script (run's file or stdin, serve's
+// code parameter).
+const MaxScript = 16 << 20
+
+// ShutdownGrace bounds how long serve and mcp wait for interrupted calls
+// to report before the executor is closed under them.
+const ShutdownGrace = 15 * time.Second
+
+// Usage is the program's usage text: printed by help, and on a usage
+// error.
+const Usage = `usage: hermes-wasm-exec <command> [flags]
+
+commands:
+  run [flags] SCRIPT.py|-   run a script and print its result JSON
+  serve [flags]             serve execute/open_session/register_skill/describe/interrupt/
+                            close_session over JSON-RPC 2.0 (one JSON object per line;
+                            session kernels persist)
+  mcp [flags]               serve the execute_code tool to an MCP client on stdin/stdout
+                            (one session kernel per connection)
+  doctor [--config [FILE]]  show the interpreter, caches, config and modes; with --config,
+                            also which keys of the config file are used and which ignored
+  bench [-n N]              measure start-up and tool round trips (prints a table)
+  version                   print the version
+
+run flags:
+  --mode strict|project     execution mode (default: code_execution.mode)
+  --config FILE             config file (default: $HERMES_HOME/config.yaml)
+  --workdir DIR             session working dir the tools act on (default: .)
+  --timeout SECONDS         wall-clock limit (default: code_execution.timeout)
+  --max-tool-calls N        tool-call budget (default: code_execution.max_tool_calls)
+  --log-level LEVEL         info (default) or debug
+  --rpc-transport unix|tcp  project mode's tool channel (default: unix; tcp on Windows)
+  --kind cli|gateway|automation
+                            who drives the session (default: cli): gateway scripts need
+                            approval before they run, automation ones follow
+                            approvals.cron_mode (ask, deny or approve), cli ones need it only
+                            for dangerous terminal() commands
+  --yes                     approve everything for this run (approvals.mode off)
+                            Without --yes, approvals are asked on the terminal when stdin is
+                            one and the script is a file; otherwise nobody answers, and in
+                            approvals.mode manual (the default) what needs approval is blocked.
+
+serve flags:
+  --listen unix:PATH        serve clients on a Unix socket (0600) instead of stdin/stdout
+  --listen tcp:127.0.0.1:PORT
+                            serve clients on loopback TCP (PORT 0: any free port); each
+                            connection must first call authenticate with the token
+  --token-file FILE         with tcp and no $HERMES_SERVE_TOKEN: write a generated token here
+  --config FILE, --log-level LEVEL, --rpc-transport unix|tcp   as for run
+
+mcp flags:
+  --mode strict|project     where scripts run (default: code_execution.mode)
+  --workdir DIR             working dir the tools act on (default: .)
+  --config FILE             config file (default: $HERMES_HOME/config.yaml)
+  --skill PATH              pass through the variables a skill declares in its SKILL.md
+                            (required_environment_variables; PATH is the file or the skill's
+                            dir); repeatable. Host-managed credentials are refused
+  --skill-env NAME[,NAME]   pass through these skill variables; repeatable
+  --log-level LEVEL         info (default) or debug; logs go to stderr (stdout is the protocol)
+                            Dangerous terminal() commands are asked about through the client
+                            (MCP elicitation); a client without it cannot approve them, so
+                            they are blocked unless approvals.mode is off.
+`
+
+// NewFlagSet is the flag set of the command name: errors are returned
+// (the caller exits 2), and its usage is the program's, on stderr.
+func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, Usage) }
+	return fs
+}
+
+// ParseInterspersed parses flags that may come before or after the
+// positional arguments.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// LoadConfig loads the configuration (path "" means the default file) and
+// prints its warnings; on an error it prints it and returns ok false (the
+// caller exits 2). At log level debug (logLevel, when given) it also
+// prints, once, the keys of the file it ignores (Hermes's own settings)
+// and its notes, such as a value clamped to its minimum.
+func LoadConfig(path string, stderr io.Writer, logLevel ...string) (cfg config.Config, ok bool) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+		return cfg, false
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: %s\n", w)
+	}
+	if len(logLevel) > 0 && logLevel[0] == "debug" {
+		if s := cfg.IgnoredSummary(); s != "" {
+			fmt.Fprintf(stderr, "debug: %s\n", s)
+		}
+		for _, n := range cfg.Notes {
+			fmt.Fprintf(stderr, "debug: config: %s\n", n)
+		}
+	}
+	return cfg, true
+}
+
+// DebugLogf is the executor's log function for --log-level: lines prefixed
+// "debug: " on stderr at debug, nothing at info.
+func DebugLogf(level string, stderr io.Writer) func(string, ...any) {
+	if level != "debug" {
+		return func(string, ...any) {}
+	}
+	return func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
+}
+
+// WarnLogf is the executor's function for warning events (a refused
+// passthrough or skill variable): shown at every log level, as the config
+// warnings are.
+func WarnLogf(stderr io.Writer) func(string, ...any) {
+	return func(format string, a ...any) {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: "+format+"\n", a...)
+	}
+}
+
+// LockedWriter serializes writes to W (stderr is shared by logs and the
+// executor's progress notices).
+type LockedWriter struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+// Write writes p to W, one call at a time.
+func (l *LockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.W.Write(p)
+}
+
+// CatchSIGPIPE makes a write to a closed stdout or stderr fail with EPIPE
+// instead of killing the process, which is Go's default for those two
+// descriptors: serve and mcp outlive a client that went away, and close
+// their kernels and temp dirs before they exit. The signal is caught, not
+// ignored, so the processes a script starts get the default disposition
+// back at exec. Call the returned function to restore the default.
+func CatchSIGPIPE() (restore func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGPIPE)
+	return func() { signal.Stop(ch) }
+}

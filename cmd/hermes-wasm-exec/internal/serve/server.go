@@ -1,0 +1,300 @@
+package serve
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/jsonrpc"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+)
+
+var serveMethods = []string{"execute", "open_session", "register_skill", "describe", "interrupt", "close_session", "shutdown", jsonrpc.AuthenticateMethod}
+
+// backend is what the server asks of the executor (an interface so that
+// the framing fuzz test can run without interpreters).
+type backend interface {
+	Execute(ctx context.Context, req executor.Request) (executor.Result, error)
+	Interrupt(session, reason string) bool
+	CloseSession(ctx context.Context, session string)
+	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
+}
+
+// server is the executor behind every connection.
+type server struct {
+	ex    backend
+	logf  func(string, ...any)
+	infof func(string, ...any)
+	token string // required by authenticate on TCP connections
+	// maxLine is the longest line of a client once authenticated
+	// (maxRPCLine; tests lower it).
+	maxLine int
+	// cfg is the configuration in effect: describe builds the tool's
+	// schema from it, and an argument error names its mode.
+	cfg config.Config
+
+	// ctx is the parent of every call's context; stop cancels it with an
+	// interrupt, so running calls end as interrupted.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	shutdownReq  chan struct{} // closed by the shutdown method
+	shutdownOnce sync.Once
+
+	mu      sync.Mutex
+	closing bool
+	calls   sync.WaitGroup
+	conns   map[*client]struct{}
+	tails   map[string]chan struct{}           // per session: the last call's "done" in the FIFO
+	running map[string]context.CancelCauseFunc // per session: the call holding its turn
+}
+
+func newServer(ex backend, logf, infof func(string, ...any)) *server {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &server{
+		ex: ex, logf: logf, infof: infof, maxLine: maxRPCLine,
+		ctx: ctx, cancel: cancel,
+		shutdownReq: make(chan struct{}),
+		conns:       map[*client]struct{}{},
+		tails:       map[string]chan struct{}{},
+		running:     map[string]context.CancelCauseFunc{},
+	}
+}
+
+// requestShutdown asks the main loop to stop the server.
+func (s *server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
+}
+
+// stop interrupts every running call, waits (a bounded time) for them to
+// report, and closes every connection.
+func (s *server) stop() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel(&executor.InterruptError{Reason: "the server is shutting down"})
+	done := make(chan struct{})
+	go func() {
+		s.calls.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(cli.ShutdownGrace):
+		s.infof("calls still running after %v; closing anyway", cli.ShutdownGrace)
+	}
+	s.mu.Lock()
+	conns := make([]*client, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.conn.Close()
+	}
+}
+
+// accept serves the connections of a listener until it is closed.
+func (s *server) accept(ln net.Listener, needAuth bool) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.infof("accept: %v", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			nc.Close()
+			continue
+		}
+		c := s.newClient(nc, nc, nc, needAuth)
+		s.logf("serve: client connected from %s", nc.RemoteAddr())
+		go func() {
+			c.serve()
+			c.conn.Close()
+		}()
+	}
+}
+
+// begin registers a request handler; false when the server is stopping.
+func (s *server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// ticket is an execute call's place in its session's queue.
+type ticket struct {
+	session string
+	prev    chan struct{} // closed when the call before it is done; nil if none
+	mine    chan struct{} // closed when this call is done
+}
+
+// enqueue takes a place in session's queue. It is called in the order
+// requests arrive (by the connection's reader), so that calls of one
+// session run one at a time, in that order.
+func (s *server) enqueue(session string) *ticket {
+	tk := &ticket{session: session, mine: make(chan struct{})}
+	s.mu.Lock()
+	tk.prev = s.tails[session]
+	s.tails[session] = tk.mine
+	s.mu.Unlock()
+	return tk
+}
+
+// turn waits until every earlier call of the ticket's session is done and
+// registers cancel as the session's running call. Call the returned
+// function when the call is done.
+func (s *server) turn(tk *ticket, cancel context.CancelCauseFunc) func() {
+	if tk.prev != nil {
+		<-tk.prev
+	}
+	s.mu.Lock()
+	s.running[tk.session] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.running, tk.session)
+		if s.tails[tk.session] == tk.mine {
+			delete(s.tails, tk.session)
+		}
+		s.mu.Unlock()
+		close(tk.mine)
+	}
+}
+
+// client is one connection's product state: the tools it runs itself,
+// per session (open_session), on top of its JSON-RPC connection.
+type client struct {
+	s    *server
+	conn *jsonrpc.Conn
+
+	mu        sync.Mutex
+	delegates map[string][]string // per session: the tools this client runs itself (open_session)
+}
+
+// newClient serves a connection on r and w (closer ends it; nil for
+// stdin/stdout); needAuth: it must authenticate with the server's token
+// first.
+func (s *server) newClient(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *client {
+	c := &client{s: s, delegates: map[string][]string{}}
+	opts := jsonrpc.Options{
+		MaxLine: s.maxLine,
+		Handle:  c.handle,
+		Debugf:  func(format string, a ...any) { s.logf("serve: "+format, a...) },
+		Infof:   s.infof,
+	}
+	if needAuth {
+		opts.Token = s.token
+	}
+	c.conn = jsonrpc.NewConn(r, w, closer, opts)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+// serve serves the connection until it ends and its running calls have
+// answered.
+func (c *client) serve() {
+	c.conn.Serve()
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+}
+
+// handle answers a request in arrival order: the session methods at once
+// (so that an execute sent after one sees its effect), the others once
+// they have their place (an execute in its session's queue) in a handler
+// of their own.
+func (c *client) handle(r *jsonrpc.Request) {
+	id, method, params := r.ID, r.Method, r.Params
+	switch method {
+	case "shutdown":
+		c.conn.Reply(id, struct{}{}, nil)
+		c.s.requestShutdown()
+		return
+	case "open_session", "register_skill", "describe":
+		// Answered here, in arrival order, so that an execute sent after
+		// it sees its delegation and skill variables.
+		var result any
+		var rerr *jsonrpc.Error
+		switch method {
+		case "open_session":
+			result, rerr = c.openSession(params)
+		case "register_skill":
+			result, rerr = c.registerSkill(params)
+		default:
+			result, rerr = c.describe(params)
+		}
+		c.conn.Reply(id, result, rerr)
+		return
+	case "execute", "interrupt", "close_session":
+	default:
+		c.conn.Reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("Method not found: %q (methods: %s)", method, strings.Join(serveMethods, ", "))})
+		return
+	}
+	var req executor.Request
+	var tk *ticket
+	var delegate []string
+	if method == "execute" {
+		var rerr *jsonrpc.Error
+		var override []string
+		var problem string
+		if req, override, problem, rerr = executeRequest(params); rerr != nil {
+			c.conn.Reply(id, nil, rerr)
+			return
+		}
+		if problem != "" {
+			// Hermes's answer to a misdirected call: a result the model
+			// reads, not a protocol error.
+			mode, _ := executor.NormalizeMode(cmp.Or(req.Mode, c.s.cfg.CodeExecution.Mode))
+			c.conn.Reply(id, executor.ArgumentError(mode, problem), nil)
+			return
+		}
+		// The delegation in effect when the call arrives: its own
+		// delegate_tools, or its session's from open_session.
+		if delegate = override; delegate == nil {
+			c.mu.Lock()
+			delegate = c.delegates[req.Session]
+			c.mu.Unlock()
+		}
+	}
+	if !c.s.begin() {
+		c.conn.Reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeShuttingDown, Message: "The server is shutting down"})
+		return
+	}
+	if method == "execute" {
+		tk = c.s.enqueue(req.Session)
+	}
+	c.conn.Go(func() {
+		defer c.s.calls.Done()
+		var result any
+		var rerr *jsonrpc.Error
+		switch method {
+		case "execute":
+			result, rerr = c.execute(id, req, delegate, tk)
+		case "interrupt":
+			result, rerr = c.interrupt(params)
+		case "close_session":
+			result, rerr = c.closeSession(params)
+		}
+		c.conn.Reply(id, result, rerr)
+	})
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+)
+
+// hostHeapLimit is the Go heap size at which a one-shot run collects
+// garbage: the interpreter's standard library, tool results and the
+// captured output fit well within it.
+const hostHeapLimit = 256 << 20
+
+// runCmd is `run`: one script through the executor, its result JSON on
+// stdout.
+func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := cli.NewFlagSet("run", stderr)
+	mode := fs.String("mode", "", "")
+	cfgPath := fs.String("config", "", "")
+	workdir := fs.String("workdir", "", "")
+	timeout := fs.Float64("timeout", 0, "")
+	maxCalls := fs.Int("max-tool-calls", -1, "")
+	logLevel := fs.String("log-level", "info", "")
+	transport := fs.String("rpc-transport", "", "")
+	kind := fs.String("kind", config.KindCLI, "")
+	yes := fs.Bool("yes", false, "")
+	pos, err := cli.ParseInterspersed(fs, args)
+	if err != nil {
+		return cli.ExitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: give exactly one script (a .py file, or - for stdin)\n\n%s", cli.Usage)
+		return cli.ExitUsage
+	}
+	if *logLevel != "info" && *logLevel != "debug" {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --log-level must be info or debug, not %q\n", *logLevel)
+		return cli.ExitUsage
+	}
+	if *timeout < 0 {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --timeout must be a positive number of seconds, not %v\n", *timeout)
+		return cli.ExitUsage
+	}
+	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --rpc-transport must be unix or tcp, not %q\n", *transport)
+		return cli.ExitUsage
+	}
+	switch *kind {
+	case config.KindCLI, config.KindGateway, config.KindAutomation:
+	default:
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: --kind must be cli, gateway or automation, not %q\n", *kind)
+		return cli.ExitUsage
+	}
+	if *mode != "" {
+		if _, ok := executor.NormalizeMode(*mode); !ok {
+			fmt.Fprintf(stderr, "hermes-wasm-exec run: --mode must be strict or project, not %q\n", *mode)
+			return cli.ExitUsage
+		}
+	}
+	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
+	if !ok {
+		return cli.ExitUsage
+	}
+	code, err := readScript(pos[0], stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: %v\n", err)
+		return cli.ExitUsage
+	}
+
+	// A run is one short-lived process: collect garbage only when the heap
+	// nears a bound, rather than every few megabytes while the interpreter
+	// loads. This saves about a tenth of a second on every run. The bound
+	// is the host's own room only: the guest's linear memory is a mapping
+	// outside the Go heap (runtime/strict/memory.go), bounded by its own cap.
+	debug.SetGCPercent(-1)
+	limit := int64(hostHeapLimit)
+	if strict.GuestMemoryInGoHeap {
+		limit += int64(cfg.CodeExecution.MemoryLimitMB) << 20
+	}
+	debug.SetMemoryLimit(limit)
+
+	logf := cli.DebugLogf(*logLevel, stderr)
+	// Approvals: --yes approves everything; a user at a terminal is asked
+	// there (unless the script itself comes from stdin); otherwise nobody
+	// answers, and in approvals.mode "manual" whatever needs approval is
+	// blocked.
+	var approver executor.Approver
+	if *yes {
+		cfg.Approvals.Mode = config.ApprovalsOff
+	} else if pos[0] != "-" && isTerminal(stdin) {
+		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
+	}
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
+	defer ex.Close(context.Background())
+
+	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}
+	if *maxCalls >= 0 {
+		req.MaxToolCalls = maxCalls
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel(&executor.InterruptError{Reason: "interrupted by the user (Ctrl-C)"})
+		case <-ctx.Done():
+		}
+	}()
+
+	res, err := ex.Execute(ctx, req)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: %v\n", err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if encErr := enc.Encode(res); encErr != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec: writing the result: %v\n", encErr)
+		return cli.ExitFailed
+	}
+	if res.Status != config.StatusSuccess {
+		return cli.ExitFailed
+	}
+	return cli.ExitOK
+}
+
+func readScript(name string, stdin io.Reader) (string, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", fmt.Errorf("cannot read the script: %w", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return "", fmt.Errorf("%s is a directory: give a .py file", name)
+		}
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, cli.MaxScript+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the script: %w", err)
+	}
+	if len(b) > cli.MaxScript {
+		return "", fmt.Errorf("the script is larger than %d MiB", cli.MaxScript>>20)
+	}
+	return strings.TrimPrefix(string(b), "\ufeff"), nil
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// promptApprover asks the user at the terminal: the question on stderr,
+// the answer a line on stdin. Questions are asked one at a time.
+type promptApprover struct {
+	in   io.Reader
+	out  io.Writer
+	kind string
+
+	mu    sync.Mutex
+	once  sync.Once
+	lines chan string // stdin's lines, read by one goroutine
+}
+
+func (p *promptApprover) read() {
+	sc := bufio.NewScanner(p.in)
+	for sc.Scan() {
+		p.lines <- sc.Text()
+	}
+	close(p.lines)
+}
+
+// Approve implements executor.Approver.
+func (p *promptApprover) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.once.Do(func() {
+		p.lines = make(chan string, 16)
+		go p.read()
+	})
+	// Drop whatever was typed before the question.
+drain:
+	for {
+		select {
+		case _, ok := <-p.lines:
+			if !ok {
+				break drain
+			}
+		default:
+			break drain
+		}
+	}
+	const choices = "[y]es once / [s]ession / [a]lways / [N]o: "
+	if req.Type == config.ApproveScript {
+		lines := strings.Count(strings.TrimRight(req.Code, "\n"), "\n") + 1
+		fmt.Fprintf(p.out, "\nhermes-wasm-exec: scripts of %s sessions need approval before they run.\nApprove running this script (%d lines) in session %q? %s", p.kind, lines, req.Session, choices)
+	} else {
+		fmt.Fprintf(p.out, "\nhermes-wasm-exec: the script wants to run a command that needs approval (%s):\n    %s\nApprove this command? %s", req.Reason, displayCommand(req.Command), choices)
+	}
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			fmt.Fprintln(p.out, "\n(stdin is closed: not approved)")
+			return executor.Decision{}, errors.New("stdin is closed")
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes", "o", "once":
+			return executor.Decision{Approved: true, Scope: config.ScopeOnce}, nil
+		case "s", "session":
+			return executor.Decision{Approved: true, Scope: config.ScopeSession}, nil
+		case "a", "always":
+			return executor.Decision{Approved: true, Scope: config.ScopeAlways}, nil
+		}
+		return executor.Decision{Approved: false}, nil
+	case <-ctx.Done():
+		fmt.Fprintln(p.out, "\n(no answer in time: not approved)")
+		return executor.Decision{}, context.Cause(ctx)
+	}
+}
+
+// displayCommand makes a command safe to show at a prompt: control
+// characters (a carriage return or an escape sequence could redraw the line
+// as something harmless), and Unicode's invisible and direction-changing
+// format characters are shown escaped, and each further line is indented
+// like the first.
+func displayCommand(cmd string) string {
+	var b strings.Builder
+	for _, r := range cmd {
+		switch {
+		case r == '\n':
+			b.WriteString("\n    ")
+		case r == '\t':
+			b.WriteByte('\t')
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
