@@ -46,3 +46,30 @@ func TestRequestIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestServeOversizeLastLine: a last line over MaxLine without its newline
+// (the client went away mid-line) is still answered as too large, as a
+// terminated one is; a short unterminated last line is still handled.
+func TestServeOversizeLastLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, input, want string
+		handled           int
+	}{
+		{"oversize", `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n" + strings.Repeat("x", 200), "the line is larger than 100 bytes", 1},
+		{"short", `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"m"}`, "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			var handled atomic.Int32
+			c := NewConn(strings.NewReader(tc.input), &out, nil, Options{MaxLine: 100, Handle: func(*Request) { handled.Add(1) }})
+			c.Serve()
+			require.Equal(t, int32(tc.handled), handled.Load())
+			if tc.want != "" {
+				require.Contains(t, out.String(), tc.want)
+			} else {
+				require.Empty(t, out.String())
+			}
+		})
+	}
+}
