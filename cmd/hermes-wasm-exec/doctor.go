@@ -38,34 +38,34 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	code := cli.ExitOK
 	fmt.Fprintf(stdout, "%s\n\n", versionString())
 
+	cfg, err := config.Load(*cfgPath)
+	ex := executor.New(executor.Options{Config: configOrDefault(cfg, err)})
+	defer ex.Close(context.Background())
+	d := ex.Diagnose(context.Background())
+
 	fmt.Fprintln(stdout, "strict-mode interpreter:")
-	fmt.Fprintf(stdout, "  build     %s\n", pyodideassets.Description)
-	fmt.Fprintf(stdout, "  recipe    %s (pyodide-assets/cpython)\n", pyodideassets.RecipeHash()[:16])
-	if p := os.Getenv("HERMES_WASM_INTERPRETER"); p != "" {
-		fmt.Fprintf(stdout, "  source    %s (HERMES_WASM_INTERPRETER)\n", p)
+	fmt.Fprintf(stdout, "  build     %s\n", d.Strict.Description)
+	fmt.Fprintf(stdout, "  recipe    %s (pyodide-assets/cpython)\n", d.Strict.RecipeSHA256[:16])
+	if d.Strict.Source != "embedded" {
+		fmt.Fprintf(stdout, "  source    %s (HERMES_WASM_INTERPRETER)\n", d.Strict.Source)
 	} else {
 		fmt.Fprintln(stdout, "  source    embedded in this binary")
 	}
-	fmt.Fprintf(stdout, "  sha256    %s (python.wasm, pinned)\n", pyodideassets.SHA256)
-	fmt.Fprintf(stdout, "  sha256    %s (%s, pinned)\n", pyodideassets.StdlibSHA256, pyodideassets.StdlibName)
-	_, err := pyodideassets.Interpreter()
-	if err == nil {
-		_, err = pyodideassets.Stdlib()
-	}
-	if err != nil {
-		fmt.Fprintf(stdout, "  status    NOT USABLE: %v\n", err)
+	fmt.Fprintf(stdout, "  sha256    %s (python.wasm, pinned)\n", d.Strict.SHA256)
+	fmt.Fprintf(stdout, "  sha256    %s (%s, pinned)\n", d.Strict.StdlibSHA256, pyodideassets.StdlibName)
+	if d.Strict.Err != nil {
+		fmt.Fprintf(stdout, "  status    NOT USABLE: %v\n", d.Strict.Err)
 		code = cli.ExitFailed
 	} else {
-		fmt.Fprintf(stdout, "  status    ok, %d + %d bytes, hashes verified\n", pyodideassets.Size, pyodideassets.StdlibSize)
+		fmt.Fprintf(stdout, "  status    ok, %d + %d bytes, hashes verified\n", d.Strict.Size, d.Strict.StdlibSize)
 	}
 
 	home := config.HermesHome()
 	fmt.Fprintln(stdout, "\npaths:")
 	fmt.Fprintf(stdout, "  HERMES_HOME        %s\n", home)
-	fmt.Fprintf(stdout, "  compile cache      %s\n", executor.CacheDir(home))
-	fmt.Fprintf(stdout, "  stdout spill files %s\n", home+string(os.PathSeparator)+"cache"+string(os.PathSeparator)+"exec")
+	fmt.Fprintf(stdout, "  compile cache      %s\n", d.CacheDir)
+	fmt.Fprintf(stdout, "  stdout spill files %s\n", d.SpillDir)
 
-	cfg, err := config.Load(*cfgPath)
 	fmt.Fprintln(stdout, "\nconfig in effect:")
 	if err != nil {
 		fmt.Fprintf(stdout, "  ERROR: %v\n", err)
@@ -125,15 +125,14 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	fmt.Fprintln(stdout, "\nproject-mode interpreter:")
-	choice := native.Resolve(context.Background(), os.Getenv)
-	for _, s := range choice.Skipped {
+	for _, s := range d.Project.Choice.Skipped {
 		fmt.Fprintf(stdout, "  skipped   %s\n", s)
 	}
-	fmt.Fprintf(stdout, "  uses      %s\n", choice.Describe())
+	fmt.Fprintf(stdout, "  uses      %s\n", d.Project.Choice.Describe())
 	fmt.Fprintf(stdout, "  tools     over %s, authenticated per run by HERMES_RPC_TOKEN\n", map[string]string{
 		native.TransportUnix: "a Unix socket in the run's private dir",
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",
-	}[native.DefaultTransport()])
+	}[d.Project.Transport])
 	return code
 }
 
@@ -197,4 +196,14 @@ func configReport(w io.Writer, cfg config.Config) {
 	for _, n := range cfg.Notes {
 		fmt.Fprintf(w, "  note      %s\n", n)
 	}
+}
+
+// configOrDefault is the configuration doctor reports on: the loaded one,
+// or the defaults when it did not load (doctor says why).
+func configOrDefault(cfg config.Config, err error) *config.Config {
+	if err != nil {
+		d := config.Default()
+		return &d
+	}
+	return &cfg
 }

@@ -42,6 +42,11 @@
 // compiled interpreter. It is idempotent; calls after it return
 // [ErrClosed].
 //
+// [Executor.Diagnose] reports what the executor would run scripts with
+// (the strict interpreter's pins and whether it verifies, project mode's
+// python as the executor's environment resolves it, the cache and spill
+// dirs) without compiling or running anything: a health check.
+//
 // # Concurrency
 //
 // An Executor is safe for concurrent use. Calls of different sessions (and

@@ -506,7 +506,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	if req.MaxToolCalls != nil {
 		c.maxCalls = *req.MaxToolCalls
 	}
-	c.spillDir = filepath.Join(e.home, "cache", "exec")
+	c.spillDir = e.spillDir()
 	return c, Result{}, nil
 }
 

@@ -1,0 +1,82 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/hermes-agent/hermes-wasm-exec/native"
+	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+)
+
+// Diagnosis is what an executor would run scripts with, as
+// [Executor.Diagnose] finds it: for a health check, `doctor`, or a log
+// line at start-up. Nothing in it is secret.
+type Diagnosis struct {
+	// Strict is the strict-mode interpreter.
+	Strict StrictInterpreter
+	// Project is project mode's interpreter on this host.
+	Project ProjectInterpreter
+	// CacheDir is where compiled interpreters are cached.
+	CacheDir string
+	// SpillDir is where the full stdout of a truncated run is saved.
+	SpillDir string
+}
+
+// StrictInterpreter describes the WASI CPython strict mode runs.
+type StrictInterpreter struct {
+	// Description says what was built, from what.
+	Description string
+	// Source is "embedded" or the path given in $HERMES_WASM_INTERPRETER.
+	Source string
+	// SHA256 and StdlibSHA256 are the pins of the module and of its
+	// standard library zip; RecipeSHA256 the recipe they were built from.
+	SHA256, StdlibSHA256, RecipeSHA256 string
+	// Size and StdlibSize are their sizes in bytes.
+	Size, StdlibSize int
+	// Err is nil when both files are present and match the pins, else
+	// what is wrong and what to do.
+	Err error
+}
+
+// ProjectInterpreter describes the python project mode would use now.
+type ProjectInterpreter struct {
+	// Choice is the interpreter found ($VIRTUAL_ENV, $CONDA_PREFIX, PATH)
+	// and the candidates skipped, with why; an empty Path means project
+	// mode falls back to the embedded WASI CPython.
+	Choice native.Choice
+	// Transport is how scripts reach the tools: "unix" or "tcp".
+	Transport string
+}
+
+// Diagnose reports the interpreters the executor would run scripts with:
+// the strict one (its pins, verified; nothing is compiled) and the host
+// python project mode resolves with the executor's environment.
+func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
+	d := Diagnosis{
+		CacheDir: e.cacheDir,
+		SpillDir: e.spillDir(),
+		Strict: StrictInterpreter{
+			Description:  pyodideassets.Description,
+			Source:       cmp.Or(os.Getenv(pyodideassets.InterpreterEnv), "embedded"),
+			SHA256:       pyodideassets.SHA256,
+			StdlibSHA256: pyodideassets.StdlibSHA256,
+			RecipeSHA256: pyodideassets.RecipeSHA256,
+			Size:         pyodideassets.Size,
+			StdlibSize:   pyodideassets.StdlibSize,
+		},
+		Project: ProjectInterpreter{
+			Choice:    native.Resolve(ctx, e.getenv),
+			Transport: cmp.Or(e.transport, native.DefaultTransport()),
+		},
+	}
+	_, d.Strict.Err = pyodideassets.Interpreter()
+	if d.Strict.Err == nil {
+		_, d.Strict.Err = pyodideassets.Stdlib()
+	}
+	return d
+}
+
+// spillDir is where the full stdout of truncated runs is saved.
+func (e *Executor) spillDir() string { return filepath.Join(e.home, "cache", "exec") }
