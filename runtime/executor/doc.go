@@ -50,9 +50,14 @@
 // # Concurrency
 //
 // An Executor is safe for concurrent use. Calls of different sessions (and
-// one-shot calls) run concurrently; calls of one session queue in arrival
-// order. [Executor.Interrupt] stops a session's running call from another
-// goroutine; cancelling the ctx given to Execute interrupts that call,
+// one-shot calls) run concurrently; calls of one session hold the
+// session's turn one at a time, in arrival order, from before their
+// approval to their result. [Executor.Start] takes a call's place in that
+// order before it returns, for a front end that reads requests off a wire
+// and must keep their order ([Call.Wait] gives the result).
+// [Executor.Interrupt] stops the call holding a session's turn from another
+// goroutine (running, or waiting for its approval or its interpreter);
+// cancelling the ctx given to Execute interrupts that call,
 // with the reason of a *[InterruptError] cause
 // (context.WithCancelCause). Tool handlers and approvers are called from
 // the goroutines running scripts, possibly concurrently (project-mode

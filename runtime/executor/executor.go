@@ -289,20 +289,68 @@ func (e *Executor) Warm(ctx context.Context) error {
 // that is interrupted kills its kernel. A deadline on ctx works the same
 // way; for a timeout reported as status "timeout", set Request.Timeout.
 func (e *Executor) Execute(ctx context.Context, req Request) (Result, error) {
+	return e.run(ctx, req, nil, nil)
+}
+
+// Call is a call started by [Executor.Start].
+type Call struct {
+	done chan struct{}
+	res  Result
+	err  error
+}
+
+// Wait waits for the call to end and returns what Execute would have.
+func (c *Call) Wait() (Result, error) {
+	<-c.done
+	return c.res, c.err
+}
+
+// Start runs req as Execute does, without waiting for it. A session call
+// takes its place in the session's queue before Start returns, so a front
+// end that reads requests off a wire and starts each as it arrives keeps
+// their order: calls of one session run one at a time in the order Start
+// (or Execute) was called, each from before its approval to its result.
+func (e *Executor) Start(ctx context.Context, req Request) *Call {
+	c := &Call{done: make(chan struct{})}
+	var q *fifo
+	var place chan struct{}
+	if req.Session != "" {
+		if fq, err := e.kernels.queue(req.Session); err == nil {
+			q, place = fq, fq.reserve()
+		}
+	}
+	go func() {
+		defer close(c.done)
+		c.res, c.err = e.run(ctx, req, q, place)
+	}()
+	return c
+}
+
+// run is Execute with, for a call from Start, the place it reserved in its
+// session's queue.
+func (e *Executor) run(ctx context.Context, req Request, q *fifo, place chan struct{}) (Result, error) {
 	start := time.Now()
 	ctx, done, ok := e.track(ctx)
 	if !ok {
+		if place != nil {
+			q.withdraw(place)
+		}
 		mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
 		return failed(mode, ErrClosed), ErrClosed
 	}
-	res, err := e.execute(ctx, req)
+	res, err := e.execute(ctx, req, q, place)
 	err = e.asClosed(err)
 	done()
 	e.logDone(req, res, err, time.Since(start))
 	return res, err
 }
 
-func (e *Executor) execute(ctx context.Context, req Request) (Result, error) {
+func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan struct{}) (Result, error) {
+	defer func() {
+		if place != nil { // returned before the turn was taken
+			q.withdraw(place)
+		}
+	}()
 	if res, ok := e.checkCode(req); !ok { // args.go: Hermes's empty-code error
 		return res, nil
 	}
@@ -310,6 +358,18 @@ func (e *Executor) execute(ctx context.Context, req Request) (Result, error) {
 	c, res, err := e.prepare(ctx, req)
 	if c == nil {
 		return res, err
+	}
+	if req.Session != "" {
+		turnCtx, end, err := e.kernels.takeTurn(ctx, req.Session, q, place)
+		place = nil // taken, or given up
+		if errors.Is(err, ErrClosed) {
+			return failed(c.mode, err), err
+		}
+		if err != nil {
+			return e.interruptedBeforeStart(ctx, c)
+		}
+		defer end()
+		ctx = turnCtx
 	}
 	if blocked := e.approvals.Script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil

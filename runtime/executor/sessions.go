@@ -71,16 +71,9 @@ const (
 )
 
 // sessionCall runs req in its session's kernel.
+// The caller holds the session's turn (takeTurn).
 func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Result, error) {
 	ks := e.kernels
-	q, err := ks.queue(req.Session)
-	if err != nil {
-		return failed(c.mode, err), err
-	}
-	if err := q.lock(ctx); err != nil {
-		return e.interruptedBeforeStart(ctx, c)
-	}
-	defer q.unlock()
 
 	interp := "wasm"
 	if c.mode == config.ModeProject && c.python.Path != "" {
@@ -117,11 +110,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		e.startReaper()
 	}
 
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	ks.setRunning(req.Session, en, cancel)
-	res, err := engine.Execute(runCtx, en.k, e.request(c, req.Code))
-	ks.setIdle(req.Session, en)
+	ks.setRunning(en)
+	res, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
+	ks.setIdle(en)
 
 	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote}
 	if !en.k.Alive() {
@@ -300,10 +291,12 @@ func (e *Executor) refreshPool() {
 	ks.background.Go(old.Close)
 }
 
-// Interrupt stops the running call of session, if any: it ends with status
-// "interrupted" and `[execution interrupted — <reason>]` (reason "" means
-// the default, "user sent a new message"), and the session's kernel is
-// killed. It reports whether a call was running.
+// Interrupt stops the call holding session's turn, if any. A running
+// script ends with status "interrupted" and `[execution interrupted —
+// <reason>]` (reason "" means the default, "user sent a new message"), and
+// the session's kernel is killed; a call still waiting for its approval is
+// blocked, one waiting for its interpreter to start ends interrupted. It
+// reports whether a call held the turn.
 func (e *Executor) Interrupt(session, reason string) bool {
 	ks := e.kernels
 	ks.mu.Lock()
@@ -474,21 +467,48 @@ func (ks *kernels) take(match func(*kernelEntry) bool) []*kernelEntry {
 	return out
 }
 
-func (ks *kernels) setRunning(session string, en *kernelEntry, cancel context.CancelCauseFunc) {
+func (ks *kernels) setRunning(en *kernelEntry) {
 	ks.mu.Lock()
 	en.running = true
 	en.count++
 	en.lastUsed = time.Now()
-	ks.running[session] = cancel
 	ks.mu.Unlock()
 }
 
-func (ks *kernels) setIdle(session string, en *kernelEntry) {
+func (ks *kernels) setIdle(en *kernelEntry) {
 	ks.mu.Lock()
 	en.running = false
 	en.lastUsed = time.Now()
-	delete(ks.running, session)
 	ks.mu.Unlock()
+}
+
+// takeTurn waits for session's turn at place (reserved by Start; nil:
+// reserved now) and returns the turn's context, which Interrupt cancels,
+// and the function that ends the turn. Calls of one session hold their
+// turn one at a time, in the order their places were reserved, from before
+// their approval to their result.
+func (ks *kernels) takeTurn(ctx context.Context, session string, q *fifo, place chan struct{}) (context.Context, func(), error) {
+	if place == nil {
+		var err error
+		if q, err = ks.queue(session); err != nil {
+			return nil, nil, err
+		}
+		place = q.reserve()
+	}
+	if err := q.wait(ctx, place); err != nil {
+		return nil, nil, err
+	}
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	ks.mu.Lock()
+	ks.running[session] = cancel
+	ks.mu.Unlock()
+	return turnCtx, func() {
+		ks.mu.Lock()
+		delete(ks.running, session)
+		ks.mu.Unlock()
+		cancel(nil)
+		q.unlock()
+	}, nil
 }
 
 // closeAll interrupts running calls, closes every kernel and the pool, and
@@ -526,32 +546,52 @@ type fifo struct {
 	waiters []chan struct{}
 }
 
-// lock waits for the lock, or returns ctx's error.
-func (f *fifo) lock(ctx context.Context) error {
+// reserve takes a place in the queue: the returned channel is closed when
+// it is the caller's turn (at once when nobody holds the queue).
+func (f *fifo) reserve() chan struct{} {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan struct{})
 	if !f.held {
 		f.held = true
-		f.mu.Unlock()
-		return nil
+		close(ch)
+		return ch
 	}
-	ch := make(chan struct{})
 	f.waiters = append(f.waiters, ch)
-	f.mu.Unlock()
+	return ch
+}
+
+// wait waits for the place ch to come up; when ctx ends first, it gives
+// the place up and returns ctx's error.
+func (f *fifo) wait(ctx context.Context, ch chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
 	select {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		f.mu.Lock()
-		select {
-		case <-ch:
-			// Granted meanwhile: pass it on.
-			f.mu.Unlock()
-			f.unlock()
-		default:
-			f.waiters = slices.DeleteFunc(f.waiters, func(w chan struct{}) bool { return w == ch })
-			f.mu.Unlock()
-		}
+		f.withdraw(ch)
 		return ctx.Err()
+	}
+}
+
+// lock waits for the lock, or returns ctx's error.
+func (f *fifo) lock(ctx context.Context) error { return f.wait(ctx, f.reserve()) }
+
+// withdraw gives up the place ch: passed on when it had come up, else
+// removed from the queue.
+func (f *fifo) withdraw(ch chan struct{}) {
+	f.mu.Lock()
+	select {
+	case <-ch:
+		f.mu.Unlock()
+		f.unlock()
+	default:
+		f.waiters = slices.DeleteFunc(f.waiters, func(w chan struct{}) bool { return w == ch })
+		f.mu.Unlock()
 	}
 }
 

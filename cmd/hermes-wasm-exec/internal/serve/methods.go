@@ -14,10 +14,11 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
-// execute runs a script for request id once its session's earlier calls
-// are done; this connection approves what needs approval, and runs the
-// delegated tools.
-func (c *client) execute(id json.RawMessage, req executor.Request, delegate []string, tk *ticket) (any, *jsonrpc.Error) {
+// execute starts a script for request id, which runs once its session's
+// earlier calls are done (the executor's queue, in the order of these
+// starts); this connection approves what needs approval, and runs the
+// delegated tools. The returned function waits for the result.
+func (c *client) execute(id json.RawMessage, req executor.Request, delegate []string) func() (any, *jsonrpc.Error) {
 	req.Approver = executor.ApproverFunc(func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
 		return c.approve(ctx, id, ar)
 	})
@@ -30,16 +31,17 @@ func (c *client) execute(id json.RawMessage, req executor.Request, delegate []st
 		}
 	}
 	ctx, cancel := context.WithCancelCause(c.s.ctx)
-	defer cancel(nil)
-	done := c.s.turn(tk, cancel)
-	defer done()
 	start := time.Now()
-	res, err := c.s.ex.Execute(ctx, req)
-	if err != nil {
-		c.s.logf("serve: execute id=%s: %v", jsonrpc.IDOrNull(id), err)
+	call := c.s.ex.Start(ctx, req)
+	return func() (any, *jsonrpc.Error) {
+		defer cancel(nil)
+		res, err := call.Wait()
+		if err != nil {
+			c.s.logf("serve: execute id=%s: %v", jsonrpc.IDOrNull(id), err)
+		}
+		c.s.logf("serve: -> execute id=%s session=%s status=%s in %v", jsonrpc.IDOrNull(id), req.Session, res.Status, time.Since(start).Round(time.Millisecond))
+		return res, nil
 	}
-	c.s.logf("serve: -> execute id=%s session=%s status=%s in %v", jsonrpc.IDOrNull(id), req.Session, res.Status, time.Since(start).Round(time.Millisecond))
-	return res, nil
 }
 
 func (c *client) interrupt(params json.RawMessage) (any, *jsonrpc.Error) {
@@ -55,17 +57,9 @@ func (c *client) interrupt(params json.RawMessage) (any, *jsonrpc.Error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	interrupted := c.s.ex.Interrupt(session, reason)
-	c.s.mu.Lock()
-	cancel := c.s.running[session]
-	c.s.mu.Unlock()
-	if cancel != nil {
-		// Also end the call's context: this stops a call that is still
-		// waiting for an approval or for its interpreter to start.
-		cancel(&executor.InterruptError{Reason: reason})
-		interrupted = true
-	}
-	return map[string]bool{"interrupted": interrupted}, nil
+	// The executor interrupts the call holding the session's turn, whether
+	// it runs, waits for an approval or for its interpreter to start.
+	return map[string]bool{"interrupted": c.s.ex.Interrupt(session, reason)}, nil
 }
 
 func (c *client) closeSession(params json.RawMessage) (any, *jsonrpc.Error) {

@@ -132,7 +132,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport})
-	s := newServer(ex, logf, infof)
+	s := newServer(executorBackend{ex}, logf, infof)
 	s.token = token
 	s.cfg = cfg
 	sigs := make(chan os.Signal, 1)

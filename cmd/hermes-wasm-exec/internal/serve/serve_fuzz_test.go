@@ -20,7 +20,18 @@ import (
 // waiting for an answer no longer than 20 ms.
 type fakeBackend struct{}
 
-func (fakeBackend) Execute(ctx context.Context, req executor.Request) (executor.Result, error) {
+func (f fakeBackend) Start(ctx context.Context, req executor.Request) pending {
+	return fakeCall{func() (executor.Result, error) { return f.execute(ctx, req) }}
+}
+
+// fakeCall runs the fake's execute when waited for.
+type fakeCall struct {
+	run func() (executor.Result, error)
+}
+
+func (c fakeCall) Wait() (executor.Result, error) { return c.run() }
+
+func (fakeBackend) execute(ctx context.Context, req executor.Request) (executor.Result, error) {
 	res := executor.Result{Status: "success", Output: req.Code, ToolCalls: []executor.ToolCall{}, Mode: req.Mode}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()

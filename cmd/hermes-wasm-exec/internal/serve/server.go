@@ -22,10 +22,25 @@ var serveMethods = []string{"execute", "open_session", "register_skill", "descri
 // backend is what the server asks of the executor (an interface so that
 // the framing fuzz test can run without interpreters).
 type backend interface {
-	Execute(ctx context.Context, req executor.Request) (executor.Result, error)
+	// Start starts a call, taking its session's place in the queue at once
+	// (executor.Executor.Start): calls of one session run in the order
+	// they arrive.
+	Start(ctx context.Context, req executor.Request) pending
 	Interrupt(session, reason string) bool
 	CloseSession(ctx context.Context, session string)
 	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
+}
+
+// pending is a started call.
+type pending interface {
+	Wait() (executor.Result, error)
+}
+
+// executorBackend is the executor as a backend.
+type executorBackend struct{ *executor.Executor }
+
+func (b executorBackend) Start(ctx context.Context, req executor.Request) pending {
+	return b.Executor.Start(ctx, req)
 }
 
 // server is the executor behind every connection.
@@ -53,8 +68,6 @@ type server struct {
 	closing bool
 	calls   sync.WaitGroup
 	conns   map[*client]struct{}
-	tails   map[string]chan struct{}           // per session: the last call's "done" in the FIFO
-	running map[string]context.CancelCauseFunc // per session: the call holding its turn
 }
 
 func newServer(ex backend, logf, infof func(string, ...any)) *server {
@@ -64,8 +77,6 @@ func newServer(ex backend, logf, infof func(string, ...any)) *server {
 		ctx: ctx, cancel: cancel,
 		shutdownReq: make(chan struct{}),
 		conns:       map[*client]struct{}{},
-		tails:       map[string]chan struct{}{},
-		running:     map[string]context.CancelCauseFunc{},
 	}
 }
 
@@ -137,46 +148,6 @@ func (s *server) begin() bool {
 	}
 	s.calls.Add(1)
 	return true
-}
-
-// ticket is an execute call's place in its session's queue.
-type ticket struct {
-	session string
-	prev    chan struct{} // closed when the call before it is done; nil if none
-	mine    chan struct{} // closed when this call is done
-}
-
-// enqueue takes a place in session's queue. It is called in the order
-// requests arrive (by the connection's reader), so that calls of one
-// session run one at a time, in that order.
-func (s *server) enqueue(session string) *ticket {
-	tk := &ticket{session: session, mine: make(chan struct{})}
-	s.mu.Lock()
-	tk.prev = s.tails[session]
-	s.tails[session] = tk.mine
-	s.mu.Unlock()
-	return tk
-}
-
-// turn waits until every earlier call of the ticket's session is done and
-// registers cancel as the session's running call. Call the returned
-// function when the call is done.
-func (s *server) turn(tk *ticket, cancel context.CancelCauseFunc) func() {
-	if tk.prev != nil {
-		<-tk.prev
-	}
-	s.mu.Lock()
-	s.running[tk.session] = cancel
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.running, tk.session)
-		if s.tails[tk.session] == tk.mine {
-			delete(s.tails, tk.session)
-		}
-		s.mu.Unlock()
-		close(tk.mine)
-	}
 }
 
 // client is one connection's product state: the tools it runs itself,
@@ -251,7 +222,6 @@ func (c *client) handle(r *jsonrpc.Request) {
 		return
 	}
 	var req executor.Request
-	var tk *ticket
 	var delegate []string
 	if method == "execute" {
 		var rerr *jsonrpc.Error
@@ -280,8 +250,9 @@ func (c *client) handle(r *jsonrpc.Request) {
 		c.conn.Reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeShuttingDown, Message: "The server is shutting down"})
 		return
 	}
+	var call func() (any, *jsonrpc.Error)
 	if method == "execute" {
-		tk = c.s.enqueue(req.Session)
+		call = c.execute(id, req, delegate) // takes the session's place now, in arrival order
 	}
 	c.conn.Go(func() {
 		defer c.s.calls.Done()
@@ -289,7 +260,7 @@ func (c *client) handle(r *jsonrpc.Request) {
 		var rerr *jsonrpc.Error
 		switch method {
 		case "execute":
-			result, rerr = c.execute(id, req, delegate, tk)
+			result, rerr = call()
 		case "interrupt":
 			result, rerr = c.interrupt(params)
 		case "close_session":
