@@ -359,3 +359,13 @@ func TestSearchFilesGitRepoAboveWorkdir(t *testing.T) {
 	assert.Equal(t, []string{"a.go:1"}, matchPaths(t, res))
 	_ = tl
 }
+
+// TestNewNeedsAbsoluteWorkdir: the tools never resolve a working dir of
+// their own (the executor's rule does, once): a relative or empty one is
+// refused.
+func TestNewNeedsAbsoluteWorkdir(t *testing.T) {
+	for _, wd := range []string{"", ".", "rel/dir"} {
+		_, err := New(Options{Workdir: wd})
+		require.ErrorContains(t, err, "is not absolute", wd)
+	}
+}

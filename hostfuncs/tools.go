@@ -34,9 +34,9 @@ var Names = []string{"web_search", "web_extract", "read_file", "write_file", "se
 
 // Options configures the tools of one execution.
 type Options struct {
-	// Workdir is the session's working directory on the host. Relative paths
-	// given to the tools resolve against it. Empty means the process's
-	// current directory.
+	// Workdir is the session's working directory on the host, absolute (the
+	// executor resolves it with its one working-dir rule). Relative paths
+	// given to the tools resolve against it.
 	Workdir string
 	// Env is the environment of commands run by terminal, already scrubbed
 	// by the shared env layer. Nil means an empty environment.
@@ -78,14 +78,11 @@ type Tools struct {
 
 // New returns the tools for opts.
 func New(opts Options) (*Tools, error) {
-	wd := opts.Workdir
-	if wd == "" {
-		wd = "."
+	abs := opts.Workdir
+	if !filepath.IsAbs(abs) {
+		return nil, fmt.Errorf("hostfuncs: the working dir %q is not absolute", abs)
 	}
-	abs, err := filepath.Abs(wd)
-	if err != nil {
-		return nil, fmt.Errorf("hostfuncs: working dir %q: %w", wd, err)
-	}
+	abs = filepath.Clean(abs)
 	return &Tools{
 		workdir:       abs,
 		workdirReal:   realOrSelf(abs),
