@@ -44,6 +44,7 @@ vet:
 		echo "$$out"; echo "deadcode: unreachable functions: delete them"; exit 1; fi
 
 test: assets vet
+	bash .ci/deps
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./config/ ./hostfuncs/ ./native/ ./internal/...
 

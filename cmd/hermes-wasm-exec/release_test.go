@@ -83,3 +83,41 @@ func TestReleaseReproducible(t *testing.T) {
 	require.NoError(t, err, "%s", res)
 	require.Contains(t, string(res), `(3, 11) Asia/Tokyo\n`)
 }
+
+// TestReleaseArm64: the linux/arm64 release binary, built by .ci/release,
+// runs under user-mode emulation (qemu-aarch64-static, which `make test`
+// installs): `version` names it, and a strict script runs on the embedded
+// interpreter compiled for arm64 by wazero.
+func TestReleaseArm64(t *testing.T) {
+	t.Parallel()
+	qemu, err := exec.LookPath("qemu-aarch64-static")
+	require.NoError(t, err, "qemu-aarch64-static runs the arm64 binary: install qemu-user-static (make test does, as root)")
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is not on PATH: install Go (https://go.dev/dl)")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "release")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, bash, filepath.Join(root, ".ci", "release"))
+	build.Dir = root
+	build.Env = append(os.Environ(), "GO="+goBin, "RELEASE_TARGETS=linux/arm64", "RELEASE_OUT="+out, "VERSION=v0.0.0-arm64test", "COMMIT=0123abcd", "GOFLAGS=")
+	logs, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", logs)
+	exe := filepath.Join(out, "hermes-wasm-exec-v0.0.0-arm64test-linux-arm64")
+
+	ver, err := exec.CommandContext(ctx, qemu, exe, "version").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(ver), "hermes-wasm-exec v0.0.0-arm64test\n")
+	require.Contains(t, string(ver), "linux/arm64")
+
+	run := exec.CommandContext(ctx, qemu, exe, "run", "--mode", "strict", "-")
+	run.Env = append(os.Environ(), "HERMES_HOME="+t.TempDir(), "HERMES_WASM_CACHE_DIR=", "HERMES_WASM_INTERPRETER=")
+	run.Stdin = strings.NewReader("import json, zoneinfo\nprint(json.dumps({'tz': str(zoneinfo.ZoneInfo('Asia/Tokyo'))}))\n")
+	res, err := run.Output()
+	require.NoError(t, err, "%s", res)
+	require.Contains(t, string(res), `"status": "success"`)
+	require.Contains(t, string(res), `{\"tz\": \"Asia/Tokyo\"}`)
+}
