@@ -70,10 +70,6 @@ const (
 	tavilyMaxResults  = 20
 )
 
-// searchDefaultKeyEnv names a keyed provider's variable when
-// WebOptions.APIKeyEnv is empty (config fills it the same way).
-var searchDefaultKeyEnv = config.DefaultAPIKeyEnv
-
 // newSearchProvider returns the provider configured in w, or the message
 // saying what to configure.
 func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
@@ -96,7 +92,7 @@ func newSearchProvider(w WebOptions, query string) (searchProvider, string) {
 		}
 		keyEnv := w.APIKeyEnv
 		if keyEnv == "" {
-			keyEnv = searchDefaultKeyEnv[w.Provider]
+			keyEnv = config.DefaultAPIKeyEnv[w.Provider] // as config fills it
 		}
 		if w.APIKey == "" {
 			return nil, fmt.Sprintf("web_search with %s needs an API key: set %s in the environment of the host running hermes-wasm-exec (web.search.api_key_env names the variable).", name, keyEnv)

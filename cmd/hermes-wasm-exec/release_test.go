@@ -24,10 +24,6 @@ import (
 // embedded interpreter.
 func TestReleaseReproducible(t *testing.T) {
 	t.Parallel()
-	bash, err := exec.LookPath("bash")
-	require.NoError(t, err, "bash runs .ci/release: install it (apt-get install bash)")
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the go command is not on PATH: install Go (https://go.dev/dl)")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	copyRoot := filepath.Join(t.TempDir(), "elsewhere", "hermes-wasm-exec")
@@ -36,23 +32,9 @@ func TestReleaseReproducible(t *testing.T) {
 
 	const target, version, commit = "linux/amd64", "v0.0.0-reprotest", "0123456789abcdef"
 	name := "hermes-wasm-exec-" + version + "-linux-amd64"
-	release := func(dir, out string, extra ...string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bash, filepath.Join(dir, ".ci", "release"))
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GO="+goBin, "RELEASE_TARGETS="+target, "RELEASE_OUT="+out, "VERSION="+version, "COMMIT="+commit, "GOFLAGS=")
-		cmd.Env = append(cmd.Env, extra...)
-		var outb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &outb, &outb
-		require.NoError(t, cmd.Run(), "%s", outb.String())
-		require.Contains(t, outb.String(), "CGO_ENABLED=0")
-		require.Contains(t, outb.String(), "-trimpath")
-	}
 	out1, out2 := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "two")
-	release(root, out1)
-	release(copyRoot, out2, "GOCACHE="+t.TempDir())
+	buildRelease(t, root, out1, target, version, commit)
+	buildRelease(t, copyRoot, out2, target, version, commit, "GOCACHE="+t.TempDir())
 
 	for _, f := range []string{name, "SHA256SUMS"} {
 		a, err := os.ReadFile(filepath.Join(out1, f))
@@ -92,20 +74,12 @@ func TestReleaseArm64(t *testing.T) {
 	t.Parallel()
 	qemu, err := exec.LookPath("qemu-aarch64-static")
 	require.NoError(t, err, "qemu-aarch64-static runs the arm64 binary: install qemu-user-static (make test does, as root)")
-	bash, err := exec.LookPath("bash")
-	require.NoError(t, err)
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the go command is not on PATH: install Go (https://go.dev/dl)")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "release")
+	buildRelease(t, root, out, "linux/arm64", "v0.0.0-arm64test", "0123abcd")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, bash, filepath.Join(root, ".ci", "release"))
-	build.Dir = root
-	build.Env = append(os.Environ(), "GO="+goBin, "RELEASE_TARGETS=linux/arm64", "RELEASE_OUT="+out, "VERSION=v0.0.0-arm64test", "COMMIT=0123abcd", "GOFLAGS=")
-	logs, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", logs)
 	exe := filepath.Join(out, "hermes-wasm-exec-v0.0.0-arm64test-linux-arm64")
 
 	ver, err := exec.CommandContext(ctx, qemu, exe, "version").Output()
@@ -120,4 +94,26 @@ func TestReleaseArm64(t *testing.T) {
 	require.NoError(t, err, "%s", res)
 	require.Contains(t, string(res), `"status": "success"`)
 	require.Contains(t, string(res), `{\"tz\": \"Asia/Tokyo\"}`)
+}
+
+// buildRelease runs .ci/release in dir for one target into out, with the
+// version and commit given and the extra environment, and checks it built
+// without cgo and with -trimpath.
+func buildRelease(t *testing.T, dir, out, target, version, commit string, extraEnv ...string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err, "bash runs .ci/release: install it (apt-get install bash)")
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is not on PATH: install Go (https://go.dev/dl)")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, filepath.Join(dir, ".ci", "release"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GO="+goBin, "RELEASE_TARGETS="+target, "RELEASE_OUT="+out, "VERSION="+version, "COMMIT="+commit, "GOFLAGS=")
+	cmd.Env = append(cmd.Env, extraEnv...)
+	var outb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outb, &outb
+	require.NoError(t, cmd.Run(), "%s", outb.String())
+	require.Contains(t, outb.String(), "CGO_ENABLED=0")
+	require.Contains(t, outb.String(), "-trimpath")
 }

@@ -158,6 +158,7 @@ type Executor struct {
 	environ   []string
 	getenv    func(string) string
 	log       eventLog
+	engineLog *slog.Logger // log as a slog.Logger for the layers below (built once)
 	strict    *strict.Engine
 	transport string
 
@@ -223,6 +224,7 @@ func New(opts Options) *Executor {
 		kernels:   newKernels(),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
+	e.engineLog = e.log.slogger()
 	if len(opts.SkillEnv) > 0 {
 		e.RegisterSkillEnv(opts.SkillEnv...)
 	}
@@ -570,21 +572,27 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	return c, Result{}, nil
 }
 
-// request is the shared layer's request for c.
+// request is the shared layer's request for c. A one-shot run gets its
+// interpreter's environment here; a kernel's was built when it started
+// (kernelSpec), so a session call does not scrub the environment again.
 func (e *Executor) request(c *call, code string) engine.Request {
+	var env []string
+	if c.session == "" {
+		env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+	}
 	return engine.Request{
 		Code:          code,
 		Mode:          c.mode,
 		Workdir:       c.workdir,
 		Timeout:       c.timeout,
 		MaxToolCalls:  c.maxCalls,
-		Env:           engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled),
+		Env:           env,
 		SpillDir:      c.spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		Logger:        e.log.slogger(),
+		Logger:        e.engineLog,
 	}
 }
 

@@ -578,9 +578,6 @@ func (f *fifo) wait(ctx context.Context, ch chan struct{}) error {
 	}
 }
 
-// lock waits for the lock, or returns ctx's error.
-func (f *fifo) lock(ctx context.Context) error { return f.wait(ctx, f.reserve()) }
-
 // withdraw gives up the place ch: passed on when it had come up, else
 // removed from the queue.
 func (f *fifo) withdraw(ch chan struct{}) {

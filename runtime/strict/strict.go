@@ -38,8 +38,6 @@ import (
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
-// defaultMemoryLimitMB is the guest memory cap when a job sets none.
-const defaultMemoryLimitMB = config.DefaultMemoryLimitMB
 
 // Options configures an [Engine].
 type Options struct {
@@ -121,7 +119,7 @@ func (s *Engine) Warm(ctx context.Context, memoryLimitMB int) error {
 
 func pages(memoryLimitMB int) uint32 {
 	if memoryLimitMB <= 0 {
-		memoryLimitMB = defaultMemoryLimitMB
+		memoryLimitMB = config.DefaultMemoryLimitMB
 	}
 	return uint32(min(memoryLimitMB, 4096)) * 16 // 64 KiB pages
 }

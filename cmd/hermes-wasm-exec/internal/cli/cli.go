@@ -99,6 +99,34 @@ func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// Failer returns the usage-error reporter of command name: it prints
+// "hermes-wasm-exec NAME: <message>" to stderr and returns ExitUsage.
+func Failer(name string, stderr io.Writer) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "hermes-wasm-exec "+name+": "+format+"\n", a...)
+		return ExitUsage
+	}
+}
+
+// ParseServerFlags parses the flags of a server command (serve, mcp),
+// which takes no positional argument and a --log-level of info or debug.
+// ok is false when the command must exit with ExitUsage (fs or fail has
+// said why).
+func ParseServerFlags(fs *flag.FlagSet, args []string, logLevel *string, fail func(string, ...any) int) (ok bool) {
+	pos, err := ParseInterspersed(fs, args)
+	switch {
+	case err != nil:
+		return false
+	case len(pos) > 0:
+		fail("unexpected argument %q (%s takes only flags)", pos[0], fs.Name())
+		return false
+	case *logLevel != "info" && *logLevel != "debug":
+		fail("--log-level must be info or debug, not %q", *logLevel)
+		return false
+	}
+	return true
+}
+
 // ParseInterspersed parses flags that may come before or after the
 // positional arguments.
 func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -59,19 +59,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	var skills, skillEnv listFlag
 	fs.Var(&skills, "skill", "")
 	fs.Var(&skillEnv, "skill-env", "")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
+	fail := cli.Failer("mcp", stderr)
+	if !cli.ParseServerFlags(fs, args, logLevel, fail) {
 		return cli.ExitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...)
-		return cli.ExitUsage
-	}
-	if len(pos) > 0 {
-		return fail("unexpected argument %q (mcp takes only flags)", pos[0])
-	}
-	if *logLevel != "info" && *logLevel != "debug" {
-		return fail("--log-level must be info or debug, not %q", *logLevel)
 	}
 	if *mode != "" {
 		if _, ok := executor.NormalizeMode(*mode); !ok {

@@ -50,19 +50,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	transport := fs.String("rpc-transport", "", "")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
+	fail := cli.Failer("serve", stderr)
+	if !cli.ParseServerFlags(fs, args, logLevel, fail) {
 		return cli.ExitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...)
-		return cli.ExitUsage
-	}
-	if len(pos) > 0 {
-		return fail("unexpected argument %q (serve takes only flags)", pos[0])
-	}
-	if *logLevel != "info" && *logLevel != "debug" {
-		return fail("--log-level must be info or debug, not %q", *logLevel)
 	}
 	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
 		return fail("--rpc-transport must be unix or tcp, not %q", *transport)
@@ -120,6 +110,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			generated = true
 			defer os.Remove(*tokenFile)
 		}
+		var err error
 		ln, err = listenOn(network, address)
 		if err != nil {
 			infof("%v", err)
