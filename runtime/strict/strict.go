@@ -38,7 +38,6 @@ import (
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
-
 // Options configures an [Engine].
 type Options struct {
 	// CacheDir holds wazero's compilation cache. Empty disables the disk
