@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // Backend is one place where commands run. Implementations are safe for
@@ -45,7 +47,7 @@ type Backend interface {
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a process tree
 // is stopped (docs/behaviour.md §5).
-const DefaultGrace = 3 * time.Second
+const DefaultGrace = proctree.DefaultGrace
 
 // Command is one command to run in a backend.
 type Command struct {

@@ -1,0 +1,382 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The file system of a remote backend is served by an agent: one
+// long-lived POSIX shell in the target reading requests from its stdin,
+// one line each, and answering one line each, so a file operation costs a
+// round trip over an open stream, not a new docker exec or ssh command.
+// It needs only sh and coreutils (stat, base64, mktemp, mv, readlink) in
+// the target, no Python. Requests: an operation letter and base64
+// arguments; answers: "ok ..." or "err <base64 message>". The messages are
+// the tools' own (LC_ALL=C), mapped to fs errors by their text.
+
+// agentScript is the agent, run as sh -c.
+const agentScript = `export LC_ALL=C
+E=$(mktemp) || exit 1
+trap 'rm -f "$E"' EXIT
+d() { printf %s "$1" | base64 -d; printf x; }
+fail() { printf 'err %s\n' "$(base64 -w0 < "$E")"; }
+while IFS=' ' read -r op a b c; do
+  p=$(d "$a"); p=${p%x}
+  case $op in
+  S) if o=$(stat -L -c '%f %s %Y' -- "$p" 2>"$E"); then echo "ok $o"; else fail; fi ;;
+  L) if o=$(stat -c '%f %s %Y' -- "$p" 2>"$E"); then echo "ok $o"; else fail; fi ;;
+  K) if o=$(readlink -- "$p" 2>"$E"); then printf 'ok %s\n' "$(printf %s "$o" | base64 -w0)"
+     else [ -s "$E" ] || echo "$p: Invalid argument" > "$E"; fail; fi ;;
+  R) s=$(stat -L -c %s -- "$p" 2>"$E") || { fail; continue; }
+     if [ "$s" -gt "$b" ]; then echo "$p: File too large" > "$E"; fail
+     elif [ -d "$p" ]; then echo "$p: Is a directory" > "$E"; fail
+     else o=$(base64 -w0 -- "$p" 2>"$E") && printf 'ok %s\n' "$o" || fail; fi ;;
+  D) if cd -- "$p" 2>"$E"; then
+       printf 'ok %s\n' "$(find . -mindepth 1 -maxdepth 1 -exec stat --printf '%f %s %Y %n\0' -- {} + 2>/dev/null | base64 -w0)"; cd /
+     else fail; fi ;;
+  M) if mkdir -p -m "$b" -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
+  W) IFS= read -r data
+     t=$(d "$b"); t=${t%x}
+     if f=$(mktemp -- "$p/$t" 2>"$E"); then
+       if printf %s "$data" | base64 -d > "$f" 2>"$E" && chmod -- "$c" "$f" 2>"$E"; then
+         printf 'ok %s\n' "$(printf %s "$f" | base64 -w0)"
+       else fail; rm -f -- "$f"; fi
+     else fail; fi ;;
+  N) q=$(d "$b"); q=${q%x}
+     if mv -f -- "$p" "$q" 2>"$E"; then echo ok; else fail; fi ;;
+  X) if [ -d "$p" ] && [ ! -L "$p" ]; then r=rmdir; else r=rm; fi
+     if $r -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
+  *) echo "unknown operation $op" > "$E"; fail ;;
+  esac
+done`
+
+// maxRemoteRead bounds a file read over a remote backend (the whole file
+// travels as one line).
+const maxRemoteRead = 64 << 20
+
+// agentTimeout bounds one operation.
+const agentTimeout = 60 * time.Second
+
+// agent is a running file agent.
+type agent struct {
+	p   Process
+	in  io.WriteCloser
+	out *bufio.Reader
+	pw  *io.PipeWriter
+}
+
+func (a *agent) close() {
+	a.in.Close()
+	a.pw.Close()
+	done := make(chan struct{})
+	go func() { a.p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		a.p.Stop(time.Second)
+	}
+}
+
+// startAgent starts the agent on r.
+func (r *remote) startAgent() (*agent, error) {
+	pr, pw := io.Pipe()
+	p, err := r.Start(context.Background(), Command{Argv: []string{"sh", "-c", agentScript}, Dir: "/", Interactive: true, Stdout: pw})
+	if err != nil {
+		pw.Close()
+		return nil, err
+	}
+	go func() { p.Wait(); pw.CloseWithError(errAgentGone) }()
+	return &agent{p: p, in: p.Stdin(), out: bufio.NewReaderSize(pr, 64<<10), pw: pw}, nil
+}
+
+var errAgentGone = errors.New("the file agent ended")
+
+// call sends one request and returns the answer's fields after "ok".
+// payload, when not nil, follows the request as a base64 line.
+func (r *remote) call(op string, args []string, payload []byte) (string, error) {
+	r.agentMu.Lock()
+	defer r.agentMu.Unlock()
+	if r.closed {
+		return "", fmt.Errorf("the %s backend is closed", r.name)
+	}
+	var req strings.Builder
+	req.WriteString(op)
+	for _, a := range args {
+		req.WriteString(" ")
+		req.WriteString(a)
+	}
+	req.WriteString("\n")
+	if payload != nil {
+		req.WriteString(base64.StdEncoding.EncodeToString(payload))
+		req.WriteString("\n")
+	}
+	for attempt := 0; ; attempt++ {
+		if r.agent == nil {
+			a, err := r.startAgent()
+			if err != nil {
+				return "", err
+			}
+			r.agent = a
+		}
+		line, err := r.agent.roundTrip(req.String())
+		if err == nil {
+			return line, nil
+		}
+		// The agent died (a restarted container, a dropped connection):
+		// start another once, unless the request itself was the problem.
+		r.agent.close()
+		r.agent = nil
+		if attempt > 0 {
+			return "", fmt.Errorf("the %s backend's file agent failed: %w", r.name, err)
+		}
+	}
+}
+
+func (a *agent) roundTrip(req string) (string, error) {
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		if _, err := io.WriteString(a.in, req); err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		line, err := a.out.ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	t := time.NewTimer(agentTimeout)
+	defer t.Stop()
+	select {
+	case ans := <-ch:
+		return strings.TrimSuffix(ans.line, "\n"), ans.err
+	case <-t.C:
+		a.p.Stop(time.Second)
+		return "", fmt.Errorf("no answer in %s", agentTimeout)
+	}
+}
+
+// remoteFS is a remote backend's FS.
+type remoteFS struct{ r *remote }
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// do runs op on name and returns what follows "ok".
+func (f remoteFS) do(opName, name string, op string, args []string, payload []byte) (string, error) {
+	line, err := f.r.call(op, append([]string{b64(name)}, args...), payload)
+	if err != nil {
+		return "", &fs.PathError{Op: opName, Path: name, Err: err}
+	}
+	if rest, ok := strings.CutPrefix(line, "ok"); ok {
+		return strings.TrimPrefix(rest, " "), nil
+	}
+	msg, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(line, "err "))
+	return "", &fs.PathError{Op: opName, Path: name, Err: remoteErr(strings.TrimSpace(string(msg)))}
+}
+
+// remoteErr maps a tool's error message to the error os would return.
+func remoteErr(msg string) error {
+	for _, m := range []struct {
+		text string
+		err  error
+	}{
+		{"No such file or directory", syscall.ENOENT},
+		{"Permission denied", syscall.EACCES},
+		{"Operation not permitted", syscall.EPERM},
+		{"File exists", syscall.EEXIST},
+		{"Is a directory", syscall.EISDIR},
+		{"Not a directory", syscall.ENOTDIR},
+		{"Directory not empty", syscall.ENOTEMPTY},
+		{"Invalid argument", syscall.EINVAL},
+		{"File too large", syscall.EFBIG},
+		{"Too many levels of symbolic links", syscall.ELOOP},
+		{"Read-only file system", syscall.EROFS},
+		{"No space left on device", syscall.ENOSPC},
+	} {
+		if strings.Contains(msg, m.text) {
+			return m.err
+		}
+	}
+	if msg == "" {
+		msg = "failed"
+	}
+	return errors.New(msg)
+}
+
+func (f remoteFS) stat(op, letter, name string) (fs.FileInfo, error) {
+	out, err := f.do(op, name, letter, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := parseStat(out, path.Base(name))
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return fi, nil
+}
+
+func (f remoteFS) Stat(name string) (fs.FileInfo, error)  { return f.stat("stat", "S", name) }
+func (f remoteFS) Lstat(name string) (fs.FileInfo, error) { return f.stat("lstat", "L", name) }
+
+func (f remoteFS) Readlink(name string) (string, error) {
+	out, err := f.do("readlink", name, "K", nil, nil)
+	if err != nil {
+		return "", err
+	}
+	dest, err := base64.StdEncoding.DecodeString(out)
+	return string(dest), err
+}
+
+func (f remoteFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	out, err := f.do("readdirent", name, "D", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := base64.StdEncoding.DecodeString(out)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdirent", Path: name, Err: err}
+	}
+	var entries []fs.DirEntry
+	for _, rec := range strings.Split(string(raw), "\x00") {
+		if rec == "" {
+			continue
+		}
+		fields := strings.SplitN(rec, " ", 4)
+		if len(fields) != 4 {
+			continue
+		}
+		fi, err := parseStat(strings.Join(fields[:3], " "), strings.TrimPrefix(fields[3], "./"))
+		if err != nil {
+			continue
+		}
+		entries = append(entries, fs.FileInfoToDirEntry(fi))
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
+func (f remoteFS) ReadFile(name string) ([]byte, error) {
+	out, err := f.do("open", name, "R", []string{strconv.Itoa(maxRemoteRead)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	data, err := base64.StdEncoding.DecodeString(out)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return data, nil
+}
+
+func (f remoteFS) Open(name string) (io.ReadCloser, error) {
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(strings.NewReader(string(data))), nil
+}
+
+func (f remoteFS) MkdirAll(name string, perm fs.FileMode) error {
+	_, err := f.do("mkdir", name, "M", []string{strconv.FormatUint(uint64(perm.Perm()), 8)}, nil)
+	return err
+}
+
+func (f remoteFS) WriteTemp(dir, pattern string, data []byte, perm fs.FileMode) (string, error) {
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndex(pattern, "*"); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	if suffix != "" || strings.Contains(prefix, "/") {
+		return "", &fs.PathError{Op: "createtemp", Path: pattern, Err: errors.New("pattern must end with * and contain no /")}
+	}
+	out, err := f.do("createtemp", dir, "W", []string{b64(prefix + "XXXXXXXXXX"), strconv.FormatUint(uint64(perm&(fs.ModePerm)), 8)}, data)
+	if err != nil {
+		return "", err
+	}
+	name, err := base64.StdEncoding.DecodeString(out)
+	return string(name), err
+}
+
+func (f remoteFS) Rename(oldname, newname string) error {
+	_, err := f.do("rename", oldname, "N", []string{b64(newname)}, nil)
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errors.Unwrap(err)}
+	}
+	return nil
+}
+
+func (f remoteFS) Remove(name string) error {
+	_, err := f.do("remove", name, "X", nil, nil)
+	return err
+}
+
+// remoteInfo is what the agent reports of a file.
+type remoteInfo struct {
+	name    string
+	size    int64
+	mode    fs.FileMode
+	modTime time.Time
+}
+
+func (i *remoteInfo) Name() string       { return i.name }
+func (i *remoteInfo) Size() int64        { return i.size }
+func (i *remoteInfo) Mode() fs.FileMode  { return i.mode }
+func (i *remoteInfo) ModTime() time.Time { return i.modTime }
+func (i *remoteInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i *remoteInfo) Sys() any           { return nil }
+
+// parseStat parses "rawmode-hex size mtime" as stat -c '%f %s %Y' prints it.
+func parseStat(s, name string) (fs.FileInfo, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return nil, fmt.Errorf("unexpected stat answer %q", s)
+	}
+	raw, err1 := strconv.ParseUint(f[0], 16, 32)
+	size, err2 := strconv.ParseInt(f[1], 10, 64)
+	mtime, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("unexpected stat answer %q", s)
+	}
+	return &remoteInfo{name: name, size: size, mode: unixMode(uint32(raw)), modTime: time.Unix(mtime, 0)}, nil
+}
+
+// unixMode converts a st_mode to an fs.FileMode, as package os does.
+func unixMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & 0o170000 {
+	case 0o040000:
+		mode |= fs.ModeDir
+	case 0o120000:
+		mode |= fs.ModeSymlink
+	case 0o010000:
+		mode |= fs.ModeNamedPipe
+	case 0o140000:
+		mode |= fs.ModeSocket
+	case 0o020000:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case 0o060000:
+		mode |= fs.ModeDevice
+	}
+	if m&0o4000 != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
