@@ -26,35 +26,41 @@ import (
 // arguments; answers: "ok ..." or "err <base64 message>". The messages are
 // the tools' own (LC_ALL=C), mapped to fs errors by their text.
 
-// agentScript is the agent, run as sh -c.
+// agentScript is the agent, run as sh -c. A request is a line "OP ARGS"
+// then a line with the path, raw (or base64 when OP ends in "64", for a
+// path holding a newline); a write's data follows as one base64 line.
+// Answers are printed by the one program an operation runs where possible
+// (stat prints "ok ..." itself), so most operations fork once or twice.
 const agentScript = `export LC_ALL=C
 E=$(mktemp) || exit 1
 trap 'rm -f "$E"' EXIT
 d() { printf %s "$1" | base64 -d; printf x; }
 fail() { printf 'err %s\n' "$(base64 -w0 < "$E")"; }
-while IFS=' ' read -r op a b c; do
-  p=$(d "$a"); p=${p%x}
+nofile() { if [ ! -e "$1" ] && [ ! -L "$1" ]; then echo "$1: No such file or directory" > "$E"; return 0; fi; return 1; }
+while IFS=' ' read -r op a b && IFS= read -r p; do
+  case $op in *64) p=$(d "$p"); p=${p%x}; op=${op%64};; esac
   case $op in
-  S) if o=$(stat -L -c '%f %s %Y' -- "$p" 2>"$E"); then echo "ok $o"; else fail; fi ;;
-  L) if o=$(stat -c '%f %s %Y' -- "$p" 2>"$E"); then echo "ok $o"; else fail; fi ;;
+  S) if [ ! -e "$p" ]; then nofile "$p" || echo "$p: No such file or directory" > "$E"; fail
+     else stat -L -c 'ok %f %s %Y' -- "$p" 2>"$E" || fail; fi ;;
+  L) if nofile "$p"; then fail; else stat -c 'ok %f %s %Y' -- "$p" 2>"$E" || fail; fi ;;
   K) if o=$(readlink -- "$p" 2>"$E"); then printf 'ok %s\n' "$(printf %s "$o" | base64 -w0)"
      else [ -s "$E" ] || echo "$p: Invalid argument" > "$E"; fail; fi ;;
-  R) s=$(stat -L -c %s -- "$p" 2>"$E") || { fail; continue; }
-     if [ "$s" -gt "$b" ]; then echo "$p: File too large" > "$E"; fail
-     elif [ -d "$p" ]; then echo "$p: Is a directory" > "$E"; fail
-     else o=$(base64 -w0 -- "$p" 2>"$E") && printf 'ok %s\n' "$o" || fail; fi ;;
+  R) if [ -d "$p" ]; then echo "$p: Is a directory" > "$E"; fail
+     elif [ -f "$p" ] && [ -r "$p" ]; then printf 'ok '; head -c "$a" -- "$p" | base64 -w0; echo
+     elif nofile "$p"; then fail
+     else cat -- "$p" 2>"$E" >/dev/null; [ -s "$E" ] || echo "$p: Permission denied" > "$E"; fail; fi ;;
   D) if cd -- "$p" 2>"$E"; then
        printf 'ok %s\n' "$(find . -mindepth 1 -maxdepth 1 -exec stat --printf '%f %s %Y %n\0' -- {} + 2>/dev/null | base64 -w0)"; cd /
      else fail; fi ;;
-  M) if mkdir -p -m "$b" -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
+  M) if mkdir -p -m "$a" -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
   W) IFS= read -r data
-     t=$(d "$b"); t=${t%x}
+     t=$(d "$a"); t=${t%x}
      if f=$(mktemp -- "$p/$t" 2>"$E"); then
-       if printf %s "$data" | base64 -d > "$f" 2>"$E" && chmod -- "$c" "$f" 2>"$E"; then
+       if printf %s "$data" | base64 -d > "$f" 2>"$E" && chmod -- "$b" "$f" 2>"$E"; then
          printf 'ok %s\n' "$(printf %s "$f" | base64 -w0)"
        else fail; rm -f -- "$f"; fi
      else fail; fi ;;
-  N) q=$(d "$b"); q=${q%x}
+  N) q=$(d "$a"); q=${q%x}
      if mv -f -- "$p" "$q" 2>"$E"; then echo ok; else fail; fi ;;
   X) if [ -d "$p" ] && [ ! -L "$p" ]; then r=rmdir; else r=rm; fi
      if $r -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
@@ -103,9 +109,9 @@ func (r *remote) startAgent() (*agent, error) {
 
 var errAgentGone = errors.New("the file agent ended")
 
-// call sends one request and returns the answer's fields after "ok".
-// payload, when not nil, follows the request as a base64 line.
-func (r *remote) call(op string, args []string, payload []byte) (string, error) {
+// call sends one request about name and returns the answer's fields after
+// "ok". payload, when not nil, follows the request as a base64 line.
+func (r *remote) call(op, name string, args []string, payload []byte) (string, error) {
 	r.agentMu.Lock()
 	defer r.agentMu.Unlock()
 	if r.closed {
@@ -113,9 +119,18 @@ func (r *remote) call(op string, args []string, payload []byte) (string, error) 
 	}
 	var req strings.Builder
 	req.WriteString(op)
+	if strings.ContainsAny(name, "\n\r") {
+		req.WriteString("64")
+	}
 	for _, a := range args {
 		req.WriteString(" ")
 		req.WriteString(a)
+	}
+	req.WriteString("\n")
+	if strings.ContainsAny(name, "\n\r") {
+		req.WriteString(b64(name))
+	} else {
+		req.WriteString(name)
 	}
 	req.WriteString("\n")
 	if payload != nil {
@@ -176,7 +191,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // do runs op on name and returns what follows "ok".
 func (f remoteFS) do(opName, name string, op string, args []string, payload []byte) (string, error) {
-	line, err := f.r.call(op, append([]string{b64(name)}, args...), payload)
+	line, err := f.r.call(op, name, args, payload)
 	if err != nil {
 		return "", &fs.PathError{Op: opName, Path: name, Err: err}
 	}
@@ -269,13 +284,16 @@ func (f remoteFS) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (f remoteFS) ReadFile(name string) ([]byte, error) {
-	out, err := f.do("open", name, "R", []string{strconv.Itoa(maxRemoteRead)}, nil)
+	out, err := f.do("open", name, "R", []string{strconv.Itoa(maxRemoteRead + 1)}, nil)
 	if err != nil {
 		return nil, err
 	}
 	data, err := base64.StdEncoding.DecodeString(out)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	if len(data) > maxRemoteRead {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d MB, the most a %s backend reads at once: %w", maxRemoteRead>>20, f.r.name, syscall.EFBIG)}
 	}
 	return data, nil
 }
