@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
@@ -42,6 +43,44 @@ type Engine struct {
 	// Grace is the time between SIGTERM and SIGKILL; zero means
 	// DefaultGrace.
 	Grace time.Duration
+	// Backend, when remote, is where python runs: its python3, in its
+	// working dir, with tool calls carried over the command's stdio by a
+	// relay (remote.go). Nil or local means this host.
+	Backend backend.Backend
+	// RemotePython is the interpreter run on a remote backend; empty means
+	// python3 (found on the target's PATH).
+	RemotePython string
+}
+
+func (e *Engine) remotePython() string {
+	if e.RemotePython == "" {
+		return "python3"
+	}
+	return e.RemotePython
+}
+
+// remote reports whether scripts run on a remote backend.
+func (e *Engine) remote() bool { return e.Backend != nil && e.Backend.Remote() }
+
+// proc is a started interpreter, here (child) or on a remote backend
+// (remoteChild). Whoever starts one reads both outputs until EOF, then
+// calls drain and release.
+type proc interface {
+	// done is closed once the interpreter has exited and what it left
+	// running is gone.
+	done() <-chan struct{}
+	outputs() (stdout, stderr io.Reader)
+	// stop ends the tree (SIGTERM, SIGKILL after grace) and returns once
+	// the interpreter has exited.
+	stop(grace time.Duration)
+	// kill ends the tree at once and returns once the interpreter exited.
+	kill()
+	// drain waits for the exit and for the output readers (read is closed
+	// when they are done), for at most drainTimeout after the exit.
+	drain(read <-chan struct{})
+	release()
+	// result is how the interpreter ended; call it once done.
+	result() engine.Outcome
 }
 
 // stagedSources are the generated modules every run writes, built once.
@@ -59,12 +98,20 @@ var stagedSources = sync.OnceValue(func() map[string][]byte {
 // then SIGKILL after the grace period. Whatever the outcome, nothing of
 // the run is left: no process of the group, no socket, no temp dir.
 func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
-	if e.Python == "" {
-		return engine.Outcome{}, errors.New("no python interpreter given to the project-mode engine")
-	}
 	files := map[string][]byte{engine.ScriptName: []byte(job.Code)}
 	for name, src := range stagedSources() {
 		files[name] = src
+	}
+	if e.remote() {
+		c, srv, err := startRemote(ctx, e.Backend, e.remotePython(), files, []string{engine.RunnerName, engine.ScriptName}, "", job.Env, job.Broker)
+		if err != nil {
+			return engine.Outcome{}, err
+		}
+		defer srv.Close()
+		return e.supervise(ctx, c, job), nil
+	}
+	if e.Python == "" {
+		return engine.Outcome{}, errors.New("no python interpreter given to the project-mode engine")
 	}
 	dir, err := stagePrivateDir(e.TempDir, "hermes-project-", files)
 	if err != nil {
@@ -87,13 +134,19 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	if err != nil {
 		return engine.Outcome{}, err
 	}
-	defer c.release()
+	return e.supervise(ctx, c, job), nil
+}
 
+// supervise copies c's output to the job's writers until c ends, stopping
+// it when ctx ends, and returns how it ended.
+func (e *Engine) supervise(ctx context.Context, c proc, job *engine.Job) engine.Outcome {
+	defer c.release()
+	stdout, stderr := c.outputs()
 	var copies sync.WaitGroup
 	for _, p := range []struct {
-		r *os.File
+		r io.Reader
 		w io.Writer
-	}{{c.stdout, job.Stdout}, {c.stderr, job.Stderr}} {
+	}{{stdout, job.Stdout}, {stderr, job.Stderr}} {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
@@ -104,12 +157,12 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	go func() { copies.Wait(); close(copied) }()
 
 	select {
-	case <-c.exited:
+	case <-c.done():
 	case <-ctx.Done():
 		c.stop(e.grace())
 	}
 	c.drain(copied)
-	return c.outcome(), nil
+	return c.result()
 }
 
 func (e *Engine) transport() string {
@@ -254,8 +307,12 @@ func (c *child) drain(read <-chan struct{}) {
 // in it). Call it once the child has exited.
 func (c *child) release() { c.tree.Release() }
 
-// outcome is how the child ended; call it once it has exited.
-func (c *child) outcome() engine.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
+// result is how the child ended; call it once it has exited.
+func (c *child) result() engine.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
+
+func (c *child) done() <-chan struct{} { return c.exited }
+
+func (c *child) outputs() (io.Reader, io.Reader) { return c.stdout, c.stderr }
 
 // outcome maps how the child ended.
 func outcome(ps *os.ProcessState, waitErr error) engine.Outcome {

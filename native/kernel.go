@@ -48,6 +48,32 @@ var kernelSources = sync.OnceValue(func() map[string][]byte {
 // first cell, or an error (with what the child wrote to stderr) when the
 // child exits first or ctx ends; ctx bounds only the start.
 func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engine.Kernel, error) {
+	k := &kernel{
+		grace:  e.grace(),
+		disp:   engine.NewDispatcher(),
+		stdout: &outputRouter{},
+		stderr: &outputRouter{},
+		pumped: make(chan struct{}),
+	}
+	var c proc
+	if e.remote() {
+		rc, srv, err := startRemote(ctx, e.Backend, e.remotePython(), kernelSources(), []string{engine.KernelName}, "", spec.Env, handlerFunc(k.disp.Serve))
+		if err != nil {
+			return nil, err
+		}
+		k.srv, c = srv, rc
+	} else {
+		lc, err := e.startLocalKernel(ctx, k, spec)
+		if err != nil {
+			return nil, err
+		}
+		c = lc
+	}
+	return k.started(ctx, c)
+}
+
+// startLocalKernel stages the kernel's files and starts python here.
+func (e *Engine) startLocalKernel(ctx context.Context, k *kernel, spec engine.KernelSpec) (*child, error) {
 	if e.Python == "" {
 		return nil, errors.New("no python interpreter given to the project-mode engine")
 	}
@@ -55,14 +81,7 @@ func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engin
 	if err != nil {
 		return nil, err
 	}
-	k := &kernel{
-		dir:    dir,
-		grace:  e.grace(),
-		disp:   engine.NewDispatcher(),
-		stdout: &outputRouter{},
-		stderr: &outputRouter{},
-		pumped: make(chan struct{}),
-	}
+	k.dir = dir
 	// The server lives as long as the kernel, not as long as ctx.
 	srv, err := listenRPC(context.WithoutCancel(ctx), e.transport(), dir, handlerFunc(k.disp.Serve))
 	if err != nil {
@@ -77,14 +96,20 @@ func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engin
 		k.teardown()
 		return nil, err
 	}
+	return c, nil
+}
+
+// started waits until the kernel c runs asks for its first cell.
+func (k *kernel) started(ctx context.Context, c proc) (engine.Kernel, error) {
 	k.child = c
 	startup := &limitedBuffer{max: startupOutputLimit}
 	k.stderr.begin(startup, nil)
 	var pumps sync.WaitGroup
+	stdout, stderr := c.outputs()
 	for _, p := range []struct {
 		r *outputRouter
-		f *os.File
-	}{{k.stdout, c.stdout}, {k.stderr, c.stderr}} {
+		f io.Reader
+	}{{k.stdout, stdout}, {k.stderr, stderr}} {
 		pumps.Add(1)
 		go func() {
 			defer pumps.Done()
@@ -97,9 +122,9 @@ func (e *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec) (engin
 	case <-k.disp.Ready():
 		k.stderr.end()
 		return k, nil
-	case <-c.exited:
+	case <-c.done():
 		k.teardown()
-		return nil, fmt.Errorf("python exited before the kernel was ready (%s)%s", describeExit(c.outcome()), startup.tail())
+		return nil, fmt.Errorf("python exited before the kernel was ready (%s)%s", describeExit(c.result()), startup.tail())
 	case <-ctx.Done():
 		k.teardown()
 		return nil, fmt.Errorf("starting the kernel: %w%s", context.Cause(ctx), startup.tail())
@@ -120,7 +145,7 @@ type kernel struct {
 	grace  time.Duration
 	disp   *engine.Dispatcher
 	srv    *Server
-	child  *child
+	child  proc
 	stdout *outputRouter
 	stderr *outputRouter
 	// pumped is closed when both output readers have ended.
@@ -149,7 +174,7 @@ func (k *kernel) Alive() bool {
 		return false
 	}
 	select {
-	case <-k.child.exited:
+	case <-k.child.done():
 		return false
 	default:
 		return true
@@ -213,10 +238,10 @@ func (k *kernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 
 	select {
 	case <-done:
-	case <-k.child.exited:
+	case <-k.child.done():
 		// sys.exit, os._exit, a crash: the kernel is gone.
 		k.teardown()
-		return k.child.outcome(), nil
+		return k.child.result(), nil
 	case <-cellCtx.Done():
 		k.disp.Close()
 		if errors.Is(context.Cause(cellCtx), errClosedDuringCell) {
@@ -227,7 +252,7 @@ func (k *kernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 		}
 		k.child.stop(k.grace)
 		k.teardown()
-		o := k.child.outcome()
+		o := k.child.result()
 		if o.Crash == "" {
 			o = engine.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Python was stopped and exited with code %d.", o.ExitCode)}
 		}
@@ -245,7 +270,7 @@ wait:
 			break wait
 		case <-ctx.Done():
 			break wait
-		case <-k.child.exited:
+		case <-k.child.done():
 			// Ended right after the cell (a thread of it): what is left in
 			// the pipes still belongs to the cell.
 			k.teardown()
@@ -274,7 +299,7 @@ func (k *kernel) Close() error {
 	k.disp.Close()
 	t := time.NewTimer(closeWait)
 	select {
-	case <-k.child.exited:
+	case <-k.child.done():
 	case <-t.C:
 	}
 	t.Stop()
@@ -304,7 +329,9 @@ func (k *kernel) teardown() {
 		if k.srv != nil {
 			k.srv.Close()
 		}
-		os.RemoveAll(k.dir)
+		if k.dir != "" {
+			os.RemoveAll(k.dir)
+		}
 	})
 }
 
@@ -355,7 +382,7 @@ func (r *outputRouter) end() {
 }
 
 // pump reads f until it ends.
-func (r *outputRouter) pump(f *os.File) {
+func (r *outputRouter) pump(f io.Reader) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(buf)

@@ -96,24 +96,16 @@ func (f handlerFunc) ServeToken(ctx context.Context, line, token []byte) []byte 
 // path would be too long for a socket, in a fresh private dir under the
 // system temp dir instead. Tool calls run with ctx; Close cancels it.
 func listenRPC(ctx context.Context, transport, dir string, handler callHandler) (*Server, error) {
-	tok := make([]byte, 32)
-	if _, err := rand.Read(tok); err != nil {
-		return nil, fmt.Errorf("making the RPC token: %w", err)
-	}
-	s := &Server{
-		token:   []byte(hex.EncodeToString(tok)),
-		handler: handler,
-		conns:   map[net.Conn]struct{}{},
-		cleanup: func() {},
-	}
+	var ln net.Listener
+	var address string
+	cleanup := func() {}
 	switch transport {
 	case TransportTCP:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("listening on loopback TCP for tool calls: %w", err)
 		}
-		s.ln = ln
-		s.address = "tcp://" + ln.Addr().String()
+		ln, address = l, "tcp://"+l.Addr().String()
 	case TransportUnix:
 		// Absolute: the address is used by a child in another working dir.
 		path, err := filepath.Abs(filepath.Join(dir, "rpc.sock"))
@@ -126,27 +118,45 @@ func listenRPC(ctx context.Context, transport, dir string, handler callHandler) 
 				return nil, err
 			}
 			path = filepath.Join(short, "rpc.sock")
-			s.cleanup = func() { os.RemoveAll(short) }
+			cleanup = func() { os.RemoveAll(short) }
 		}
-		ln, err := net.Listen("unix", path)
+		l, err := net.Listen("unix", path)
 		if err != nil {
-			s.cleanup()
+			cleanup()
 			return nil, fmt.Errorf("listening on %s for tool calls: %w", path, err)
 		}
 		if err := os.Chmod(path, 0o600); err != nil {
-			ln.Close()
-			s.cleanup()
+			l.Close()
+			cleanup()
 			return nil, fmt.Errorf("securing %s: %w", path, err)
 		}
-		s.ln = ln
-		s.address = path
+		ln, address = l, path
 	default:
 		return nil, fmt.Errorf("unknown RPC transport %q: use %q or %q", transport, TransportUnix, TransportTCP)
+	}
+	s := newServer(ctx, ln, address, handler)
+	s.cleanup = cleanup
+	return s, nil
+}
+
+// newServer serves handler on the connections ln accepts; address is
+// what HERMES_RPC_SOCKET tells the script. Tool calls run with ctx; Close
+// cancels it.
+func newServer(ctx context.Context, ln net.Listener, address string, handler callHandler) *Server {
+	tok := make([]byte, 32)
+	rand.Read(tok) // never fails (crypto/rand)
+	s := &Server{
+		ln:      ln,
+		address: address,
+		token:   []byte(hex.EncodeToString(tok)),
+		handler: handler,
+		conns:   map[net.Conn]struct{}{},
+		cleanup: func() {},
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Add(1)
 	go s.accept()
-	return s, nil
+	return s
 }
 
 // shortSocketDir makes a private dir with a short path for a Unix socket.
