@@ -24,6 +24,8 @@
 // The time zone exported to scripts and terminal commands as TZ is, in order of precedence:
 // the HERMES_TIMEZONE environment variable (applied by [Load], as Hermes does), then
 // code_execution.timezone, then the top-level timezone key. [Config.Timezone] holds the result.
+// [Load] likewise applies Hermes's TERMINAL_* variables over the terminal section's backend
+// keys (see [Terminal]).
 //
 // The file is decoded into a YAML node tree and walked by hand, so every problem carries its
 // line. All problems are returned as [*Error], so a caller can tell a configuration problem
@@ -36,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -124,9 +127,51 @@ const FileName = "config.yaml"
 // timezone key of the file (Hermes's precedence). [Load] applies it.
 const TimezoneEnv = "HERMES_TIMEZONE"
 
-// BackendLocal is the terminal.backend value of commands run on this host, the only backend
-// this executor has.
-const BackendLocal = "local"
+// Terminal backends accepted for terminal.backend: where terminal() commands, the file tools
+// and project-mode scripts run (docs/backends/).
+const (
+	// BackendLocal runs commands on this host. The default.
+	BackendLocal = "local"
+	// BackendDocker runs commands in a Docker container started from terminal.docker_image.
+	BackendDocker = "docker"
+	// BackendSSH runs commands on terminal.ssh_host as terminal.ssh_user, through ssh.
+	BackendSSH = "ssh"
+	// BackendExec runs commands through a command prefix, terminal.exec_command (such as
+	// ["kubectl", "exec", "-i", "POD", "--"]). Not a Hermes backend.
+	BackendExec = "exec"
+)
+
+// Backends lists the terminal.backend values, in the order error messages show them.
+var Backends = []string{BackendLocal, BackendDocker, BackendSSH, BackendExec}
+
+// Defaults of the terminal section's backend keys: Hermes's own, except where noted.
+const (
+	// DefaultDockerImage is terminal.docker_image.
+	DefaultDockerImage = "nikolaik/python-nodejs:python3.11-nodejs20"
+	// DefaultContainerCPU is terminal.container_cpu, in CPUs.
+	DefaultContainerCPU = 1.0
+	// DefaultContainerMemoryMB is terminal.container_memory, in MB.
+	DefaultContainerMemoryMB = 5120
+	// DefaultSSHPort is terminal.ssh_port.
+	DefaultSSHPort = 22
+	// DefaultDockerCwd is the docker backend's working dir when terminal.cwd is not set.
+	DefaultDockerCwd = "/root"
+	// DefaultSSHCwd is the ssh backend's working dir when terminal.cwd is not set: the login
+	// dir.
+	DefaultSSHCwd = "~"
+)
+
+// terminalEnv lists the environment variables that, when set and not blank, override a key of
+// the terminal section, as in Hermes. [Load] applies them, in this order.
+var terminalEnv = []struct{ name, key string }{
+	{"TERMINAL_ENV", "backend"},
+	{"TERMINAL_CWD", "cwd"},
+	{"TERMINAL_DOCKER_IMAGE", "docker_image"},
+	{"TERMINAL_SSH_HOST", "ssh_host"},
+	{"TERMINAL_SSH_USER", "ssh_user"},
+	{"TERMINAL_SSH_PORT", "ssh_port"},
+	{"TERMINAL_SSH_KEY", "ssh_key"},
+}
 
 // Config is the executor's whole configuration.
 //
@@ -136,7 +181,7 @@ type Config struct {
 	// CodeExecution is the code_execution section. Every field has a default; see
 	// [CodeExecution].
 	CodeExecution CodeExecution
-	// Terminal is the terminal section: env_passthrough and backend are used.
+	// Terminal is the terminal section: env_passthrough, and the backend and its settings.
 	Terminal Terminal
 	// Web is the web section: web_search's provider and web_extract's settings.
 	Web Web
@@ -231,9 +276,16 @@ type CodeExecution struct {
 	ConfineToolsToWorkdir bool
 }
 
-// Terminal is the terminal section of the configuration file. Of Hermes's many terminal keys
-// only env_passthrough and backend are read; the others (timeout, cwd, docker_*, ssh_*,
-// container_*, lifetime_seconds, ...) are ignored and listed in [Config.Ignored].
+// Terminal is the terminal section of the configuration file: the environment passed to
+// scripts and commands, and the backend they run in (docs/backends/). Hermes's other terminal
+// keys (timeout, container_disk, docker_mount_cwd_to_workspace, lifetime_seconds, ...) are
+// ignored and listed in [Config.Ignored].
+//
+// [Load] applies Hermes's environment variables over the file: TERMINAL_ENV (backend),
+// TERMINAL_CWD, TERMINAL_DOCKER_IMAGE, TERMINAL_SSH_HOST, TERMINAL_SSH_USER, TERMINAL_SSH_PORT
+// and TERMINAL_SSH_KEY; a blank one is unset.
+//
+// The keys of a backend other than the selected one are still validated, but not used.
 type Terminal struct {
 	// EnvPassthrough lists exact environment variable names that are passed to scripts even
 	// though the environment scrubber would otherwise drop them (for example
@@ -241,13 +293,111 @@ type Terminal struct {
 	// duplicates are removed. Provider credentials managed by the host are never passed,
 	// whatever this list says. YAML key: env_passthrough.
 	EnvPassthrough []string
-	// Backend is Hermes's terminal.backend, trimmed and lower-case: "local" (the default) or
-	// a remote backend name such as "docker" or "ssh". This executor has no remote backends
-	// yet: it runs terminal() commands and project-mode scripts on this host whatever the
-	// value, and a non-local value is reported in [Config.Warnings] so that nobody believes
-	// commands run in a container. YAML key: backend.
+	// Backend is where commands run: "local" (the default), "docker", "ssh" or "exec"; see
+	// [Backends]. Stored trimmed and lower-case; null or empty means local. Hermes's other
+	// backends (modal, daytona, singularity, ...) and any other value are an error, so that
+	// nothing runs on this host that was meant to run elsewhere. YAML key: backend.
 	Backend string
+	// Cwd is the working dir of commands in a remote backend, as written (trimmed), or "" for
+	// the backend's own: see [Terminal.RemoteCwd], which gives the effective dir. It does not
+	// apply to the local backend, whose commands run in the session's working dir (run and
+	// mcp: --workdir; serve: each call's workdir). Default "". YAML key: cwd.
+	Cwd string
+	// DockerImage is the image of the docker backend's container. Default
+	// [DefaultDockerImage]; null or empty means the default. YAML key: docker_image.
+	DockerImage string
+	// DockerNetwork gives the container a network; false starts it with --network none.
+	// Default true. YAML key: docker_network.
+	DockerNetwork bool
+	// DockerVolumes are bind mounts and volumes of the container, each "source:target" or
+	// "source:target:options" (such as "/srv/data:/data:ro"), as docker -v takes them; the
+	// target must be an absolute path. Default empty. YAML key: docker_volumes.
+	DockerVolumes []string
+	// DockerEnv sets variables inside the container, name to value. The file may give a
+	// mapping or a list of "NAME=value" strings; names must be valid variable names, and
+	// values strings or numbers. Default empty. YAML key: docker_env.
+	DockerEnv map[string]string
+	// DockerForwardEnv names host variables whose values are passed into the container.
+	// Default empty. YAML key: docker_forward_env.
+	DockerForwardEnv []string
+	// DockerExtraArgs are more arguments of docker run, placed before the image. Default
+	// empty. YAML key: docker_extra_args.
+	DockerExtraArgs []string
+	// ContainerCPU limits the container's CPUs (docker --cpus). Default 1; 0 means no limit,
+	// as in Hermes; a number, 0 or more. YAML key: container_cpu.
+	ContainerCPU float64
+	// ContainerMemoryMB limits the container's memory, in MB (docker --memory). Default 5120;
+	// 0 means no limit, as in Hermes. YAML key: container_memory.
+	ContainerMemoryMB int
+	// ContainerPersistent keeps the container, and what it holds, from one process to the
+	// next; false removes it when the executor closes. Default true.
+	// YAML key: container_persistent.
+	ContainerPersistent bool
+	// SSHHost is the ssh backend's host name or address. Required with backend ssh.
+	// YAML key: ssh_host.
+	SSHHost string
+	// SSHUser is the user the ssh backend logs in as. Required with backend ssh.
+	// YAML key: ssh_user.
+	SSHUser string
+	// SSHPort is the ssh backend's port. Default 22; between 1 and 65535. YAML key: ssh_port.
+	SSHPort int
+	// SSHKey is the private key file of the ssh backend, with a leading "~/" expanded
+	// against the user's home, or "" (the default) for ssh's own keys and agent.
+	// YAML key: ssh_key.
+	SSHKey string
+	// SSHKnownHosts is the known-hosts file the ssh backend checks the host key against,
+	// "~/" expanded, or "" (the default) for ~/.ssh/known_hosts: see
+	// [Terminal.SSHKnownHostsPath]. Not a Hermes key. YAML key: ssh_known_hosts.
+	SSHKnownHosts string
+	// ExecCommand is the exec backend's command prefix: the program and arguments that run
+	// a command in the target, the command's own argv appended (such as ["kubectl", "exec",
+	// "-i", "POD", "--"]). Required and non-empty with backend exec. Not a Hermes key.
+	// YAML key: exec_command.
+	ExecCommand []string
 }
+
+// RemoteCwd is the effective working dir of a remote backend's commands: terminal.cwd when
+// set, else the backend's own: [DefaultDockerCwd] for docker, [DefaultSSHCwd] (the login dir)
+// for ssh, "" (the target's own dir) for exec. A Cwd of "." means the default too (it is
+// Hermes's default, the current dir of a local backend), and for docker so does any relative
+// path, which a container cannot use, as in Hermes. For the local backend it is "": local
+// commands run in the session's working dir.
+func (t Terminal) RemoteCwd() string {
+	cwd := t.Cwd
+	if cwd == "." {
+		cwd = ""
+	}
+	switch t.Backend {
+	case BackendDocker:
+		if !strings.HasPrefix(cwd, "/") {
+			return DefaultDockerCwd
+		}
+	case BackendSSH:
+		if cwd == "" {
+			return DefaultSSHCwd
+		}
+	case BackendExec:
+	default:
+		return ""
+	}
+	return cwd
+}
+
+// SSHKnownHostsPath is the known-hosts file of the ssh backend: SSHKnownHosts, or
+// ~/.ssh/known_hosts when it is empty ("" when the user has no home directory).
+func (t Terminal) SSHKnownHostsPath() string {
+	if t.SSHKnownHosts != "" {
+		return t.SSHKnownHosts
+	}
+	home, err := userHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".ssh", "known_hosts")
+}
+
+// userHomeDir is os.UserHomeDir, replaced in tests.
+var userHomeDir = os.UserHomeDir
 
 // Session kinds (docs/behaviour.md §8): who is driving the session decides what needs
 // approval.
@@ -412,7 +562,16 @@ func Default() Config {
 			WarmPool:          2,
 			Timezone:          "",
 		},
-		Terminal:  Terminal{EnvPassthrough: nil, Backend: BackendLocal},
+		Terminal: Terminal{
+			EnvPassthrough:      nil,
+			Backend:             BackendLocal,
+			DockerImage:         DefaultDockerImage,
+			DockerNetwork:       true,
+			ContainerCPU:        DefaultContainerCPU,
+			ContainerMemoryMB:   DefaultContainerMemoryMB,
+			ContainerPersistent: true,
+			SSHPort:             DefaultSSHPort,
+		},
 		Web:       Web{Extract: WebExtract{CharLimit: DefaultExtractCharLimit}},
 		Approvals: Approvals{Mode: ApprovalsManual, CronMode: CronModeAsk, Timeout: DefaultApprovalTimeout},
 	}
@@ -443,23 +602,33 @@ func HermesHome() string {
 	return filepath.Join(os.TempDir(), ".hermes")
 }
 
-// Load reads and validates a configuration file, then applies $HERMES_TIMEZONE.
+// Load reads and validates a configuration file, then applies the environment's settings:
+// Hermes's TERMINAL_* variables over the terminal section (see [Terminal]), and
+// $HERMES_TIMEZONE.
 //
 // With path "", it reads config.yaml in [HermesHome] if that file exists, and otherwise
 // returns [Default] with an empty Source. An explicit path that does not exist is an error.
 // Every error is an [*Error].
 func Load(path string) (Config, error) {
-	cfg, err := loadFile(path)
+	p, err := loadFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	if err := applyEnv(&cfg, os.Getenv); err != nil {
+	// The terminal variables come before finish, which checks what depends on several keys
+	// (an ssh backend's host and user may come from either).
+	if err := p.terminalEnv(os.Getenv); err != nil {
 		return Config{}, err
 	}
-	return cfg, nil
+	if err := p.finish(); err != nil {
+		return Config{}, err
+	}
+	if err := applyEnv(p.cfg, os.Getenv); err != nil {
+		return Config{}, err
+	}
+	return *p.cfg, nil
 }
 
-func loadFile(path string) (Config, error) {
+func loadFile(path string) (*parser, error) {
 	explicit := path != ""
 	if !explicit {
 		path = filepath.Join(HermesHome(), FileName)
@@ -467,16 +636,17 @@ func loadFile(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if !explicit && errors.Is(err, fs.ErrNotExist) {
-			return Default(), nil
+			cfg := Default()
+			return &parser{cfg: &cfg}, nil
 		}
 		msg := fmt.Sprintf("cannot read configuration file: %v", err)
 		if errors.Is(err, fs.ErrNotExist) {
 			msg = "configuration file does not exist; check the path or omit it to use " +
 				filepath.Join(HermesHome(), FileName)
 		}
-		return Config{}, &Error{Path: path, Msg: msg, Err: err}
+		return nil, &Error{Path: path, Msg: msg, Err: err}
 	}
-	return Parse(data, path)
+	return parse(data, path)
 }
 
 // applyEnv applies the environment's settings (Hermes's $HERMES_TIMEZONE) over the file's.
@@ -499,53 +669,65 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 }
 
 // Parse validates configuration file contents. source names the data in error messages and
-// becomes [Config.Source]; it may be "". Parse reads no environment variable: [Load] applies
-// $HERMES_TIMEZONE.
+// becomes [Config.Source]; it may be "". Parse reads no environment variable but $HOME (to
+// expand "~/" in terminal.ssh_key and ssh_known_hosts): [Load] applies the TERMINAL_*
+// variables and $HERMES_TIMEZONE.
 //
 // An empty document, or one holding only comments, gives the defaults. Keys that are absent
 // keep their defaults. Every error is an [*Error].
 func Parse(data []byte, source string) (Config, error) {
-	cfg := Default()
-	cfg.Source = source
-	p := parser{source: source, cfg: &cfg}
-
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return cfg, nil
-		}
-		return Config{}, p.yamlError(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return Config{}, &Error{Path: source, Line: extra.Line,
-			Msg: "more than one YAML document; keep a single document (remove the \"---\" separator)"}
-	} else if !errors.Is(err, io.EOF) {
-		return Config{}, p.yamlError(err)
-	}
-
-	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return cfg, nil
-		}
-		root = root.Content[0]
-	}
-	if err := p.root(root); err != nil {
+	p, err := parse(data, source)
+	if err != nil {
 		return Config{}, err
 	}
 	if err := p.finish(); err != nil {
 		return Config{}, err
 	}
-	return cfg, nil
+	return *p.cfg, nil
+}
+
+// parse walks data into a parser's Config, leaving what depends on several keys to finish.
+func parse(data []byte, source string) (*parser, error) {
+	cfg := Default()
+	cfg.Source = source
+	p := &parser{source: source, cfg: &cfg}
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return p, nil
+		}
+		return nil, p.yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{Path: source, Line: extra.Line,
+			Msg: "more than one YAML document; keep a single document (remove the \"---\" separator)"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, p.yamlError(err)
+	}
+
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return p, nil
+		}
+		root = root.Content[0]
+	}
+	if err := p.root(root); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // parser walks a decoded node tree into a Config.
 type parser struct {
 	source string
 	cfg    *Config
-	lines  struct{ provider int }
+	lines  struct{ provider, backend int }
+	// backendEnv is set when TERMINAL_ENV chose the backend.
+	backendEnv bool
 	// topTimezone is the top-level timezone key's value.
 	topTimezone string
 	// merged counts the nodes that merge keys brought in, against maxMerged.
@@ -633,9 +815,26 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 }
 
 func (p *parser) terminal(key string, n *yaml.Node) error {
+	t := &p.cfg.Terminal
 	return p.mapping(n, key, []field{
 		{name: "env_passthrough", apply: p.envPassthrough},
 		{name: "backend", apply: p.backend},
+		{name: "cwd", apply: p.stringField(&t.Cwd, "", checkCwd)},
+		{name: "docker_image", apply: p.stringField(&t.DockerImage, DefaultDockerImage, checkImage)},
+		{name: "docker_network", apply: p.boolField(&t.DockerNetwork)},
+		{name: "docker_volumes", apply: p.stringList(&t.DockerVolumes, "volumes such as \"/srv/data:/data:ro\"", checkVolume)},
+		{name: "docker_env", apply: p.dockerEnv},
+		{name: "docker_forward_env", apply: p.stringList(&t.DockerForwardEnv, "environment variable names", checkEnvName)},
+		{name: "docker_extra_args", apply: p.argList(&t.DockerExtraArgs, "arguments of docker run")},
+		{name: "container_cpu", apply: p.cpuField(&t.ContainerCPU)},
+		{name: "container_memory", apply: p.intField(&t.ContainerMemoryMB, 0, -1, "MB")},
+		{name: "container_persistent", apply: p.boolField(&t.ContainerPersistent)},
+		{name: "ssh_host", apply: p.stringField(&t.SSHHost, "", checkSSHName)},
+		{name: "ssh_user", apply: p.stringField(&t.SSHUser, "", checkSSHName)},
+		{name: "ssh_port", apply: p.intField(&t.SSHPort, 1, 65535, "")},
+		{name: "ssh_key", apply: p.stringField(&t.SSHKey, "", checkPath)},
+		{name: "ssh_known_hosts", apply: p.stringField(&t.SSHKnownHosts, "", checkPath)},
+		{name: "exec_command", apply: p.argList(&t.ExecCommand, "the command prefix, such as [\"kubectl\", \"exec\", \"-i\", \"POD\", \"--\"]")},
 	})
 }
 
@@ -824,8 +1023,17 @@ func (p *parser) finish() error {
 	case p.topTimezone != "":
 		cfg.Timezone, cfg.TimezoneSource = p.topTimezone, "timezone"
 	}
+	if err := p.finishTerminal(); err != nil {
+		return err
+	}
 	for i := range cfg.Used {
 		cfg.Used[i].Value = cfg.valueOf(cfg.Used[i].Path)
+		if cfg.Used[i].Path == "terminal.cwd" && cfg.Terminal.Backend == BackendLocal {
+			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "applies to remote backends only; local commands run in the session's working dir")
+		}
+		if cfg.Used[i].Path == "terminal.docker_env" && len(cfg.Terminal.DockerEnv) > 0 {
+			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "names only; values not shown")
+		}
 	}
 	return nil
 }
@@ -858,9 +1066,44 @@ func (c *Config) valueOf(path string) string {
 	case "code_execution.confine_tools_to_workdir":
 		v = ce.ConfineToolsToWorkdir
 	case "terminal.env_passthrough":
-		v = "[" + strings.Join(c.Terminal.EnvPassthrough, ", ") + "]"
+		v = listText(c.Terminal.EnvPassthrough)
 	case "terminal.backend":
 		v = c.Terminal.Backend
+	case "terminal.cwd":
+		v = c.Terminal.Cwd
+		if c.Terminal.Backend != BackendLocal {
+			v = c.Terminal.RemoteCwd()
+		}
+	case "terminal.docker_image":
+		v = c.Terminal.DockerImage
+	case "terminal.docker_network":
+		v = c.Terminal.DockerNetwork
+	case "terminal.docker_volumes":
+		v = listText(c.Terminal.DockerVolumes)
+	case "terminal.docker_env":
+		v = listText(slices.Sorted(maps.Keys(c.Terminal.DockerEnv)))
+	case "terminal.docker_forward_env":
+		v = listText(c.Terminal.DockerForwardEnv)
+	case "terminal.docker_extra_args":
+		v = listText(c.Terminal.DockerExtraArgs)
+	case "terminal.container_cpu":
+		v = c.Terminal.ContainerCPU
+	case "terminal.container_memory":
+		v = c.Terminal.ContainerMemoryMB
+	case "terminal.container_persistent":
+		v = c.Terminal.ContainerPersistent
+	case "terminal.ssh_host":
+		v = c.Terminal.SSHHost
+	case "terminal.ssh_user":
+		v = c.Terminal.SSHUser
+	case "terminal.ssh_port":
+		v = c.Terminal.SSHPort
+	case "terminal.ssh_key":
+		v = c.Terminal.SSHKey
+	case "terminal.ssh_known_hosts":
+		v = c.Terminal.SSHKnownHosts
+	case "terminal.exec_command":
+		v = listText(c.Terminal.ExecCommand)
 	case "web.search.provider":
 		v = w.Search.Provider
 	case "web.search.url":
@@ -1005,28 +1248,6 @@ func yaml11Bool(n *yaml.Node) (value, ok bool) {
 		return false, true
 	}
 	return false, false
-}
-
-func (p *parser) backend(key string, n *yaml.Node) error {
-	n = resolveAlias(n)
-	t := &p.cfg.Terminal
-	if isNull(n) {
-		t.Backend = BackendLocal
-		return nil
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return p.errorf(n, key, "%s must be a string naming a terminal backend (local, docker, ssh, ...), got %s", key, describe(n))
-	}
-	v := strings.ToLower(strings.TrimSpace(n.Value))
-	if v == "" {
-		v = BackendLocal
-	}
-	t.Backend = v
-	if v != BackendLocal {
-		p.warnf(n.Line, "%s is %q, but hermes-wasm-exec has no remote terminal backends yet: terminal() commands, and scripts in project mode, run on this host, not in %s. Use code_execution.mode: strict to keep scripts in the wasm sandbox (their terminal() commands still run on this host), or set %s: local",
-			key, n.Value, v, key)
-	}
-	return nil
 }
 
 func (p *parser) provider(key string, n *yaml.Node) error {

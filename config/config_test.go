@@ -575,6 +575,10 @@ func FuzzParse(f *testing.F) {
 		"timezone: Asia/Tokyo\napprovals: {mode: off, cron_mode: approve}\nmodel: {default: x}\n",
 		"code_execution: {kernel_idle_timeout: -1, max_session_kernels: 0, kernel_mode: session}\n",
 		"terminal: {backend: docker, timeout: 180}\napprovals: {cron_mode: yes, deny: [rm*]}\n",
+		"terminal: {backend: ssh, ssh_host: h, ssh_user: u, ssh_port: 2222, ssh_key: ~/k}\n",
+		"terminal: {backend: exec, exec_command: [kubectl, exec, -i, p, --]}\n",
+		"terminal: {backend: docker, docker_env: [A=1], docker_volumes: [\"/a:/b:ro\"], container_cpu: 0.5}\n",
+		"terminal: {backend: modal}\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -603,7 +607,7 @@ func FuzzParse(f *testing.F) {
 		}
 		if !slices.Contains(ApprovalModes, cfg.Approvals.Mode) ||
 			!slices.Contains([]string{CronModeAsk, CronModeDeny, CronModeApprove}, cfg.Approvals.CronMode) ||
-			cfg.Approvals.Timeout < 1 || cfg.Approvals.Timeout > MaxApprovalTimeout || cfg.Terminal.Backend == "" {
+			cfg.Approvals.Timeout < 1 || cfg.Approvals.Timeout > MaxApprovalTimeout || !slices.Contains(Backends, cfg.Terminal.Backend) {
 			t.Fatalf("invalid approvals or terminal accepted: %+v %+v", cfg.Approvals, cfg.Terminal)
 		}
 		if cfg.Timezone != "" && checkZone(cfg.Timezone) != nil {
@@ -613,6 +617,14 @@ func FuzzParse(f *testing.F) {
 			if k.Line < 1 || k.Value == "" {
 				t.Fatalf("used key without a line or value: %+v", k)
 			}
+		}
+		switch tm := cfg.Terminal; {
+		case tm.SSHPort < 1 || tm.SSHPort > 65535 || tm.ContainerCPU < 0 || tm.ContainerMemoryMB < 0 || tm.DockerImage == "":
+			t.Fatalf("invalid terminal settings accepted: %+v", tm)
+		case tm.Backend == BackendSSH && (tm.SSHHost == "" || tm.SSHUser == ""):
+			t.Fatalf("ssh backend without host or user: %+v", tm)
+		case tm.Backend == BackendExec && len(tm.ExecCommand) == 0:
+			t.Fatalf("exec backend without a command: %+v", tm)
 		}
 		for _, name := range cfg.Terminal.EnvPassthrough {
 			if name == "" || strings.Contains(name, "=") {

@@ -46,16 +46,13 @@ var hermesKeys = map[string]map[string]string{
 	"terminal": keys(
 		"modal_mode", "degraded_mode", "temp_dir", "font_family", "daemon_term_grace_seconds",
 		"oneshot_completion_wait_seconds", "home_mode", "shell_init_files", "auto_source_bashrc",
-		"docker_image", "docker_forward_env", "docker_env", "singularity_image", "modal_image",
-		"daytona_image", "vercel_runtime", "container_cpu", "container_memory", "container_disk",
-		"container_persistent", "docker_volumes", "docker_mount_cwd_to_workspace",
-		"docker_network", "docker_extra_args", "docker_shm_size", "docker_run_as_host_user",
+		"singularity_image", "modal_image", "daytona_image", "vercel_runtime",
+		"docker_mount_cwd_to_workspace", "docker_shm_size", "docker_run_as_host_user",
 		"docker_snap_compat", "docker_shared_container_key", "persistent_shell",
-		"lifetime_seconds", "sudo_password", "ssh_host", "ssh_user", "ssh_port", "ssh_key",
-		"ssh_persistent",
+		"lifetime_seconds", "sudo_password", "ssh_persistent",
 	).with(map[string]string{
-		"timeout": "terminal() waits 180 s here unless the script passes timeout= (at most 600 s)",
-		"cwd":     "run and mcp use --workdir (default: the current dir); serve uses each call's workdir",
+		"timeout":        "terminal() waits 180 s here unless the script passes timeout= (at most 600 s)",
+		"container_disk": "the docker backend sets no disk limit",
 	}),
 	"approvals": keys(
 		"mcp_reload_confirm", "destructive_slash_confirm",

@@ -1,0 +1,405 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// This file holds the terminal section's backend keys: their apply functions, the checks
+// their values share with Hermes's TERMINAL_* variables, and the checks that depend on several
+// keys.
+
+// backendUse is what an error about terminal.backend offers instead.
+const backendUse = `use local, docker, ssh or exec (a command prefix such as ["kubectl","exec","-i","POD","--"])`
+
+// backendReason says why a terminal.backend value that is not in [Backends] is refused, or ""
+// when it is one of them.
+func backendReason(v string) string {
+	switch v {
+	case BackendLocal, BackendDocker, BackendSSH, BackendExec:
+		return ""
+	case "modal", "daytona", "vercel_sandbox":
+		return "its API cannot be reached from here"
+	case "singularity", "apptainer":
+		return "it is not implemented here"
+	}
+	msg := "it is not a terminal backend"
+	if s := suggest(v, append(slices.Clone(Backends), "modal", "daytona", "singularity")); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
+}
+
+func (p *parser) backend(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	t := &p.cfg.Terminal
+	p.lines.backend = n.Line
+	if isNull(n) {
+		t.Backend = BackendLocal
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be a string naming a terminal backend (local, docker, ssh or exec), got %s", key, describe(n))
+	}
+	v := strings.ToLower(strings.TrimSpace(n.Value))
+	if v == "" {
+		v = BackendLocal
+	}
+	if r := backendReason(v); r != "" {
+		return p.errorf(n, key, "%s %q is not available in hermes-wasm-exec: %s; %s; see docs/backends/", key, n.Value, r, backendUse)
+	}
+	t.Backend = v
+	return nil
+}
+
+// A check validates a trimmed, non-empty value of a string key or of its environment
+// variable. It returns the value to store and, when the value is refused, a clause that
+// follows "<key> is <value>, which" in the error.
+type check func(v string) (value, problem string)
+
+func checkCwd(v string) (string, string) {
+	if strings.ContainsRune(v, 0) {
+		return "", "contains a NUL byte"
+	}
+	return v, ""
+}
+
+// checkOption refuses what the client program would take for an option or split.
+func checkOption(v, program string) string {
+	switch {
+	case strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return "contains spaces or control characters"
+	case strings.HasPrefix(v, "-"):
+		return fmt.Sprintf("starts with \"-\", which %s would take for an option", program)
+	}
+	return ""
+}
+
+func checkImage(v string) (string, string) { return v, checkOption(v, "docker") }
+
+func checkSSHName(v string) (string, string) { return v, checkOption(v, "ssh") }
+
+func checkEnvName(v string) (string, string) {
+	if !envNameRe.MatchString(v) {
+		return "", "is not an environment variable name (letters, digits and _, not starting with a digit)"
+	}
+	return v, ""
+}
+
+// checkVolume accepts what docker -v takes: source:target or source:target:options, with an
+// absolute target.
+func checkVolume(v string) (string, string) {
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") || !strings.HasPrefix(parts[1], "/") ||
+		strings.ContainsRune(v, 0) {
+		return "", "is not source:target or source:target:options with an absolute target path, as docker -v takes it (such as \"/srv/data:/data:ro\")"
+	}
+	return v, ""
+}
+
+// checkPath expands a leading "~/" (or a lone "~") against the user's home.
+func checkPath(v string) (string, string) {
+	if strings.ContainsRune(v, 0) {
+		return "", "contains a NUL byte"
+	}
+	if v != "~" && !strings.HasPrefix(v, "~/") {
+		if strings.HasPrefix(v, "~") {
+			return "", "starts with \"~\" but not \"~/\"; write a path in your home as \"~/...\", or an absolute path"
+		}
+		return v, ""
+	}
+	home, err := userHomeDir()
+	if err != nil || home == "" {
+		return "", "starts with \"~\", but the user has no home directory to expand it against; write an absolute path"
+	}
+	return strings.TrimSuffix(home, "/") + strings.TrimPrefix(v, "~"), ""
+}
+
+// stringField returns an apply function for a string key: null or empty (after trimming)
+// stores def, any other value is checked and stored trimmed.
+func (p *parser) stringField(dst *string, def string, c check) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = def
+			return nil
+		}
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return p.errorf(n, key, "%s must be a string, got %s", key, describe(n))
+		}
+		v := strings.TrimSpace(n.Value)
+		if v == "" {
+			*dst = def
+			return nil
+		}
+		v, problem := c(v)
+		if problem != "" {
+			return p.errorf(n, key, "%s is %q, which %s", key, n.Value, problem)
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// stringList returns an apply function for a list of strings, each checked; what names the
+// items in type errors. Null means an empty list.
+func (p *parser) stringList(dst *[]string, what string, c check) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = nil
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return p.errorf(n, key, "%s must be a list of %s, got %s", key, what, describe(n))
+		}
+		var out []string
+		for i, item := range n.Content {
+			item = resolveAlias(item)
+			ik := fmt.Sprintf("%s[%d]", key, i)
+			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+				return p.errorf(item, ik, "%s must be a string, got %s", ik, describe(item))
+			}
+			v, problem := c(strings.TrimSpace(item.Value))
+			if problem != "" {
+				return p.errorf(item, ik, "%s is %q, which %s", ik, item.Value, problem)
+			}
+			out = append(out, v)
+		}
+		*dst = out
+		return nil
+	}
+}
+
+// argList returns an apply function for a list of command arguments: each a string or a
+// number (taken as written), kept untrimmed; the first must not be empty. Null means an empty
+// list.
+func (p *parser) argList(dst *[]string, what string) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = nil
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return p.errorf(n, key, "%s must be a list of %s, got %s", key, what, describe(n))
+		}
+		var out []string
+		for i, item := range n.Content {
+			item = resolveAlias(item)
+			ik := fmt.Sprintf("%s[%d]", key, i)
+			if item.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float"}, item.ShortTag()) {
+				return p.errorf(item, ik, "%s must be a string, got %s", ik, describe(item))
+			}
+			switch {
+			case strings.ContainsRune(item.Value, 0):
+				return p.errorf(item, ik, "%s contains a NUL byte", ik)
+			case i == 0 && strings.TrimSpace(item.Value) == "":
+				return p.errorf(item, ik, "%s is empty; the first item names the program", ik)
+			}
+			out = append(out, item.Value)
+		}
+		*dst = out
+		return nil
+	}
+}
+
+// cpuField returns an apply function for a number of CPUs, 0 or more.
+func (p *parser) cpuField(dst *float64) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+			return p.errorf(n, key, "%s must be a number of CPUs (such as 1 or 0.5; 0 for no limit), got %s", key, describe(n))
+		}
+		var v float64
+		if err := n.Decode(&v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return p.errorf(n, key, "%s is %s, which is out of range (must be 0 or more; 0 means no limit)", key, n.Value)
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// dockerEnv applies terminal.docker_env: a mapping of names to values, or a list of
+// "NAME=value" strings.
+func (p *parser) dockerEnv(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	t := &p.cfg.Terminal
+	if isNull(n) {
+		t.DockerEnv = nil
+		return nil
+	}
+	env := map[string]string{}
+	set := func(at *yaml.Node, ik, name, value string) error {
+		if !envNameRe.MatchString(name) {
+			return p.errorf(at, ik, "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit)", ik, name)
+		}
+		if strings.ContainsRune(value, 0) {
+			return p.errorf(at, ik, "%s: the value of %s contains a NUL byte", ik, name)
+		}
+		if _, dup := env[name]; dup {
+			return p.errorf(at, ik, "%s sets %s twice; keep only one", key, name)
+		}
+		env[name] = value
+		return nil
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		pairs, err := p.pairs(n, key)
+		if err != nil {
+			return err
+		}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			k, v := resolveAlias(pairs[i]), resolveAlias(pairs[i+1])
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+				return p.errorf(k, key, "%s has a key that is %s; keys must be variable names", key, describe(k))
+			}
+			ik := joinKey(key, k.Value)
+			if v.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float"}, v.ShortTag()) {
+				return p.errorf(v, ik, "%s must be a string or a number, got %s; quote it (for example \"true\")", ik, describe(v))
+			}
+			if err := set(k, ik, k.Value, v.Value); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			item = resolveAlias(item)
+			ik := fmt.Sprintf("%s[%d]", key, i)
+			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+				return p.errorf(item, ik, "%s must be a \"NAME=value\" string, got %s", ik, describe(item))
+			}
+			name, value, ok := strings.Cut(item.Value, "=")
+			if !ok {
+				return p.errorf(item, ik, "%s is %q, which has no \"=\"; write NAME=value", ik, item.Value)
+			}
+			if err := set(item, ik, name, value); err != nil {
+				return err
+			}
+		}
+	default:
+		return p.errorf(n, key, "%s must be a mapping of variable names to values (or a list of \"NAME=value\" strings), got %s", key, describe(n))
+	}
+	t.DockerEnv = env
+	if len(env) == 0 {
+		t.DockerEnv = nil
+	}
+	return nil
+}
+
+// terminalEnv applies Hermes's TERMINAL_* variables over the file's terminal keys. A blank
+// variable is unset; an invalid one is an error naming it.
+func (p *parser) terminalEnv(getenv func(string) string) error {
+	t := &p.cfg.Terminal
+	for _, e := range terminalEnv {
+		raw := getenv(e.name)
+		v := strings.TrimSpace(raw)
+		if v == "" {
+			continue
+		}
+		fail := func(problem string) error {
+			return &Error{Path: p.source, Key: e.name, Msg: fmt.Sprintf(
+				"environment variable %s is %q, which %s; fix it, or unset it to use terminal.%s of the config file", e.name, raw, problem, e.key)}
+		}
+		var c check
+		var dst *string
+		switch e.key {
+		case "backend":
+			b := strings.ToLower(v)
+			if r := backendReason(b); r != "" {
+				return &Error{Path: p.source, Key: e.name, Msg: fmt.Sprintf(
+					"environment variable %s is %q, a terminal backend not available in hermes-wasm-exec: %s; %s, or unset it to use terminal.backend of the config file; see docs/backends/", e.name, raw, r, backendUse)}
+			}
+			t.Backend, p.backendEnv = b, true
+		case "cwd":
+			if t.Backend == BackendDocker && hostPath(v) {
+				// Hermes sets TERMINAL_CWD to its own working dir; a host path means nothing
+				// in a container, and Hermes ignores it too.
+				p.cfg.Notes = append(p.cfg.Notes, fmt.Sprintf("%s=%s is a host path, which a container cannot use: ignored; docker commands run in %s", e.name, v, t.RemoteCwd()))
+				continue
+			}
+			c, dst = checkCwd, &t.Cwd
+		case "docker_image":
+			c, dst = checkImage, &t.DockerImage
+		case "ssh_host":
+			c, dst = checkSSHName, &t.SSHHost
+		case "ssh_user":
+			c, dst = checkSSHName, &t.SSHUser
+		case "ssh_key":
+			c, dst = checkPath, &t.SSHKey
+		case "ssh_port":
+			port, err := strconv.Atoi(v)
+			if err != nil || port < 1 || port > 65535 {
+				return fail("is not a port number (between 1 and 65535)")
+			}
+			t.SSHPort = port
+		}
+		if c != nil {
+			value, problem := c(v)
+			if problem != "" {
+				return fail(problem)
+			}
+			*dst = value
+		}
+		for i, k := range p.cfg.Used {
+			if k.Path == "terminal."+e.key {
+				p.cfg.Used[i].Note = joinNote(k.Note, "overridden by "+e.name+"="+v)
+			}
+		}
+	}
+	return nil
+}
+
+// hostPath reports whether a working dir is one a container cannot use: relative, or under a
+// host's home directories (Hermes's test).
+func hostPath(v string) bool {
+	return !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "/home/") || strings.HasPrefix(v, "/Users/")
+}
+
+// finishTerminal checks what the selected backend needs.
+func (p *parser) finishTerminal() error {
+	t := &p.cfg.Terminal
+	what := fmt.Sprintf("terminal.backend is %q", t.Backend)
+	if p.backendEnv {
+		what += " (from TERMINAL_ENV)"
+	}
+	switch t.Backend {
+	case BackendSSH:
+		if t.SSHHost == "" || t.SSHUser == "" {
+			key, missing := "terminal.ssh_host", "ssh_host"
+			switch {
+			case t.SSHHost == "" && t.SSHUser == "":
+				missing = "neither is"
+			case t.SSHUser == "":
+				key, missing = "terminal.ssh_user", "ssh_user"
+			}
+			if missing != "neither is" {
+				missing += " is missing"
+			}
+			return &Error{Path: p.source, Line: p.lines.backend, Key: key, Msg: fmt.Sprintf(
+				"%s but terminal.ssh_host and terminal.ssh_user are not both set (%s); set both in the terminal section, or TERMINAL_SSH_HOST and TERMINAL_SSH_USER in the environment", what, missing)}
+		}
+	case BackendExec:
+		if len(t.ExecCommand) == 0 {
+			return &Error{Path: p.source, Line: p.lines.backend, Key: "terminal.exec_command", Msg: fmt.Sprintf(
+				"%s but terminal.exec_command is not set: set it to the command prefix that runs a command in the target, such as [\"kubectl\", \"exec\", \"-i\", \"POD\", \"--\"]", what)}
+		}
+	case BackendDocker:
+		if cwd := t.Cwd; cwd != "" && cwd != "." && !strings.HasPrefix(cwd, "/") {
+			for _, k := range p.cfg.Used {
+				if k.Path == "terminal.cwd" {
+					p.warnf(k.Line, "terminal.cwd %q is not an absolute path, which a container cannot use; docker commands run in %s (set an absolute path such as \"/workspace\")", cwd, DefaultDockerCwd)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// listText formats a list for [Config.Used].
+func listText(items []string) string { return "[" + strings.Join(items, ", ") + "]" }
