@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // The docker backend drives the engine through the docker CLI, not the
@@ -144,7 +146,7 @@ func (d *docker) run(ctx context.Context, args ...string) (string, error) {
 	c.Env = clientEnv(d.opts.ClientEnv)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
+	if err := proctree.Run(ctx, c); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
 			msg = err.Error()

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // A remote backend runs every command as `sh -c wrapper` in the target,
@@ -127,7 +129,8 @@ func (r *remote) run(ctx context.Context, cmd Command) (int, error) {
 // dir and the command, with the command's marker.
 func (r *remote) header(cmd Command, marker string) (string, error) {
 	var b strings.Builder
-	env := append(append([]string{}, r.extraEnv...), cmd.Env...)
+	// The backend's own variables (docker_env, forwarded ones) win.
+	env := append(append([]string{}, cmd.Env...), r.extraEnv...)
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !validEnvName(k) || hostOnlyEnv[k] {
@@ -180,7 +183,7 @@ func (r *remote) Start(ctx context.Context, cmd Command) (Process, error) {
 	// Output still held by a process that escaped the kill is not waited
 	// for long once the client is gone.
 	c.WaitDelay = 2 * time.Second
-	p := &remoteProcess{r: r, marker: marker, cmd: c, done: make(chan struct{})}
+	p := &remoteProcess{r: r, marker: marker, done: make(chan struct{})}
 	if cmd.Interactive {
 		w, err := c.StdinPipe()
 		if err != nil {
@@ -194,21 +197,26 @@ func (r *remote) Start(ctx context.Context, cmd Command) (Process, error) {
 		}
 		c.Stdin = io.MultiReader(strings.NewReader(hdr), in)
 	}
-	if err := c.Start(); err != nil {
+	// The client runs in a process tree of its own, registered with
+	// proctree: an executor that reaps orphans must not take it for one.
+	tree, err := proctree.Start(c)
+	if err != nil {
 		return nil, fmt.Errorf("starting the %s client (%s): %w", r.name, c.Path, err)
 	}
-	if p.stdin != nil {
-		if _, err := io.WriteString(p.stdin, hdr); err != nil {
-			c.Process.Kill()
-			c.Wait()
-			return nil, fmt.Errorf("starting a command on the %s backend: %w", r.name, err)
-		}
-	}
+	p.tree = tree
 	go func() {
-		err := c.Wait()
+		err := tree.Wait()
+		tree.Release()
 		p.code, p.err = exitStatus(c, err)
 		close(p.done)
 	}()
+	if p.stdin != nil {
+		if _, err := io.WriteString(p.stdin, hdr); err != nil {
+			tree.Kill()
+			<-p.done
+			return nil, fmt.Errorf("starting a command on the %s backend: %w", r.name, err)
+		}
+	}
 	if ctx.Done() != nil {
 		go func() {
 			select {
@@ -225,14 +233,14 @@ func (r *remote) Start(ctx context.Context, cmd Command) (Process, error) {
 type remoteProcess struct {
 	r      *remote
 	marker string
-	cmd    *exec.Cmd
+	tree   *proctree.Tree // the local client's
 	stdin  io.WriteCloser
 
-	stopMu   sync.Mutex
-	stopped  chan struct{} // closed once a Stop has finished; nil before any
-	done     chan struct{}
-	code     int
-	err      error
+	stopMu  sync.Mutex
+	stopped chan struct{} // closed once a Stop has finished; nil before any
+	done    chan struct{}
+	code    int
+	err     error
 }
 
 func (p *remoteProcess) Stdin() io.WriteCloser { return p.stdin }
@@ -278,7 +286,7 @@ func (p *remoteProcess) Stop(grace time.Duration) {
 	case <-time.After(2 * time.Second):
 		// The client outlived its remote command (a lost connection, an
 		// engine that does not end the exec).
-		p.cmd.Process.Kill()
+		p.tree.Kill()
 		<-p.done
 	}
 }
@@ -291,7 +299,7 @@ func (r *remote) killMarked(marker string, grace time.Duration) {
 	c := r.tr.command(ctx, []string{"sh", "-c", remoteWrapper})
 	c.Stdin = strings.NewReader(base64.StdEncoding.EncodeToString([]byte(script)) + "\n")
 	c.WaitDelay = time.Second
-	c.Run()
+	proctree.Run(ctx, c)
 }
 
 // tenths is d in tenths of a second.

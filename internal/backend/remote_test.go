@@ -225,7 +225,6 @@ func TestRemoteFS(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-
 // What a command leaves running is stopped when it exits, as on this host.
 func TestRemoteLeftoversStopped(t *testing.T) {
 	dir := t.TempDir()

@@ -1,15 +1,19 @@
 package backend
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
 // The ssh backend uses the system ssh client with one ControlMaster
@@ -82,6 +86,11 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 			return nil, err
 		}
 	}
+	cleanupDir := func() {
+		if own {
+			os.RemoveAll(dir)
+		}
+	}
 	ctl := filepath.Join(dir, "ctl")
 	common := []string{"-T", "-e", "none", "-p", strconv.Itoa(opts.Port),
 		"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR",
@@ -93,33 +102,74 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 		common = append(common, "-i", opts.Key, "-o", "IdentitiesOnly=yes")
 	}
 	dest := opts.User + "@" + opts.Host
-	// The master: -f returns once authenticated; ControlPersist bounds how
-	// long it outlives this process if Close is never called.
-	master := exec.CommandContext(ctx, cli, append(append([]string{"-M", "-N", "-f", "-o", "ControlPersist=600"}, common...), dest)...)
+	// The master runs in the foreground as a child of ours (in a tree
+	// registered with proctree, so an executor reaping orphans leaves it
+	// alone); its LocalCommand says when it is connected and authenticated.
+	master := exec.Command(cli, append(append([]string{"-M", "-N", "-o", "ControlPersist=no",
+		"-o", "PermitLocalCommand=yes", "-o", "LocalCommand=echo " + sshReady}, common...), dest)...)
 	master.Env = clientEnv(nil)
 	var errb bytes.Buffer
 	master.Stderr = &errb
-	master.WaitDelay = time.Second
-	if err := master.Run(); err != nil {
-		if own {
-			os.RemoveAll(dir)
+	out, err := master.StdoutPipe()
+	if err != nil {
+		cleanupDir()
+		return nil, err
+	}
+	tree, err := proctree.Start(master)
+	if err != nil {
+		cleanupDir()
+		return nil, fmt.Errorf("starting %s: %w", cli, err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == sshReady {
+				ok = true
+				break
+			}
 		}
-		return nil, fmt.Errorf("the ssh backend could not connect to %s port %d: %s", dest, opts.Port, sshError(errb.String(), err))
+		ready <- ok
+		io.Copy(io.Discard, out)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		werr := tree.Wait()
+		tree.Release()
+		exited <- werr
+	}()
+	fail := func(msg string) (Backend, error) {
+		tree.Kill()
+		cleanupDir()
+		return nil, fmt.Errorf("the ssh backend could not connect to %s port %d: %s", dest, opts.Port, msg)
+	}
+	select {
+	case ok := <-ready:
+		if !ok {
+			werr := <-exited
+			return fail(sshError(errb.String(), werr))
+		}
+	case <-ctx.Done():
+		return fail(context.Cause(ctx).Error())
 	}
 	target := fmt.Sprintf("%s:%d", dest, opts.Port)
 	r := &remote{name: "ssh", target: target, cwd: opts.Cwd, extraEnv: opts.Env,
 		tr: &sshTransport{cli: cli, args: append(append([]string{"-o", "ControlMaster=no"}, common...), dest)}}
 	r.onClose = func() error {
+		// The master ends when asked; killed if it does not.
 		c := exec.Command(cli, append(append([]string{"-O", "exit"}, common...), dest)...)
 		c.Env = clientEnv(nil)
-		c.WaitDelay = time.Second
-		err := c.Run()
-		if own {
-			os.RemoveAll(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		proctree.Run(ctx, c)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			tree.Kill()
+			<-exited
 		}
-		if err != nil {
-			return fmt.Errorf("closing the ssh connection to %s: %w", target, err)
-		}
+		cleanupDir()
 		return nil
 	}
 	if err := r.probe(ctx); err != nil {
@@ -128,6 +178,9 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 	}
 	return r, nil
 }
+
+// sshReady is what the master's LocalCommand prints once connected.
+const sshReady = "hermes-ssh-master-ready"
 
 // sshError explains a failed connection.
 func sshError(stderr string, err error) string {
