@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +20,17 @@ func TestDocker(t *testing.T) {
 	began := time.Now()
 	// Concurrent callers get the one engine.
 	engines := make([]*backendtest.DockerEngine, 3)
-	var wg sync.WaitGroup
-	for i := range engines {
-		wg.Go(func() { engines[i] = backendtest.Docker(t) })
+	t.Run("concurrent", func(t *testing.T) {
+		for i := range engines {
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				engines[i] = backendtest.Docker(t)
+			})
+		}
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
-	wg.Wait()
 	t.Logf("the Docker engine was ready in %v", time.Since(began))
 	e := engines[0]
 	require.Same(t, e, engines[1])

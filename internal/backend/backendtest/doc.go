@@ -51,10 +51,13 @@
 // private daemon is removed, dockerd is stopped (SIGTERM, SIGKILL after
 // 20 s), whatever it left mounted under its temp dir is unmounted and the
 // dir removed; sshd is stopped and its dir removed. Both daemons run as
-// process trees of [proctree] that get SIGKILL if the test process dies
-// unannounced (a panic, a -timeout), which leaves only their temp dirs.
-// They are started through proctree so that a test process that made
-// itself a child subreaper does not take them for orphans to kill.
+// process trees of internal/proctree, which get SIGKILL if the test
+// process dies unannounced (a panic, a -timeout); that leaves only their
+// temp dirs, which the next start of an engine removes. The daemons and
+// every command run here (apt-get, debootstrap, the docker CLI) go
+// through proctree so that a test process that made itself a child
+// subreaper does not take them for orphans to kill; a test that runs the
+// docker or ssh CLI itself in such a process must do the same.
 //
 // Linux only: elsewhere [Docker] and [SSH] fail the test.
 package backendtest

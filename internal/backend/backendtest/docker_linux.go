@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func startDocker() (*DockerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := tempDir("hwd-")
+	dir, err := tempDir("hwd-", "docker.pid")
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func startDocker() (*DockerEngine, error) {
 		return nil, err
 	}
 	e := &DockerEngine{Host: "unix://" + sock, Image: imageName, Env: []string{"DOCKER_HOST=unix://" + sock}, Docker: paths["docker"]}
-	stop := func() { stopDocker(e, d) }
+	stop := sync.OnceFunc(func() { stopDocker(e, d) })
 	if !onStop(stop) {
 		stop()
 		return nil, errStopping
@@ -108,6 +109,9 @@ func startDocker() (*DockerEngine, error) {
 	} {
 		if _, err := command(stopCtx, e.Env, nil, e.Docker, args...); err != nil {
 			stop()
+			if errors.Is(err, errStopping) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("backendtest: %w\nthe end of dockerd's log (%s):\n%s", err, d.logPath, fileTail(d.logPath, 20))
 		}
 	}

@@ -32,6 +32,11 @@ func Main(m *testing.M) int {
 	mainRunning.Store(true)
 	code := m.Run()
 	stopAll()
+	if caught.Load() {
+		// A test that failed because the engines stopped ended the run:
+		// let the signal's goroutine end the process with the signal.
+		time.Sleep(5 * time.Second)
+	}
 	return code
 }
 
@@ -60,6 +65,8 @@ var (
 	stopOnce sync.Once
 
 	signalsOnce sync.Once
+	// caught is set once SIGINT or SIGTERM came in.
+	caught atomic.Bool
 )
 
 // onStop registers f to run when everything is stopped. It reports false,
@@ -99,6 +106,7 @@ func watchSignals() {
 		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			sig := <-ch
+			caught.Store(true)
 			fmt.Fprintf(os.Stderr, "backendtest: %v: stopping the test engines\n", sig)
 			stopAll()
 			signal.Reset(sig)
@@ -142,6 +150,9 @@ func command(ctx context.Context, env []string, stdin io.Reader, name string, ar
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
 	if err := proctree.Run(ctx, cmd); err != nil {
+		if ctx.Err() != nil && stopCtx.Err() != nil {
+			return "", fmt.Errorf("%w (%s was stopped)", errStopping, commandLine(name, args))
+		}
 		return stdout.String(), fmt.Errorf("%s: %w\n%s", commandLine(name, args), err,
 			lastLines(stderr.String()+stdout.String(), 30))
 	}
@@ -351,8 +362,16 @@ func unescapeMountinfo(s string) string {
 
 // tempDir makes a fresh temp dir whose name starts with prefix, its path
 // without symbolic links (as mountinfo shows it), removed when everything
-// is stopped.
-func tempDir(prefix string) (string, error) {
+// is stopped. It first removes the dirs of that prefix that a test
+// process killed unannounced left behind: those whose daemon's pidfile
+// (a file named pidfile in it) names a process that is not that daemon.
+func tempDir(prefix, pidfile string) (string, error) {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, dir := range old {
+		if stale(dir, pidfile) {
+			removeDir(dir)
+		}
+	}
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return "", err
@@ -371,4 +390,20 @@ func registerDir(dir string) (string, error) {
 		return "", errStopping
 	}
 	return dir, nil
+}
+
+// stale reports whether dir's daemon is gone: the pid in its pidfile is
+// not a process whose command line names dir (the daemon removes the
+// file when it exits normally, and a test process removes its dirs).
+func stale(dir, pidfile string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, pidfile))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return errors.Is(err, os.ErrNotExist) || err == nil && !bytes.Contains(cmdline, []byte(dir))
 }

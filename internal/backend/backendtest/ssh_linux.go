@@ -52,7 +52,7 @@ func startSSH() (*SSHServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backendtest: who is the current user: %w", err)
 	}
-	dir, err := tempDir("hws-")
+	dir, err := tempDir("hws-", "sshd.pid")
 	if err != nil {
 		return nil, err
 	}
