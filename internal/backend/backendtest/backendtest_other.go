@@ -1,0 +1,34 @@
+//go:build !linux
+
+package backendtest
+
+import "testing"
+
+const linuxOnly = "remote backend tests run on Linux only"
+
+// Docker fails tb: remote backend tests run on Linux only.
+func Docker(tb testing.TB) *DockerEngine {
+	tb.Helper()
+	tb.Fatal(linuxOnly)
+	return nil
+}
+
+// Run fails tb: remote backend tests run on Linux only.
+func (d *DockerEngine) Run(tb testing.TB, args ...string) string {
+	tb.Helper()
+	tb.Fatal(linuxOnly)
+	return ""
+}
+
+// SSH fails tb: remote backend tests run on Linux only.
+func SSH(tb testing.TB) *SSHServer {
+	tb.Helper()
+	tb.Fatal(linuxOnly)
+	return nil
+}
+
+// Main runs the tests of a package: elsewhere than on Linux there is
+// nothing to stop.
+func Main(m *testing.M) int {
+	return m.Run()
+}
