@@ -40,14 +40,17 @@ type SSHOptions struct {
 	Cwd string
 	// Env is set in every command (shipped over stdin).
 	Env []string
+	// ClientEnv is added to the client's environment (SSH_AUTH_SOCK, ...).
+	ClientEnv []string
 	// ControlDir holds the master connection's socket; empty means a new
 	// private dir under the system temp dir.
 	ControlDir string
 }
 
 type sshTransport struct {
-	cli  string
-	args []string // options and destination
+	cli       string
+	args      []string // options and destination
+	clientEnv []string
 }
 
 func (t *sshTransport) command(ctx context.Context, argv []string) *exec.Cmd {
@@ -57,7 +60,7 @@ func (t *sshTransport) command(ctx context.Context, argv []string) *exec.Cmd {
 	}
 	args := append(append([]string{}, t.args...), "--", strings.Join(quoted, " "))
 	c := exec.CommandContext(ctx, t.cli, args...)
-	c.Env = clientEnv(nil)
+	c.Env = clientEnv(t.clientEnv)
 	return c
 }
 
@@ -107,7 +110,7 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 	// alone); its LocalCommand says when it is connected and authenticated.
 	master := exec.Command(cli, append(append([]string{"-M", "-N", "-o", "ControlPersist=no",
 		"-o", "PermitLocalCommand=yes", "-o", "LocalCommand=echo " + sshReady}, common...), dest)...)
-	master.Env = clientEnv(nil)
+	master.Env = clientEnv(opts.ClientEnv)
 	var errb bytes.Buffer
 	master.Stderr = &errb
 	out, err := master.StdoutPipe()
@@ -155,11 +158,11 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 	}
 	target := fmt.Sprintf("%s:%d", dest, opts.Port)
 	r := &remote{name: "ssh", target: target, cwd: opts.Cwd, extraEnv: opts.Env,
-		tr: &sshTransport{cli: cli, args: append(append([]string{"-o", "ControlMaster=no"}, common...), dest)}}
+		tr: &sshTransport{cli: cli, args: append(append([]string{"-o", "ControlMaster=no"}, common...), dest), clientEnv: opts.ClientEnv}}
 	r.onClose = func() error {
 		// The master ends when asked; killed if it does not.
 		c := exec.Command(cli, append(append([]string{"-O", "exit"}, common...), dest)...)
-		c.Env = clientEnv(nil)
+		c.Env = clientEnv(opts.ClientEnv)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		proctree.Run(ctx, c)

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
@@ -161,6 +162,7 @@ type Executor struct {
 	engineLog *slog.Logger // log as a slog.Logger for the layers below (built once)
 	strict    *strict.Engine
 	transport string
+	backends  backends // remote terminal backends, by session (backends.go)
 
 	mu          sync.Mutex
 	skillEnv    []string        // registered skill variables, in registration order
@@ -384,10 +386,10 @@ func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan
 	// first compile.
 	var eng engine.Engine = e.strict
 	if c.mode == config.ModeProject {
-		if c.python.Path != "" {
-			eng = &native.Engine{Python: c.python.Path, Transport: e.transport}
-		} else {
+		if c.usesWasm() {
 			eng = e.strict.OverWorkdir()
+		} else {
+			eng = e.projectEngine(c)
 		}
 	}
 	if c.usesWasm() {
@@ -463,11 +465,20 @@ type call struct {
 	enabled  []string // the tool set: engine.ToolSet of Request.Tools
 	note     string   // a warning for the result (skipped or missing python)
 	handlers map[string]ToolHandler
+	// backend is the remote backend the tools act in, and where a
+	// project-mode script runs; nil for this host.
+	backend backend.Backend
 }
 
 // usesWasm reports whether the call runs in the embedded interpreter.
 func (c *call) usesWasm() bool {
-	return c.mode == config.ModeStrict || c.python.Path == ""
+	return c.mode == config.ModeStrict || c.backend == nil && c.python.Path == ""
+}
+
+// projectEngine is the engine of a project-mode call that does not use
+// the embedded interpreter.
+func (e *Executor) projectEngine(c *call) *native.Engine {
+	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend}
 }
 
 // prepare validates req and resolves everything a call needs. When it
@@ -483,8 +494,17 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			fmt.Sprintf("execute_code: unknown mode %q, falling back to project", modeIn),
 			"mode", modeIn)
 	}
-	wd, err := ResolveWorkdir(req.Workdir)
+	be, err := e.remoteBackend(ctx, req.Session)
 	if err != nil {
+		err = fmt.Errorf("terminal.backend %s: %w", e.cfg.Terminal.Backend, err)
+		return nil, failed(mode, err), err
+	}
+	var wd string
+	if be != nil {
+		// The tools act in the backend, and a project-mode script runs
+		// there: the working dir is the backend's (terminal.cwd).
+		wd = be.Cwd()
+	} else if wd, err = ResolveWorkdir(req.Workdir); err != nil {
 		err = fmt.Errorf("working dir: %w", err)
 		return nil, failed(mode, err), err
 	}
@@ -496,7 +516,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			}
 		}
 	}
-	c := &call{mode: mode, workdir: wd, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
+	c := &call{mode: mode, workdir: wd, backend: be, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 {
 		c.handlers = maps.Clone(e.tools)
@@ -546,7 +566,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	if err != nil {
 		return nil, failed(mode, err), err
 	}
-	if mode == config.ModeProject {
+	if mode == config.ModeProject && be == nil {
 		c.python = native.Resolve(ctx, e.getenv)
 		for _, s := range c.python.Skipped {
 			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
@@ -698,6 +718,7 @@ func (e *Executor) Close(ctx context.Context) error {
 			cancel(&InterruptError{Reason: shutdownReason})
 		}
 		e.kernels.closeAll()
+		e.backends.closeAll()
 		waited := make(chan struct{})
 		go func() {
 			e.running.Wait()

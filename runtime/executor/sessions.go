@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
@@ -25,6 +26,38 @@ import (
 // kernelKey is what a kernel is reused for.
 type kernelKey struct {
 	session, mode, interpreter, workdir, tools string
+	// backend is the remote backend and its target ("" for this host).
+	backend string
+}
+
+// backendID names a remote backend and its target, for kernel reuse.
+func backendID(be backend.Backend) string {
+	if be == nil {
+		return ""
+	}
+	return be.Name() + " " + be.Target()
+}
+
+// startNativeKernel starts a project-mode kernel (a variable: tests make a
+// remote one fail to start).
+var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
+	return eng.StartKernel(ctx, spec)
+}
+
+// standaloneRemote runs a session call whose remote kernel could not
+// start as a one-shot script in the backend, and says so (docs/behaviour.md
+// §15): its state does not persist.
+func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
+	e.log.event(slog.LevelWarn, "remote kernel unavailable",
+		fmt.Sprintf("execute_code: the session kernel of %q could not start on the %s backend (%v); running the call as a standalone script", req.Session, c.backend.Name(), startErr),
+		"session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
+	r := e.request(c, req.Code)
+	r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+	res, err := engine.Execute(ctx, e.projectEngine(c), r)
+	note := fmt.Sprintf(noteStandalone, c.backend.Name())
+	res.Kernel = &KernelInfo{Ended: true, Note: note}
+	c.note = strings.TrimSpace(c.note + " " + note + ".")
+	return e.finish(c, res, err)
 }
 
 // kernelEntry is one live kernel.
@@ -68,6 +101,8 @@ const (
 	noteKilled = "The session's kernel was killed, so its state (variables, imports, loaded data) is lost; the next call starts a fresh kernel."
 	noteExited = "The script ended the session's kernel (sys.exit); the next call starts a fresh kernel."
 	noteDied   = "The session's kernel died, so its state is lost; the next call starts a fresh kernel."
+	// noteStandalone has the backend's name.
+	noteStandalone = "remote session kernel unavailable on %s; this call ran as a standalone script, state does not persist"
 )
 
 // sessionCall runs req in its session's kernel.
@@ -76,11 +111,15 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	ks := e.kernels
 
 	interp := "wasm"
-	if c.mode == config.ModeProject && c.python.Path != "" {
+	if !c.usesWasm() {
 		interp = c.python.Path
+		if c.backend != nil {
+			interp = "python3"
+		}
 	}
 	// c.enabled is canonical (engine.ToolSet): equal sets give equal keys.
-	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ",")}
+	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ","),
+		backend: backendID(c.backend)}
 
 	stateReset := false
 	if req.Reset {
@@ -96,6 +135,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		k, err := e.startKernel(ctx, c)
 		if err != nil && ctx.Err() != nil {
 			return e.interruptedBeforeStart(ctx, c)
+		}
+		if err != nil && c.backend != nil && !c.usesWasm() {
+			return e.standaloneRemote(ctx, c, req, err)
 		}
 		if err != nil {
 			err = errors.Join(errors.New("starting the session kernel"), err)
@@ -199,8 +241,7 @@ func joinAnd(words []string) string {
 func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, error) {
 	spec := e.kernelSpec(c)
 	if !c.usesWasm() {
-		eng := &native.Engine{Python: c.python.Path, Transport: e.transport}
-		return eng.StartKernel(ctx, spec)
+		return startNativeKernel(ctx, e.projectEngine(c), spec)
 	}
 	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
 		return nil, err
@@ -329,6 +370,10 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 	}
 	for _, en := range ks.take(func(en *kernelEntry) bool { return en.key.session == session || en.parent == session }) {
 		en.k.Close()
+	}
+	// Their containers too (docker; kept when container_persistent).
+	for _, s := range sessions {
+		e.backends.closeSession(s)
 	}
 	e.approvals.ForgetSession(session)
 	e.forgetSessionSkillEnv(sessions...)

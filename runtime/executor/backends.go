@@ -1,0 +1,177 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+)
+
+// backends holds the executor's remote backends (terminal.backend other
+// than local): a docker backend per session (one container each), one
+// ssh or exec backend for every session. A backend is made on first use
+// and closed with its session (docker) or the executor.
+type backends struct {
+	mu      sync.Mutex
+	entries map[string]*backendEntry
+	closed  bool
+}
+
+type backendEntry struct {
+	ready chan struct{} // closed once be or err is set
+	be    backend.Backend
+	err   error
+}
+
+// backendKey is the entry a session's calls use.
+func (e *Executor) backendKey(session string) string {
+	if e.cfg.Terminal.Backend == config.BackendDocker {
+		return session
+	}
+	return ""
+}
+
+// remoteBackend returns the backend of session's calls, making it on first
+// use; nil for the local backend. A failed start is not remembered: the
+// next call tries again.
+func (e *Executor) remoteBackend(ctx context.Context, session string) (backend.Backend, error) {
+	kind := e.cfg.Terminal.Backend
+	if kind == "" || kind == config.BackendLocal {
+		return nil, nil
+	}
+	key := e.backendKey(session)
+	bs := &e.backends
+	bs.mu.Lock()
+	if bs.closed {
+		bs.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if bs.entries == nil {
+		bs.entries = map[string]*backendEntry{}
+	}
+	en := bs.entries[key]
+	if en == nil {
+		en = &backendEntry{ready: make(chan struct{})}
+		bs.entries[key] = en
+		bs.mu.Unlock()
+		en.be, en.err = e.newBackend(context.WithoutCancel(ctx), session)
+		bs.mu.Lock()
+		if en.err != nil {
+			delete(bs.entries, key)
+		} else if bs.closed {
+			en.be.Close()
+			en.be, en.err = nil, ErrClosed
+		}
+		close(en.ready)
+	}
+	bs.mu.Unlock()
+	select {
+	case <-en.ready:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return en.be, en.err
+}
+
+// newBackend makes the configured backend for session.
+func (e *Executor) newBackend(ctx context.Context, session string) (backend.Backend, error) {
+	t := e.cfg.Terminal
+	switch t.Backend {
+	case config.BackendDocker:
+		// docker_env, then the forwarded variables' values from this
+		// process's environment (an unset one is skipped): they travel over
+		// each command's stdin, never on a command line.
+		env := make([]string, 0, len(t.DockerEnv)+len(t.DockerForwardEnv))
+		for _, k := range slices.Sorted(maps.Keys(t.DockerEnv)) {
+			env = append(env, k+"="+t.DockerEnv[k])
+		}
+		for _, k := range t.DockerForwardEnv {
+			if v := e.getenv(k); v != "" {
+				env = append(env, k+"="+v)
+			}
+		}
+		return backend.NewDocker(ctx, backend.DockerOptions{
+			ClientEnv:  e.clientEnv("DOCKER_", "CONTAINER_HOST"),
+			Image:      t.DockerImage,
+			Network:    t.DockerNetwork,
+			Volumes:    t.DockerVolumes,
+			Env:        env,
+			ExtraArgs:  t.DockerExtraArgs,
+			CPU:        t.ContainerCPU,
+			MemoryMB:   t.ContainerMemoryMB,
+			Persistent: t.ContainerPersistent,
+			Cwd:        t.RemoteCwd(),
+			Session:    session,
+		})
+	case config.BackendSSH:
+		return backend.NewSSH(ctx, backend.SSHOptions{
+			Host: t.SSHHost, User: t.SSHUser, Port: t.SSHPort, Key: t.SSHKey,
+			KnownHosts: t.SSHKnownHosts, Cwd: t.RemoteCwd(),
+			ClientEnv: e.clientEnv("SSH_AUTH_SOCK"),
+		})
+	case config.BackendExec:
+		return backend.NewExec(ctx, backend.ExecOptions{Prefix: t.ExecCommand, Cwd: t.RemoteCwd(), ClientEnv: e.clientEnv("DOCKER_", "CONTAINER_HOST", "KUBECONFIG", "SSH_AUTH_SOCK")})
+	}
+	return nil, fmt.Errorf("terminal.backend %q is not available: use %s", t.Backend, strings.Join(config.Backends, ", "))
+}
+
+// clientEnv is the variables of the executor's environment (Options.Environ)
+// that a backend's client needs, by name or prefix.
+func (e *Executor) clientEnv(names ...string) []string {
+	var env []string
+	for _, kv := range e.environ {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, n := range names {
+			if k == n || strings.HasSuffix(n, "_") && strings.HasPrefix(k, n) {
+				env = append(env, kv)
+				break
+			}
+		}
+	}
+	return env
+}
+
+// closeSession closes session's own backend (docker: its container is
+// removed unless container_persistent).
+func (bs *backends) closeSession(session string) {
+	bs.mu.Lock()
+	en := bs.entries[session]
+	if en != nil && session != "" {
+		delete(bs.entries, session)
+	} else {
+		en = nil
+	}
+	bs.mu.Unlock()
+	if en != nil {
+		<-en.ready
+		if en.be != nil {
+			en.be.Close()
+		}
+	}
+}
+
+// closeAll closes every backend; later calls get ErrClosed.
+func (bs *backends) closeAll() {
+	bs.mu.Lock()
+	bs.closed = true
+	entries := bs.entries
+	bs.entries = nil
+	bs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, en := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-en.ready
+			if en.be != nil {
+				en.be.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
