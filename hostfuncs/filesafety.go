@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
 // WriteSafeRootEnv names the host environment variable that confines
@@ -111,58 +113,12 @@ func expandHome(p string) string {
 	return filepath.Join(home, p[1:])
 }
 
-// realPath resolves every symlink in the absolute path p, like Python's
-// os.path.realpath: components that exist are resolved (dangling links
-// too: a write through one creates its target), and the part from the
-// first missing component on is appended lexically. It fails only on a
+// realPath resolves every symlink in the absolute host path p, like
+// Python's os.path.realpath: components that exist are resolved (dangling
+// links too: a write through one creates its target), and the part from
+// the first missing component on is appended lexically. It fails only on a
 // symlink loop or an unreadable link.
-func realPath(p string) (string, error) {
-	vol := filepath.VolumeName(p)
-	resolved := vol + string(filepath.Separator)
-	pending := splitPath(p[len(vol):])
-	hops := 0
-	for len(pending) > 0 {
-		name := pending[0]
-		pending = pending[1:]
-		switch name {
-		case ".":
-			continue
-		case "..":
-			resolved = filepath.Dir(resolved)
-			continue
-		}
-		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			// Missing (or unreadable): nothing below it can be a link the
-			// OS would follow, so the rest is lexical.
-			return filepath.Join(append([]string{next}, pending...)...), nil
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			resolved = next
-			continue
-		}
-		if hops++; hops > maxSymlinkHops {
-			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
-		}
-		dest, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(dest) {
-			v := filepath.VolumeName(dest)
-			resolved = v + string(filepath.Separator)
-			dest = dest[len(v):]
-		}
-		pending = append(splitPath(dest), pending...)
-	}
-	return resolved, nil
-}
-
-// splitPath splits p at separators, dropping empty parts.
-func splitPath(p string) []string {
-	return strings.FieldsFunc(p, func(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) })
-}
+func realPath(p string) (string, error) { return realPathIn(backend.LocalFS, pathSyntax{}, p) }
 
 // realOrSelf is realPath(p), or p when it cannot be resolved.
 func realOrSelf(p string) string {
@@ -172,30 +128,68 @@ func realOrSelf(p string) string {
 	return p
 }
 
-// foldCase reports whether paths compare case-insensitively: the default
-// file systems of macOS and Windows do, so ~/.SSH is ~/.ssh there.
-var foldCase = goruntime.GOOS == "darwin" || goruntime.GOOS == "windows"
+// realPath is realPath in the backend's file system.
+func (t *Tools) realPath(p string) (string, error) { return realPathIn(t.fs, t.px, p) }
 
-// pathKey is p as compared: lower-cased where file names fold case.
-func pathKey(p string) string {
-	if foldCase {
-		return strings.ToLower(p)
+// realOrSelf is t.realPath(p), or p when it cannot be resolved.
+func (t *Tools) realOrSelf(p string) string {
+	if r, err := t.realPath(p); err == nil {
+		return r
 	}
 	return p
 }
 
-// within reports whether p is base or lies below it. Both are absolute and
-// clean.
-func within(p, base string) bool {
-	p, base = pathKey(p), pathKey(base)
-	if p == base {
-		return true
+// realPathIn is realPath in fsys, whose paths have syntax px.
+func realPathIn(fsys backend.FS, px pathSyntax, p string) (string, error) {
+	vol := px.volumeName(p)
+	resolved := vol + px.sep()
+	pending := px.split(p[len(vol):])
+	hops := 0
+	for len(pending) > 0 {
+		name := pending[0]
+		pending = pending[1:]
+		switch name {
+		case ".":
+			continue
+		case "..":
+			resolved = px.dir(resolved)
+			continue
+		}
+		next := px.join(resolved, name)
+		fi, err := fsys.Lstat(next)
+		if err != nil {
+			// Missing (or unreadable): nothing below it can be a link the
+			// OS would follow, so the rest is lexical.
+			return px.join(append([]string{next}, pending...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if hops++; hops > maxSymlinkHops {
+			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
+		}
+		dest, err := fsys.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if px.isAbs(dest) {
+			v := px.volumeName(dest)
+			resolved = v + px.sep()
+			dest = dest[len(v):]
+		}
+		pending = append(px.split(dest), pending...)
 	}
-	if !strings.HasSuffix(base, string(filepath.Separator)) {
-		base += string(filepath.Separator)
-	}
-	return strings.HasPrefix(p, base)
+	return resolved, nil
 }
+
+// foldCase reports whether paths compare case-insensitively: the default
+// file systems of macOS and Windows do, so ~/.SSH is ~/.ssh there.
+var foldCase = goruntime.GOOS == "darwin" || goruntime.GOOS == "windows"
+
+// within reports whether the host path p is base or lies below it. Both
+// are absolute and clean.
+func within(p, base string) bool { return pathSyntax{}.within(p, base) }
 
 // safetyPolicy is the file-safety view of one tool call: the protected
 // locations with their symlinks resolved (so a symlinked ~/.ssh protects its
@@ -203,6 +197,11 @@ func within(p, base string) bool {
 // Tools and again when HOME or HERMES_HOME changes (see policyCache), and
 // then only compares strings.
 type safetyPolicy struct {
+	px pathSyntax // the syntax of the paths judged (the zero value: the host's)
+	// anyHome (a remote backend) refuses the home-relative credential
+	// files and dirs (protectedHomeFiles, protectedHomeDirs) under any
+	// directory, the target's home not being known.
+	anyHome                       bool
 	writeFiles, writeDirs         []string // "protected system/credential file"
 	sensitiveFiles, sensitiveDirs []string // "sensitive system path"
 	configFiles                   []string // Hermes config.yaml
@@ -221,19 +220,104 @@ type readDir struct{ path, dirMsg, fileMsg string }
 // a path lies in, whether or not it exists yet: a profile's cache and
 // config are loaded by the executor that runs with it.
 func (t *Tools) policy(paths ...string) safetyPolicy {
+	if t.remote() {
+		return t.remotePolicy(paths...)
+	}
 	p, homes := t.basePolicy()
 	var extra []string
 	for _, hd := range homes {
 		for _, path := range paths {
-			if prof := profileOf(path, hd); prof != "" && !slices.Contains(homes, prof) && !slices.Contains(extra, prof) {
+			if prof := profileOf(p.px, path, hd); prof != "" && !slices.Contains(homes, prof) && !slices.Contains(extra, prof) {
 				extra = append(extra, prof)
 			}
 		}
 	}
 	for _, hd := range extra {
-		p.addHome(hd) // p's lists are clipped: this appends to copies
+		p.addHome(hd, realOrSelf) // p's lists are clipped: this appends to copies
 	}
 	return p
+}
+
+// remotePolicy is the safety policy of a remote backend for a call on
+// paths (absolute POSIX paths of the target). The rules are the host's,
+// evaluated on the target's paths, without what only names this host: its
+// Hermes home (Options.HermesHome, $HERMES_HOME), its wasm cache dir, its
+// temp dir and HERMES_WRITE_SAFE_ROOT (see checkWrite). Knowing the
+// target's home or HERMES_HOME would take a round trip, so:
+//   - the credential files and dirs of a user's home (~/.ssh, ~/.netrc,
+//     ~/.aws, ...) are refused under any directory (anyHome);
+//   - every directory named .hermes on the paths is a Hermes home (also
+//     resolved through the target's symlinks), with its existing profiles
+//     and the profile a path lies in;
+//   - the system files and dirs are the POSIX ones, and the run staging
+//     dirs are the ones under /tmp.
+//
+// Protected locations other than the Hermes homes are compared as
+// written: the checks judge both a path as given and as resolved.
+func (t *Tools) remotePolicy(paths ...string) safetyPolicy {
+	px := t.px
+	p := safetyPolicy{px: px, anyHome: true}
+	p.writeFiles = slices.Clone(protectedSystemFiles)
+	p.writeDirs = slices.Clone(protectedSystemDirs)
+	p.sensitiveFiles = slices.Clone(sensitiveSystemFiles)
+	p.sensitiveDirs = slices.Clone(sensitiveSystemDirs)
+	p.tempRoots = []string{"/tmp"}
+	var homes []string
+	add := func(hd string) {
+		for _, d := range []string{hd, t.realOrSelf(hd)} {
+			if !slices.Contains(homes, d) {
+				homes = append(homes, d)
+			}
+		}
+	}
+	for _, path := range paths {
+		for d := path; ; {
+			if px.base(d) == ".hermes" {
+				add(d)
+			}
+			parent := px.dir(d)
+			if parent == d {
+				break
+			}
+			d = parent
+		}
+	}
+	for _, hd := range slices.Clone(homes) {
+		profiles := px.join(hd, "profiles")
+		if entries, err := t.fs.ReadDir(profiles); err == nil {
+			for _, e := range entries {
+				if prof := px.join(profiles, e.Name()); e.IsDir() && !slices.Contains(homes, prof) {
+					homes = append(homes, prof)
+				}
+			}
+		}
+		for _, path := range paths {
+			if prof := profileOf(px, path, hd); prof != "" && !slices.Contains(homes, prof) {
+				homes = append(homes, prof)
+			}
+		}
+	}
+	for _, hd := range homes {
+		p.addHome(hd, func(s string) string { return s })
+	}
+	return p
+}
+
+// inAnyHome reports whether path is one of the home-relative credential
+// files or lies in one of the home-relative credential dirs, under any
+// directory (a POSIX path).
+func inAnyHome(path string) bool {
+	for _, f := range protectedHomeFiles {
+		if strings.HasSuffix(path, "/"+f) {
+			return true
+		}
+	}
+	for _, d := range protectedHomeDirs {
+		if strings.HasSuffix(path, "/"+d) || strings.Contains(path, "/"+d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // policyCache holds a Tools' policy for the inputs it was built from.
@@ -310,7 +394,7 @@ func buildPolicy(home, hermesHome, wasm string) (safetyPolicy, []string) {
 		}
 	}
 	for _, hd := range homes {
-		p.addHome(hd)
+		p.addHome(hd, realOrSelf)
 	}
 	if tmp, err := filepath.Abs(os.TempDir()); err == nil {
 		p.tempRoots = both(p.tempRoots, tmp)
@@ -336,9 +420,10 @@ func both(list []string, abs string) []string {
 	return append(list, abs, realOrSelf(abs))
 }
 
-// addHome adds the protected locations of the Hermes home hd.
-func (p *safetyPolicy) addHome(hd string) {
-	in := func(rel string) string { return realOrSelf(filepath.Join(hd, filepath.FromSlash(rel))) }
+// addHome adds the protected locations of the Hermes home hd, each passed
+// through resolve (realOrSelf on the host).
+func (p *safetyPolicy) addHome(hd string, resolve func(string) string) {
+	in := func(rel string) string { return resolve(p.px.join(hd, p.px.fromSlash(rel))) }
 	for _, f := range hermesWriteFiles {
 		p.writeFiles = append(p.writeFiles, in(f))
 	}
@@ -362,31 +447,32 @@ func (p *safetyPolicy) addHome(hd string) {
 var stagingPrefixes = []string{"hermes-strict-", "hermes-pyc-", "hermes-project-", "hermes-kernel-", "hrpc-"}
 
 // profileOf returns the profile home (<root>/profiles/<name>) that path
-// lies in under the Hermes home root, or "".
-func profileOf(path, root string) string {
-	profiles := filepath.Join(root, "profiles")
-	if !within(path, profiles) {
+// lies in under the Hermes home root, or "" (paths of syntax px).
+func profileOf(px pathSyntax, path, root string) string {
+	profiles := px.join(root, "profiles")
+	if !px.within(path, profiles) {
 		return ""
 	}
-	rel, err := filepath.Rel(profiles, path)
+	rel, err := px.rel(profiles, path)
 	if err != nil || rel == "." {
 		return ""
 	}
-	name, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-	return filepath.Join(profiles, name)
+	name, _, _ := strings.Cut(px.toSlash(rel), "/")
+	return px.join(profiles, name)
 }
 
-// stagingDirOf returns the run staging dir path lies in, or "".
-func stagingDirOf(path string, tempRoots []string) string {
+// stagingDirOf returns the run staging dir path lies in, or "" (paths of
+// syntax px).
+func stagingDirOf(px pathSyntax, path string, tempRoots []string) string {
 	for _, root := range tempRoots {
-		rel, err := filepath.Rel(root, path)
+		rel, err := px.rel(root, path)
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		first, _, _ := strings.Cut(px.toSlash(rel), "/")
 		for _, prefix := range stagingPrefixes {
 			if strings.HasPrefix(first, prefix) {
-				return filepath.Join(root, first)
+				return px.join(root, first)
 			}
 		}
 	}
@@ -430,15 +516,15 @@ func hermesDirs(hermesHome, home string) []string {
 
 // matches reports whether path equals one of files or lies within one of
 // dirs.
-func matches(path string, files, dirs []string) bool {
-	key := pathKey(path)
+func (p safetyPolicy) matches(path string, files, dirs []string) bool {
+	key := p.px.key(path)
 	for _, f := range files {
-		if pathKey(f) == key {
+		if p.px.key(f) == key {
 			return true
 		}
 	}
 	for _, d := range dirs {
-		if within(path, d) {
+		if p.px.within(path, d) {
 			return true
 		}
 	}
@@ -449,7 +535,7 @@ func matches(path string, files, dirs []string) bool {
 // fixed lists, or "". Like Hermes, the "denied" message names shown (see
 // checkWrite) and the "Refusing" ones the path as given.
 func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
-	if matches(path, p.writeFiles, p.writeDirs) {
+	if p.matches(path, p.writeFiles, p.writeDirs) || p.anyHome && inAnyHome(path) {
 		return fmt.Sprintf("%s denied: '%s' is a protected system/credential file.", verb, shown)
 	}
 	// The executor runs what it finds there: wazero's compilation cache
@@ -457,7 +543,7 @@ func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 	// bytecode every strict run imports. A script that could rewrite them
 	// would run its own code in the host process on the next run.
 	for _, d := range p.cacheDirs {
-		if within(path, d) {
+		if p.px.within(path, d) {
 			return fmt.Sprintf("%s denied: '%s' is in the executor's cache (%s), which the file tools never write: "+
 				"the executor loads compiled code from it. Write the file somewhere else.", verb, shown, d)
 		}
@@ -465,17 +551,17 @@ func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 	// A run's private dir holds the code it runs (the generated
 	// hermes_tools module, the runner, their bytecode): another run's file
 	// tools must not rewrite what a live session kernel imports next.
-	if d := stagingDirOf(path, p.tempRoots); d != "" {
+	if d := stagingDirOf(p.px, path, p.tempRoots); d != "" {
 		return fmt.Sprintf("%s denied: '%s' is in a run's private staging dir (%s), which holds the code that run executes. "+
 			"Write the file somewhere else.", verb, shown, d)
 	}
-	if matches(path, p.sensitiveFiles, p.sensitiveDirs) {
+	if p.matches(path, p.sensitiveFiles, p.sensitiveDirs) {
 		return "Refusing to write to sensitive system path: " + given + "\n" +
 			"Use the terminal tool with sudo if you need to modify system files."
 	}
 	// A script that rewrote config.yaml could turn approvals off for every
 	// later run.
-	if matches(path, p.configFiles, nil) {
+	if p.matches(path, p.configFiles, nil) {
 		return "Refusing to write to Hermes config file: " + given + "\n" +
 			"Agent cannot modify security-sensitive configuration. " +
 			"Edit ~/.hermes/config.yaml directly or use 'hermes config' instead."
@@ -489,23 +575,23 @@ func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 // link named .env is refused like the file it points to.
 func (p safetyPolicy) readBlock(path, lexicalBase string) string {
 	deny := func(reason string) string { return "Access denied: " + path + " " + reason }
-	if matches(path, nil, p.hubDirs) {
+	if p.matches(path, nil, p.hubDirs) {
 		return deny("is an internal Hermes cache file and cannot be read directly to prevent prompt injection. " +
 			"Use the skills_list or skill_view tools instead.")
 	}
-	if matches(path, p.readFiles, nil) {
+	if p.matches(path, p.readFiles, nil) {
 		return deny("is a Hermes credential store and cannot be read directly. " +
 			"Provider tools consume these credentials through internal channels." + notABoundary)
 	}
 	for _, d := range p.readDirs {
-		if within(path, d.path) {
-			if pathKey(path) == pathKey(d.path) {
+		if p.px.within(path, d.path) {
+			if p.px.key(path) == p.px.key(d.path) {
 				return deny(d.dirMsg + notABoundary)
 			}
 			return deny(d.fileMsg + notABoundary)
 		}
 	}
-	if isProjectEnv(filepath.Base(path)) || isProjectEnv(lexicalBase) {
+	if isProjectEnv(p.px.base(path)) || isProjectEnv(lexicalBase) {
 		return deny("is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
 			"If you need to check the file structure, read .env.example instead." + notABoundary)
 	}
@@ -539,7 +625,7 @@ func safeRoots(value string) []string {
 // working dir when confinement is on, or "". verb is "Read", "Write" or
 // "Search".
 func (t *Tools) confined(verb, given, path string) string {
-	if !t.confine || within(path, t.workdirReal) {
+	if !t.confine || t.px.within(path, t.workdirReal) {
 		return ""
 	}
 	return fmt.Sprintf("%s denied: '%s' resolves to %s, outside the session working directory %s, and %s is true. "+
@@ -555,8 +641,12 @@ func (t *Tools) confined(verb, given, path string) string {
 // through. The "denied" messages name the resolved path, as Hermes's
 // write_file and patch do, or with asGiven (V4A, whose paths Hermes checks
 // as written in the patch) the path as given.
+//
+// On a remote backend the rules are evaluated on the target's paths (see
+// remotePolicy); HERMES_WRITE_SAFE_ROOT, which names directories of this
+// host, does not confine a remote backend's writes.
 func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
-	real, err := realPath(abs)
+	real, err := t.realPath(abs)
 	if err != nil {
 		return fmt.Sprintf("%s denied: '%s' cannot be resolved: %v. "+
 			"Fix or remove the symlink loop (or unreadable symlink) on that path, or use a path that does not go through it.",
@@ -573,7 +663,7 @@ func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
 	if msg := p.writeBlock(verb, shown, given, abs); msg != "" {
 		return msg
 	}
-	if roots := safeRoots(t.writeSafeRoot); len(roots) > 0 &&
+	if roots := safeRoots(t.writeSafeRoot); !t.remote() && len(roots) > 0 &&
 		!slices.ContainsFunc(roots, func(r string) bool { return within(real, r) }) {
 		return fmt.Sprintf("%s denied: '%s' is outside %s (%s). Unset the variable or add this path's directory prefix.",
 			verb, shown, WriteSafeRootEnv, strings.Join(roots, string(os.PathListSeparator)))
@@ -584,9 +674,9 @@ func (t *Tools) checkWrite(verb, given, abs string, asGiven bool) string {
 // checkRead returns why reading abs (the script's path given, made
 // absolute) is refused, or "".
 func (t *Tools) checkRead(given, abs string) string {
-	real := realOrSelf(abs)
+	real := t.realOrSelf(abs)
 	if msg := t.confined("Read", given, real); msg != "" {
 		return msg
 	}
-	return t.policy(real, abs).readBlock(real, filepath.Base(abs))
+	return t.policy(real, abs).readBlock(real, t.base(abs))
 }

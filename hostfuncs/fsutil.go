@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,8 +17,8 @@ const sniffSize = 8 << 10
 // displayPath renders abs for a result: relative to the working dir when it
 // lies inside it, absolute otherwise.
 func (t *Tools) displayPath(abs string) string {
-	rel, err := filepath.Rel(t.workdir, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	rel, err := t.px.rel(t.workdir, abs)
+	if err != nil || t.px.outside(rel) {
 		return abs
 	}
 	return rel

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -121,7 +119,7 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) result {
 		return patchFail(msg)
 	}
 
-	info, err := os.Stat(abs)
+	info, err := t.fs.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return patchFail("File not found: " + path)
@@ -134,7 +132,7 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) result {
 	case info.Size() > patchMaxBytes:
 		return patchFail(patchTooBig(path, info.Size()))
 	}
-	data, err := os.ReadFile(abs)
+	data, err := t.fs.ReadFile(abs)
 	if err != nil {
 		return patchFail(fmt.Sprintf("Failed to read %s: %v", path, err))
 	}
@@ -192,10 +190,10 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) result {
 			return patchFail(fmt.Sprintf("Patch cancelled: %v", err))
 		}
 		target := abs
-		if r, err := filepath.EvalSymlinks(abs); err == nil {
+		if r, err := t.realPath(abs); err == nil {
 			target = r
 		}
-		if err := patchAtomicWrite(target, []byte(updated), info.Mode()); err != nil {
+		if err := t.patchAtomicWrite(target, []byte(updated), info.Mode()); err != nil {
 			return patchFail(fmt.Sprintf("Failed to write %s: %v", path, err))
 		}
 	}
@@ -216,46 +214,28 @@ func patchIsBinary(data []byte) bool {
 // patchDisplayPath is abs relative to the working dir, with slashes, for
 // diff headers.
 func (t *Tools) patchDisplayPath(abs string) string {
-	rel, err := filepath.Rel(t.workdir, abs)
+	rel, err := t.px.rel(t.workdir, abs)
 	if err != nil {
 		rel = abs
 	}
-	return filepath.ToSlash(rel)
+	return t.px.toSlash(rel)
 }
 
 // patchStage writes data to a temp file beside path, with perm, ready to be
 // renamed over it. It returns the temp file's name.
-func patchStage(path string, data []byte, perm fs.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".patch-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
-		return "", err
-	}
-	return name, nil
+func (t *Tools) patchStage(path string, data []byte, perm fs.FileMode) (string, error) {
+	return t.fs.WriteTemp(t.dir(path), "."+t.base(path)+".patch-*", data,
+		perm&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 }
 
 // patchAtomicWrite replaces path with data through a temp file and rename.
-func patchAtomicWrite(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := patchStage(path, data, perm)
+func (t *Tools) patchAtomicWrite(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := t.patchStage(path, data, perm)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := t.fs.Rename(tmp, path); err != nil {
+		t.fs.Remove(tmp)
 		return err
 	}
 	return nil
@@ -309,7 +289,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) result {
 			return f, ""
 		}
 		f := &patchVFile{given: p, abs: abs, real: real, display: t.patchDisplayPath(abs), perm: patchNewFilePerm}
-		info, err := os.Stat(abs)
+		info, err := t.fs.Stat(abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -321,7 +301,7 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) result {
 		case info.Size() > patchMaxBytes:
 			return nil, patchTooBig(p, info.Size())
 		default:
-			data, err := os.ReadFile(abs)
+			data, err := t.fs.ReadFile(abs)
 			if err != nil {
 				return nil, fmt.Sprintf("Failed to read %s: %v", p, err)
 			}
@@ -422,18 +402,18 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) result {
 // error message.
 func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 	escape := "Path escapes the working directory: " + p
-	native := filepath.FromSlash(p)
-	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || !filepath.IsLocal(native) {
+	native := t.px.fromSlash(p)
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || !t.px.isLocal(native) {
 		return "", "", escape
 	}
-	abs = filepath.Join(t.workdir, native)
+	abs = t.join(t.workdir, native)
 	root := t.workdirReal
-	real, err := realPath(abs)
+	real, err := t.realPath(abs)
 	if err != nil {
 		return "", "", fmt.Sprintf("Cannot resolve %s: %v. Fix or remove the symlink loop (or unreadable symlink) on that path, "+
 			"or use a path that does not go through it.", p, err)
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+	if rel, err := t.px.rel(root, real); err != nil || !t.px.isLocal(rel) {
 		return "", "", escape
 	}
 	// Every path a patch touches (added, updated, deleted, or either end
@@ -460,10 +440,10 @@ func (t *Tools) patchCommit(order []*patchVFile) result {
 	)
 	abort := func(msg string) result {
 		for _, s := range stagedFiles {
-			os.Remove(s.tmp)
+			t.fs.Remove(s.tmp)
 		}
 		for i := len(createdDirs) - 1; i >= 0; i-- {
-			os.Remove(createdDirs[i])
+			t.fs.Remove(createdDirs[i])
 		}
 		return patchFail(msg + ". No files were modified.")
 	}
@@ -476,12 +456,12 @@ func (t *Tools) patchCommit(order []*patchVFile) result {
 		case f.orig != nil && *f.orig == *f.cur:
 			continue
 		default:
-			dirs, err := patchMkdirs(filepath.Dir(f.real))
+			dirs, err := t.patchMkdirs(t.dir(f.real))
 			createdDirs = append(createdDirs, dirs...)
 			if err != nil {
 				return abort(fmt.Sprintf("Failed to create the directory for %s: %v", f.given, err))
 			}
-			tmp, err := patchStage(f.real, []byte(*f.cur), f.perm)
+			tmp, err := t.patchStage(f.real, []byte(*f.cur), f.perm)
 			if err != nil {
 				return abort(fmt.Sprintf("Failed to write %s: %v", f.given, err))
 			}
@@ -492,23 +472,23 @@ func (t *Tools) patchCommit(order []*patchVFile) result {
 
 	var failures []string
 	for i, s := range stagedFiles {
-		if err := os.Rename(s.tmp, s.f.real); err != nil {
+		if err := t.fs.Rename(s.tmp, s.f.real); err != nil {
 			failures = append(failures, fmt.Sprintf("%s: %v", s.f.given, err))
-			os.Remove(s.tmp)
+			t.fs.Remove(s.tmp)
 			if i == 0 {
 				// Nothing is in place yet: undo cleanly.
 				for _, rest := range stagedFiles[1:] {
-					os.Remove(rest.tmp)
+					t.fs.Remove(rest.tmp)
 				}
 				for j := len(createdDirs) - 1; j >= 0; j-- {
-					os.Remove(createdDirs[j])
+					t.fs.Remove(createdDirs[j])
 				}
 				return patchFail(fmt.Sprintf("Failed to write %s: %v. No files were modified.", s.f.given, err))
 			}
 		}
 	}
 	for _, f := range deletes {
-		if err := os.Remove(f.abs); err != nil {
+		if err := t.fs.Remove(f.abs); err != nil {
 			failures = append(failures, fmt.Sprintf("%s: %v", f.given, err))
 		}
 	}
@@ -578,15 +558,16 @@ func (t *Tools) patchCommit(order []*patchVFile) result {
 }
 
 // patchMkdirs creates dir and its missing parents, returning the ones it
-// created, outermost first.
-func patchMkdirs(dir string) ([]string, error) {
+// created, outermost first. Each is created on its own (MkdirAll of a dir
+// whose parent exists), so that an abort can remove exactly those.
+func (t *Tools) patchMkdirs(dir string) ([]string, error) {
 	var missing []string
 	for p := dir; ; {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := t.fs.Stat(p); err == nil {
 			break
 		}
 		missing = append([]string{p}, missing...)
-		parent := filepath.Dir(p)
+		parent := t.dir(p)
 		if parent == p {
 			break
 		}
@@ -594,7 +575,7 @@ func patchMkdirs(dir string) ([]string, error) {
 	}
 	var created []string
 	for _, d := range missing {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := t.fs.MkdirAll(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return created, err
 		}
 		created = append(created, d)

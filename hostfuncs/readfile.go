@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -63,7 +62,7 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 		return result{"error": msg}
 	}
 
-	info, err := os.Stat(abs)
+	info, err := t.fs.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return result{"error": "File not found: " + a.Path, "similar_files": t.similarFiles(abs)}
 	}
@@ -79,7 +78,7 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 			"Use terminal if you really need to read it.", a.Path, fileKind(info.Mode()))}
 	}
 
-	f, err := os.Open(abs)
+	f, err := t.fs.Open(abs)
 	if err != nil {
 		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
@@ -191,13 +190,13 @@ func unwrapPathError(err error) error {
 // missing abs: entries of the nearest existing ancestor directory and of its
 // subdirectories, ranked by case-insensitive name similarity.
 func (t *Tools) similarFiles(abs string) []string {
-	want := strings.ToLower(filepath.Base(abs))
-	dir := filepath.Dir(abs)
+	want := strings.ToLower(t.base(abs))
+	dir := t.dir(abs)
 	for i := 0; i < 3; i++ {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if fi, err := t.fs.Stat(dir); err == nil && fi.IsDir() {
 			break
 		}
-		parent := filepath.Dir(dir)
+		parent := t.dir(dir)
 		if parent == dir {
 			return []string{}
 		}
@@ -214,7 +213,7 @@ func (t *Tools) similarFiles(abs string) []string {
 			cands = append(cands, cand{p, s})
 		}
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := t.fs.ReadDir(dir)
 	if err != nil {
 		return []string{}
 	}
@@ -223,7 +222,7 @@ func (t *Tools) similarFiles(abs string) []string {
 		if seen++; seen > similarScanLimit {
 			break
 		}
-		p := filepath.Join(dir, e.Name())
+		p := t.join(dir, e.Name())
 		if e.IsDir() {
 			if !strings.HasPrefix(e.Name(), ".") {
 				subdirs = append(subdirs, p)
@@ -236,7 +235,7 @@ func (t *Tools) similarFiles(abs string) []string {
 		if seen > similarScanLimit {
 			break
 		}
-		sub, err := os.ReadDir(sd)
+		sub, err := t.fs.ReadDir(sd)
 		if err != nil {
 			continue
 		}
@@ -245,7 +244,7 @@ func (t *Tools) similarFiles(abs string) []string {
 				break
 			}
 			if !e.IsDir() {
-				consider(filepath.Join(sd, e.Name()), e.Name())
+				consider(t.join(sd, e.Name()), e.Name())
 			}
 		}
 	}

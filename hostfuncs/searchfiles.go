@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
 const (
@@ -111,15 +111,17 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) result {
 	}
 
 	root := t.resolve(a.Path)
-	rootReal := realOrSelf(root)
+	rootReal := t.realOrSelf(root)
 	if msg := t.confined("Search", a.Path, rootReal); msg != "" {
 		return result{"error": msg}
 	}
-	s.policy = t.policy()
-	if msg := s.policy.readBlock(rootReal, filepath.Base(root)); msg != "" {
+	// The walk enters no dot dir (a Hermes home is one): the policy of the
+	// root's paths covers every file it visits.
+	s.policy = t.policy(rootReal, root)
+	if msg := s.policy.readBlock(rootReal, t.base(root)); msg != "" {
 		return result{"error": msg}
 	}
-	info, err := os.Stat(root)
+	info, err := t.fs.Stat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return result{"error": "Path not found: " + a.Path}
 	}
@@ -131,7 +133,7 @@ func (t *Tools) searchFiles(ctx context.Context, raw json.RawMessage) result {
 	if info.IsDir() {
 		err = s.walkRoot()
 	} else if info.Mode().IsRegular() {
-		err = s.visit(root, filepath.Base(root))
+		err = s.visit(root, t.base(root))
 	} else {
 		return result{"error": fmt.Sprintf("Cannot search '%s': it is %s", a.Path, fileKind(info.Mode()))}
 	}
@@ -177,18 +179,19 @@ func (s *searcher) inPage(i int) bool {
 // walkRoot walks the search root, seeding the .gitignore chain with the
 // files of its ancestors up to the repository (or working dir) top.
 func (s *searcher) walkRoot() error {
-	top := ignoreTop(s.root, s.t.workdir)
+	t := s.t
+	top := ignoreTopIn(t.fs, t.px, s.root, t.workdir)
 	var stack ignoreStack
 	relRoot := ""
 	if top != s.root {
 		// Without a relative path from top, the root's own .gitignore
 		// files are all there is.
-		if r, err := filepath.Rel(top, s.root); err == nil {
-			relRoot = filepath.ToSlash(r)
+		if r, err := t.px.rel(top, s.root); err == nil {
+			relRoot = t.px.toSlash(r)
 			dir, rel := top, ""
 			for _, part := range strings.Split(relRoot, "/") {
-				stack = stack.push(loadGitignore(dir, rel))
-				dir = filepath.Join(dir, part)
+				stack = stack.push(t.loadGitignore(dir, rel))
+				dir = t.join(dir, part)
 				rel = joinRel(rel, part)
 			}
 		}
@@ -202,8 +205,8 @@ func (s *searcher) walk(abs, rel, srel string, stack ignoreStack) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	stack = stack.push(loadGitignore(abs, rel))
-	entries, err := os.ReadDir(abs)
+	stack = stack.push(s.t.loadGitignore(abs, rel))
+	entries, err := s.t.fs.ReadDir(abs)
 	if err != nil {
 		if abs == s.root {
 			return unwrapPathError(err)
@@ -220,7 +223,7 @@ func (s *searcher) walk(abs, rel, srel string, stack ignoreStack) error {
 		if stack.match(childRel, isDir) {
 			continue
 		}
-		child := filepath.Join(abs, name)
+		child := s.t.join(abs, name)
 		if isDir {
 			if err := s.walk(child, childRel, childSrel, stack); err != nil {
 				return err
@@ -252,7 +255,7 @@ func (s *searcher) visit(abs, srel string) error {
 	// What read_file refuses, search neither lists nor reads (a match
 	// alone would leak a secret bit by bit). The walk follows no symlink,
 	// so the file's real path is the root's plus the rest.
-	if s.policy.readBlock(s.rootReal+strings.TrimPrefix(abs, s.root), filepath.Base(abs)) != "" {
+	if s.policy.readBlock(s.rootReal+strings.TrimPrefix(abs, s.root), s.t.base(abs)) != "" {
 		s.omitted++
 		return nil
 	}
@@ -295,12 +298,18 @@ type ctxLine struct {
 
 // grep searches one file for s.re, skipping binary and oversized files.
 func (s *searcher) grep(abs string) error {
-	f, err := os.Open(abs)
+	f, err := s.t.fs.Open(abs)
 	if err != nil {
 		return nil // unreadable: skip
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > searchMaxFileSize {
+	var fi fs.FileInfo
+	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		fi, err = st.Stat() // an *os.File: the file opened
+	} else {
+		fi, err = s.t.fs.Stat(abs)
+	}
+	if err != nil || fi.Size() > searchMaxFileSize {
 		return nil
 	}
 	head, err := readHead(f, sniffSize)
@@ -442,21 +451,27 @@ func (s *searcher) result() result {
 	return res
 }
 
-// ignoreTop picks the directory whose .gitignore files govern a search of
-// root: the enclosing git repository's top when there is one, else the
-// working dir when root lies inside it, else root itself.
+// ignoreTop is ignoreTopIn on this host.
 func ignoreTop(root, workdir string) string {
+	return ignoreTopIn(backend.LocalFS, pathSyntax{}, root, workdir)
+}
+
+// ignoreTopIn picks the directory whose .gitignore files govern a search
+// of root (in fsys, paths of syntax px): the enclosing git repository's top
+// when there is one, else the working dir when root lies inside it, else
+// root itself.
+func ignoreTopIn(fsys backend.FS, px pathSyntax, root, workdir string) string {
 	for dir := root; ; {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		if _, err := fsys.Lstat(px.join(dir, ".git")); err == nil {
 			return dir
 		}
-		parent := filepath.Dir(dir)
+		parent := px.dir(dir)
 		if parent == dir {
 			break
 		}
 		dir = parent
 	}
-	if rel, err := filepath.Rel(workdir, root); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if rel, err := px.rel(workdir, root); err == nil && !px.outside(rel) {
 		return workdir
 	}
 	return root
@@ -464,8 +479,8 @@ func ignoreTop(root, workdir string) string {
 
 // loadGitignore parses dir/.gitignore, whose slash path relative to the
 // ignore top is rel; nil when there is none.
-func loadGitignore(dir, rel string) *gitignore {
-	data, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+func (t *Tools) loadGitignore(dir, rel string) *gitignore {
+	data, err := t.fs.ReadFile(t.join(dir, ".gitignore"))
 	if err != nil || len(data) > 1<<20 {
 		return nil
 	}

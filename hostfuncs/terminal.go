@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
@@ -27,10 +27,6 @@ const (
 	// head, 60% tail.
 	terminalHeadChars = 20000
 	terminalTailChars = 30000
-	// terminalDrainGrace is how long output is still read after the
-	// command's tree was stopped, in case a descendant that escaped it
-	// keeps the pipe open.
-	terminalDrainGrace = 2 * time.Second
 	// terminalStopGrace is the time between SIGTERM and SIGKILL when the
 	// command's tree is stopped, as for a script (docs/behaviour.md §5).
 	terminalStopGrace = proctree.DefaultGrace
@@ -50,11 +46,13 @@ type terminalArgs struct {
 }
 
 // terminal implements the foreground-only terminal tool: the command runs
-// through the platform shell in a process tree of its own (see proctree)
-// with an empty stdin and the scrubbed environment, stdout and stderr
-// combined. The whole tree is stopped (SIGTERM, then SIGKILL after
-// terminalStopGrace) on timeout, on ctx cancellation and once the command
-// exits.
+// in the backend (backend.Backend.Start: on this host through the platform
+// shell in a process tree of its own, see proctree) with an empty stdin and
+// the scrubbed environment, stdout and stderr combined. The whole tree is
+// stopped (SIGTERM, then SIGKILL after terminalStopGrace) on timeout, on
+// ctx cancellation and once the command exits; the backend still reads
+// output for a short while after that, in case a descendant that escaped
+// the tree keeps the pipe open.
 func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 	if r := rejectTerminalExtras(raw); r != nil {
 		return r
@@ -73,7 +71,7 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 	dir := t.workdir
 	if a.Workdir != nil && *a.Workdir != "" {
 		dir = t.resolve(*a.Workdir)
-		fi, err := os.Stat(dir)
+		fi, err := t.fs.Stat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return failed("Working directory does not exist: " + *a.Workdir)
 		}
@@ -88,43 +86,21 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 		return failed(fmt.Sprintf("Command cancelled: %v", err))
 	}
 
-	cmd := shellCommand(a.Command)
-	cmd.Dir = dir
-	cmd.Env = t.env
-	if cmd.Env == nil {
-		cmd.Env = []string{}
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return failed(fmt.Sprintf("Failed to start command: %v", err))
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw // cmd.Stdin stays nil: the null device
-	tree, err := proctree.Start(cmd)
-	if err != nil {
-		pr.Close()
-		pw.Close()
-		return failed(fmt.Sprintf("Failed to start command: %v", err))
-	}
-	defer tree.Release()
-	pw.Close()
-
 	out := newOutputCapture(terminalHeadChars, terminalTailChars)
-	readDone := make(chan struct{})
+	// The same writer for both streams: one pipe, so their order is kept.
+	proc, err := t.backend.Start(ctx, backend.Command{Shell: a.Command, Dir: dir, Env: t.env, Stdout: out, Stderr: out})
+	if err != nil {
+		return failed(fmt.Sprintf("Failed to start command: %v", err))
+	}
+	var (
+		code    int
+		waitErr error
+	)
+	waitDone := make(chan struct{})
 	go func() {
-		defer close(readDone)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := pr.Read(buf)
-			if n > 0 {
-				out.Write(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
+		code, waitErr = proc.Wait()
+		close(waitDone)
 	}()
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- tree.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -133,23 +109,13 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 	case <-waitDone:
 	case <-timer.C:
 		timedOut = true
-		tree.Stop(terminalStopGrace)
+		proc.Stop(terminalStopGrace)
 		<-waitDone
 	case <-ctx.Done():
 		cancelled = true
-		tree.Stop(terminalStopGrace)
+		proc.Stop(terminalStopGrace)
 		<-waitDone
 	}
-	// Background descendants die with the command: terminal is foreground
-	// only, and they would otherwise hold the output pipe open.
-	tree.Stop(terminalStopGrace)
-	grace := time.NewTimer(terminalDrainGrace)
-	select {
-	case <-readDone:
-	case <-grace.C:
-	}
-	grace.Stop()
-	pr.Close()
 	output := out.finish()
 
 	switch {
@@ -159,7 +125,10 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 	case cancelled:
 		return result{"output": output, "exit_code": terminalCancelExit, "error": fmt.Sprintf("Command cancelled: %v", ctx.Err())}
 	}
-	return result{"output": output, "exit_code": exitCodeOf(cmd.ProcessState), "error": nil}
+	if waitErr != nil {
+		return result{"output": output, "exit_code": -1, "error": fmt.Sprintf("Lost the command's exit status: %v", waitErr)}
+	}
+	return result{"output": output, "exit_code": code, "error": nil}
 }
 
 // terminalTimeout turns the timeout argument (seconds) into a duration:

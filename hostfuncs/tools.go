@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
 // result is a tool's answer: the JSON object the script receives as a dict.
@@ -61,18 +64,30 @@ type Options struct {
 	// refuse any path that resolves (through symlinks) outside Workdir
 	// (code_execution.confine_tools_to_workdir). Default false.
 	ConfineToWorkdir bool
+	// Backend is where the file tools read and write and where terminal
+	// runs its commands. Nil means this host: backend.Local(Workdir). For
+	// a remote backend, paths are POSIX paths of the target and relative
+	// ones resolve against Backend.Cwd() instead of Workdir (see
+	// pathSyntax, and filesafety.go for the file-safety rules there).
+	Backend backend.Backend
 }
 
 // Tools runs tool calls for one execution. It is safe for concurrent use.
 type Tools struct {
-	workdir       string
-	workdirReal   string // workdir with symlinks resolved, for confinement
+	backend       backend.Backend
+	fs            backend.FS // backend.FS(): every file operation of the file tools
+	px            pathSyntax // the backend's path syntax
+	workdir       string     // the host Workdir, or the remote backend's Cwd
+	workdirReal   string     // workdir with symlinks resolved, for confinement
 	env           []string
 	web           WebOptions
 	hermesHome    string
 	writeSafeRoot string
 	wasmCacheDir  string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
+	homeOnce      sync.Once   // a remote target's home, learnt once (remoteHome)
+	localOnce     sync.Once   // a Tools built without New gets the local backend
+	home          string
 	confine       bool
 }
 
@@ -83,19 +98,36 @@ func New(opts Options) (*Tools, error) {
 		return nil, fmt.Errorf("hostfuncs: the working dir %q is not absolute", abs)
 	}
 	abs = filepath.Clean(abs)
-	return &Tools{
+	b := opts.Backend
+	if b == nil {
+		b = backend.Local(abs)
+	}
+	px := pathSyntax{posix: b.Remote()}
+	if b.Remote() {
+		abs = b.Cwd()
+		if !px.isAbs(abs) {
+			return nil, fmt.Errorf("hostfuncs: the working dir %q of the %s backend is not absolute", abs, b.Name())
+		}
+		abs = px.clean(abs)
+	}
+	t := &Tools{
+		backend:       b,
+		fs:            b.FS(),
+		px:            px,
 		workdir:       abs,
-		workdirReal:   realOrSelf(abs),
 		env:           opts.Env,
 		web:           opts.Web,
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,
 		wasmCacheDir:  opts.WasmCacheDir,
 		confine:       opts.ConfineToWorkdir,
-	}, nil
+	}
+	t.workdirReal = t.realOrSelf(abs)
+	return t, nil
 }
 
-// Workdir returns the absolute session working directory.
+// Workdir returns the absolute session working directory: the host's, or
+// the remote backend's Cwd.
 func (t *Tools) Workdir() string { return t.workdir }
 
 type handler func(t *Tools, ctx context.Context, args json.RawMessage) result
@@ -119,17 +151,24 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) res
 	if !ok {
 		return result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}
 	}
+	t.localOnce.Do(func() {
+		if t.backend == nil { // not built by New: this host
+			t.backend = backend.Local(t.workdir)
+			t.fs = t.backend.FS()
+		}
+	})
 	return h(t, ctx, args)
 }
 
 // resolve makes p absolute against the working dir and cleans it. A
-// leading "~" is the user's home, as for Hermes's tools.
+// leading "~" is the user's home, as for Hermes's tools (on a remote
+// backend, the target's home: see remoteHome).
 func (t *Tools) resolve(p string) string {
-	p = expandHome(p)
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
+	p = t.expandHome(p)
+	if t.px.isAbs(p) {
+		return t.px.clean(p)
 	}
-	return filepath.Join(t.workdir, p)
+	return t.px.join(t.workdir, p)
 }
 
 // decodeArgs decodes raw into dst (a pointer to a struct holding the

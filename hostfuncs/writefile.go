@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
 // newFileMode is the permission of files write_file creates.
@@ -44,13 +44,13 @@ func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) result {
 	if msg := t.checkWrite("Write", a.Path, abs, false); msg != "" {
 		return result{"error": msg}
 	}
-	target, err := followSymlinks(abs)
+	target, err := t.followSymlinks(abs)
 	if err != nil {
 		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
 
 	mode := newFileMode
-	info, err := os.Stat(target)
+	info, err := t.fs.Stat(target)
 	switch {
 	case err == nil && info.IsDir():
 		return result{"error": fmt.Sprintf("Failed to write '%s': it is a directory", a.Path)}
@@ -62,16 +62,16 @@ func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) result {
 		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, unwrapPathError(err))}
 	}
 
-	dir := filepath.Dir(target)
+	dir := t.dir(target)
 	dirsCreated := false
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := t.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := t.fs.MkdirAll(dir, 0o755); err != nil {
 			return result{"error": fmt.Sprintf("Failed to create directory for '%s': %v", a.Path, unwrapPathError(err))}
 		}
 		dirsCreated = true
 	}
 
-	if err := atomicWrite(target, []byte(*a.Content), mode); err != nil {
+	if err := atomicWriteIn(t.fs, t.px, target, []byte(*a.Content), mode); err != nil {
 		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, err)}
 	}
 	return result{
@@ -82,33 +82,21 @@ func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) result {
 	}
 }
 
-// atomicWrite writes data to a temp file next to path, syncs it, gives it
-// mode and renames it over path. On any failure the temp file is removed
-// and path is left as it was.
-func atomicWrite(path string, data []byte, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".hermes-tmp-*")
+// atomicWrite is atomicWriteIn on this host.
+func atomicWrite(path string, data []byte, mode fs.FileMode) error {
+	return atomicWriteIn(backend.LocalFS, pathSyntax{}, path, data, mode)
+}
+
+// atomicWriteIn writes data to a temp file next to path (in fsys, whose
+// paths have syntax px), with mode, synced, and renames it over path. On
+// any failure the temp file is removed and path is left as it was.
+func atomicWriteIn(fsys backend.FS, px pathSyntax, path string, data []byte, mode fs.FileMode) error {
+	tmp, err := fsys.WriteTemp(px.dir(path), ".hermes-tmp-*", data, mode)
 	if err != nil {
 		return unwrapPathError(err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return unwrapPathError(err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return unwrapPathError(err)
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return unwrapPathError(err)
-	}
-	if err = tmp.Close(); err != nil {
-		return unwrapPathError(err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
+		fsys.Remove(tmp)
 		return err
 	}
 	return nil
@@ -116,20 +104,20 @@ func atomicWrite(path string, data []byte, mode fs.FileMode) (err error) {
 
 // followSymlinks resolves p through any chain of symlinks (also dangling
 // ones) so that a write replaces the link's target, not the link.
-func followSymlinks(p string) (string, error) {
+func (t *Tools) followSymlinks(p string) (string, error) {
 	for i := 0; i < maxSymlinkHops; i++ {
-		fi, err := os.Lstat(p)
+		fi, err := t.fs.Lstat(p)
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			return p, nil
 		}
-		dest, err := os.Readlink(p)
+		dest, err := t.fs.Readlink(p)
 		if err != nil {
 			return "", unwrapPathError(err)
 		}
-		if !filepath.IsAbs(dest) {
-			dest = filepath.Join(filepath.Dir(p), dest)
+		if !t.isAbs(dest) {
+			dest = t.join(t.dir(p), dest)
 		}
-		p = filepath.Clean(dest)
+		p = t.clean(dest)
 	}
 	return "", errors.New("too many levels of symbolic links")
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package hostfuncs
+package backend
 
 import (
 	"os"

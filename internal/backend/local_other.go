@@ -1,6 +1,6 @@
 //go:build !unix && !windows
 
-package hostfuncs
+package backend
 
 import (
 	"os"

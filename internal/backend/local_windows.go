@@ -1,6 +1,6 @@
 //go:build windows
 
-package hostfuncs
+package backend
 
 import (
 	"os"
