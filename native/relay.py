@@ -12,18 +12,25 @@
 # From the host: d = bytes to a connection, x = close it, k = stop the
 # script's process group (data: grace in seconds). EOF on stdin stops it
 # too. A tool call is one round trip of the backend's stream; nothing polls.
-import json
-import os
-import shutil
-import signal
-import socket
-import struct
-import subprocess
 import sys
-import tempfile
-import threading
+
+try:
+    import json
+    import os
+    import shutil
+    import signal
+    import socket
+    import struct
+    import subprocess
+    import tempfile
+    import threading
+except ImportError as e:
+    # python3-minimal and the like: no json, no shutil.
+    sys.stderr.write("hermes-relay: this python lacks part of its standard library (%s)\n" % e)
+    sys.exit(120)  # relayIncompletePython in remote.go
 
 _HEAD = struct.Struct(">cII")
+
 
 
 def main():

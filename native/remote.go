@@ -117,11 +117,18 @@ func startRemote(ctx context.Context, be backend.Backend, python string, files m
 	return c, srv, nil
 }
 
+// relayIncompletePython is the relay's exit status when its python lacks
+// modules it needs (relay.py).
+const relayIncompletePython = 120
+
 // missingPython explains a relay that never ran.
 func missingPython(be backend.Backend, python string, code int, err error, stderr string) engine.Outcome {
 	where := be.Name() + " backend"
 	if t := be.Target(); t != "" {
 		where += " (" + t + ")"
+	}
+	if code == relayIncompletePython {
+		return engine.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Project mode needs a complete Python 3 in the %s: its %s lacks part of the standard library%s. Install the full interpreter there (Debian/Ubuntu: apt-get install python3, not only python3-minimal), or use code_execution.mode: strict, which runs the script here in the wasm sandbox and sends only its tool calls to the backend.", where, python, stderr)}
 	}
 	if code == 127 {
 		return engine.Outcome{ExitCode: -1, Crash: fmt.Sprintf("Project mode needs %s in the %s, and it has none: install it there (Debian/Ubuntu: apt-get install python3-minimal; Alpine: apk add python3), or use code_execution.mode: strict, which runs the script here in the wasm sandbox and sends only its tool calls to the backend.", python, where)}

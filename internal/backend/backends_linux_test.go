@@ -41,7 +41,7 @@ func TestSSHBackend(t *testing.T) {
 	b := newSSH(t)
 	home, _ := os.UserHomeDir()
 	require.Equal(t, home, b.Cwd())
-	out, code := run(t, b, Command{Shell: "echo $((6*7)) $SECRET", Env: []string{"SECRET=xyz"}})
+	out, code := runOn(t, b, Command{Shell: "echo $((6*7)) $SECRET", Env: []string{"SECRET=xyz"}})
 	require.Equal(t, 0, code)
 	require.Equal(t, "42 xyz\n", out)
 	_, err := b.FS().Stat("/etc/passwd")
@@ -51,7 +51,7 @@ func TestSSHBackend(t *testing.T) {
 func TestDockerBackend(t *testing.T) {
 	b := newDocker(t, false)
 	require.Equal(t, "/root", b.Cwd())
-	out, code := run(t, b, Command{Shell: "echo $((6*7)) $SECRET $FROM_DOCKER_ENV; pwd; python3 -c 'print(1)'", Env: []string{"SECRET=xyz"}})
+	out, code := runOn(t, b, Command{Shell: "echo $((6*7)) $SECRET $FROM_DOCKER_ENV; pwd; python3 -c 'print(1)'", Env: []string{"SECRET=xyz"}})
 	require.Equal(t, 0, code)
 	require.Equal(t, "42 xyz 1\n/root\n1\n", out)
 	data, err := b.FS().ReadFile("/etc/debian_version")

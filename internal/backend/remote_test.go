@@ -31,7 +31,7 @@ func localRemote(t *testing.T, cwd string) Backend {
 	return b
 }
 
-func run(t *testing.T, b Backend, cmd Command) (string, int) {
+func runOn(t *testing.T, b Backend, cmd Command) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
 	if cmd.Stdout == nil {
@@ -52,32 +52,32 @@ func TestRemoteCommand(t *testing.T) {
 	assert.Equal(t, dir, b.Cwd())
 
 	value := "it's \"quoted\"\n$HOME `x` \\ end"
-	out, code := run(t, b, Command{Argv: []string{"sh", "-c", `printf '%s|%s|%s|%s' "$SECRET" "$FROM_BACKEND" "$(pwd)" "$1"; exit 3`, "sh", "arg with 'quote'"},
+	out, code := runOn(t, b, Command{Argv: []string{"sh", "-c", `printf '%s|%s|%s|%s' "$SECRET" "$FROM_BACKEND" "$(pwd)" "$1"; exit 3`, "sh", "arg with 'quote'"},
 		Env: []string{"SECRET=" + value, "PATH=/nowhere", "HOME=/nohome", "bad-name=x"}})
 	assert.Equal(t, 3, code)
 	assert.Equal(t, value+"|yes|"+dir+"|arg with 'quote'", out)
 
 	// The host's PATH and HOME are the target's business.
-	out, _ = run(t, b, Command{Shell: `echo "$PATH" "$HOME"`, Env: []string{"PATH=/nowhere", "HOME=/nohome"}})
+	out, _ = runOn(t, b, Command{Shell: `echo "$PATH" "$HOME"`, Env: []string{"PATH=/nowhere", "HOME=/nohome"}})
 	assert.NotContains(t, out, "/nowhere")
 	assert.NotContains(t, out, "/nohome")
 
 	// Shell, stdout and stderr in one writer keep their order; Dir.
 	sub := filepath.Join(dir, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o755))
-	out, code = run(t, b, Command{Shell: "echo one; echo two >&2; echo three; pwd", Dir: sub})
+	out, code = runOn(t, b, Command{Shell: "echo one; echo two >&2; echo three; pwd", Dir: sub})
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "one\ntwo\nthree\n"+sub+"\n", out)
 
 	// Separate writers stay separate; stdin follows the header.
 	var so, se bytes.Buffer
-	_, code = run(t, b, Command{Shell: "cat; echo err >&2", Stdin: strings.NewReader("from stdin\n"), Stdout: &so, Stderr: &se})
+	_, code = runOn(t, b, Command{Shell: "cat; echo err >&2", Stdin: strings.NewReader("from stdin\n"), Stdout: &so, Stderr: &se})
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "from stdin\n", so.String())
 	assert.Equal(t, "err\n", se.String())
 
 	// A signal reports 128+N.
-	_, code = run(t, b, Command{Shell: "kill -9 $$"})
+	_, code = runOn(t, b, Command{Shell: "kill -9 $$"})
 	assert.Equal(t, 137, code)
 }
 
@@ -229,7 +229,7 @@ func TestRemoteFS(t *testing.T) {
 func TestRemoteLeftoversStopped(t *testing.T) {
 	dir := t.TempDir()
 	b := localRemote(t, dir)
-	out, code := run(t, b, Command{Shell: `nohup sleep 300 >/dev/null 2>&1 & echo $!`})
+	out, code := runOn(t, b, Command{Shell: `nohup sleep 300 >/dev/null 2>&1 & echo $!`})
 	assert.Equal(t, 0, code)
 	pid := strings.TrimSpace(out)
 	_, err := os.Stat("/proc/" + pid + "/environ")

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -156,7 +155,7 @@ func TestRemoteBackendsEndToEnd(t *testing.T) {
 					require.Equal(t, config.StatusSuccess, res.Status, "%+v", res)
 					assert.Equal(t, strings.Join([]string{
 						"write 11 False",
-						"read 1|alpha|2|beta|",
+						"read 1|alpha|2|beta",
 						"patch True None",
 						"search 1 [True]",
 						"terminal 0 alpha|gamma|" + cwd + "|key=unset pt=pt-value|",

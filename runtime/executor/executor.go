@@ -546,6 +546,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	}
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
+		Backend: be,
 		Env:     engine.MergeEnv(toolEnv, e.inject(false)),
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,

@@ -24,7 +24,8 @@
 // Unix socket path is limited to 108 bytes); its log goes to dockerd.log
 // there. It is ready when it logs that its API listens (at most 60 s;
 // the failure shows the log's tail). The test image, [DockerEngine.Image],
-// is a Debian bookworm minbase with python3-minimal, built without any
+// is a Debian bookworm minbase with python3 (the full standard library:
+// project mode needs json, which python3-minimal lacks), built without any
 // registry: debootstrap (installed if missing, about 35 s) makes the root
 // file system once per machine, cached as a tarball in
 // ~/.cache/hermes-wasm-exec/ (written to a temp file, then renamed, so a

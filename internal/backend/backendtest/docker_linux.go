@@ -17,9 +17,9 @@ import (
 
 const (
 	// imageName is the test image's name in the private daemon.
-	imageName = "hermes-test:bookworm-python3"
+	imageName = "hermes-test:bookworm-python3-full"
 	// rootfsCache is the cached root file system's file name.
-	rootfsCache = "backend-rootfs-bookworm-python3.tar"
+	rootfsCache = "backend-rootfs-bookworm-python3-full.tar"
 	// debianMirror is where debootstrap fetches the image's packages.
 	debianMirror = "http://deb.debian.org/debian"
 	// dockerReady bounds a daemon's start.
@@ -199,7 +199,7 @@ func rootfsTarball() (string, error) {
 	}
 	defer os.Remove(tmp.Name())
 	for _, c := range [][]string{
-		{paths["debootstrap"], "--variant=minbase", "--include=python3-minimal", "bookworm", root, debianMirror},
+		{paths["debootstrap"], "--variant=minbase", "--include=python3", "bookworm", root, debianMirror},
 		// The downloaded packages and the package lists (50 MB) are of
 		// no use in the image.
 		{"tar", "--numeric-owner", "--exclude=./var/cache/apt/archives/*.deb", "--exclude=./var/lib/apt/lists/*",
