@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,4 +171,161 @@ func TestRemoteBackendsEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countInTarget counts the processes of the target whose command line is
+// exactly cmdline (zombies have none; the counting shell's own holds more).
+func countInTarget(t *testing.T, rc remoteCase, session, cmdline string) string {
+	return strings.TrimSpace(rc.inTarget(t, session, `n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " < $p/cmdline 2>/dev/null); case $c in "`+cmdline+` ") n=$((n+1));; esac; done; echo $n`))
+}
+
+// Timeouts and interrupts stop the script's whole tree in the target, not
+// only the local client; a terminal command's timeout its own tree.
+func TestRemoteBackendsTimeouts(t *testing.T) {
+	for _, rc := range remoteCases(t) {
+		t.Run(rc.name, func(t *testing.T) {
+			cfg := rc.cfg(t)
+			ex := newRemoteExecutor(t, rc, cfg)
+			session := "timeouts-" + rc.name
+			// The count sees a process that runs (the control for the zeros below).
+			ctl := fmt.Sprintf("sleep 3%d.75", os.Getpid()%1000)
+			res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Session: session,
+				Code: "from hermes_tools import terminal\nprint(terminal('echo ok')['output'])"})
+			require.NoError(t, err)
+			rc.inTarget(t, session, "nohup "+ctl+" >/dev/null 2>&1 &")
+			assert.Equal(t, "1", countInTarget(t, rc, session, ctl))
+			rc.inTarget(t, session, "kill $(for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case $c in '"+ctl+" ') echo ${p#/proc/};; esac; done)")
+			// Project mode: a detached child of the script.
+			needle := fmt.Sprintf("sleep 1%d.25", os.Getpid()%1000)
+			res, err = ex.Execute(context.Background(), executor.Request{Mode: config.ModeProject, Session: session, Timeout: 3 * time.Second,
+				Code: fmt.Sprintf("import subprocess, time\nsubprocess.Popen(%q.split(), start_new_session=True)\nprint('started', flush=True)\ntime.sleep(100)", needle)})
+			require.NoError(t, err)
+			assert.Equal(t, config.StatusTimeout, res.Status, "%+v", res)
+			assert.True(t, strings.HasPrefix(res.Output, "started\n"), res.Output)
+			assert.Equal(t, "0", countInTarget(t, rc, session, needle), "the script's detached child still runs in the target")
+
+			// Strict mode: terminal's own timeout.
+			needle2 := fmt.Sprintf("sleep 2%d.5", os.Getpid()%1000)
+			res, err = ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Session: session,
+				Code: fmt.Sprintf("from hermes_tools import terminal\nr = terminal(%q, timeout=2)\nprint(r['exit_code'])", "sh -c '"+needle2+" & wait'")})
+			require.NoError(t, err)
+			require.Equal(t, config.StatusSuccess, res.Status, "%+v", res)
+			assert.Equal(t, "124\n", res.Output)
+			assert.Equal(t, "0", countInTarget(t, rc, session, needle2), "the command's tree still runs in the target")
+		})
+	}
+}
+
+// Session kernels in the backend keep their state, reset, and when one
+// cannot start, the call runs as a standalone script and says so.
+func TestRemoteBackendsKernels(t *testing.T) {
+	for _, rc := range remoteCases(t) {
+		t.Run(rc.name, func(t *testing.T) {
+			cfg := rc.cfg(t)
+			ex := newRemoteExecutor(t, rc, cfg)
+			session := "kernels-" + rc.name
+			call := func(code string, reset bool) executor.Result {
+				t.Helper()
+				res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeProject, Session: session, Code: code, Reset: reset})
+				require.NoError(t, err)
+				require.Equal(t, config.StatusSuccess, res.Status, "%+v", res)
+				return res
+			}
+			res := call("import os, socket\nx = 41\nprint(os.getcwd())", false)
+			require.NotNil(t, res.Kernel)
+			assert.False(t, res.Kernel.Reused)
+			res = call("from hermes_tools import terminal\nprint(x + 1, terminal('echo hi')['output'].strip())", false)
+			assert.True(t, res.Kernel.Reused)
+			assert.Equal(t, "42 hi\n", res.Output)
+			res = call("print('x' in globals())", true)
+			assert.True(t, res.Kernel.StateReset)
+			assert.Equal(t, "False\n", res.Output)
+
+			restore := executor.FailRemoteKernels(fmt.Errorf("no kernel today"))
+			defer restore()
+			res = call("print('standalone')", true)
+			assert.Equal(t, "standalone\n", res.Output)
+			require.NotNil(t, res.Kernel)
+			assert.Equal(t, "remote session kernel unavailable on "+rc.name+"; this call ran as a standalone script, state does not persist", res.Kernel.Note)
+			assert.Contains(t, res.Warning, "state does not persist")
+		})
+	}
+}
+
+// The docker backend: one labelled container per session, removed with
+// the session unless persistent, kept and reused by the next executor when
+// persistent; docker_env and forwarded variables reach commands, and a
+// container without python3 gives project mode a clear error while strict
+// mode still works there.
+func TestDockerBackendContainers(t *testing.T) {
+	d := backendtest.Docker(t)
+	rc := remoteCases(t)[0]
+	require.Equal(t, "docker", rc.name)
+	containers := func(session string) []string {
+		out := d.Run(t, "ps", "-a", "--format", "{{.Names}}", "--filter", "label=hermes-wasm-exec.session="+session)
+		return strings.Fields(out)
+	}
+
+	t.Run("per session, removed with it", func(t *testing.T) {
+		cfg := rc.cfg(t)
+		ex := newRemoteExecutor(t, rc, cfg)
+		code := "from hermes_tools import terminal\nprint(terminal('echo $FROM_CONFIG $FORWARDED_TOKEN; for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" < $p/cmdline; echo; done | grep -c \"fwd[-]value\"')['output'])"
+		for _, s := range []string{"docker-a", "docker-b"} {
+			res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Session: s, Code: code})
+			require.NoError(t, err)
+			// The forwarded value is in the environment, on no command line.
+			assert.Equal(t, "cfg-value fwd-value\n0\n\n", res.Output)
+		}
+		a, b := containers("docker-a"), containers("docker-b")
+		require.Len(t, a, 1)
+		require.Len(t, b, 1)
+		assert.NotEqual(t, a, b)
+		ex.CloseSession(context.Background(), "docker-a")
+		assert.Empty(t, containers("docker-a"))
+		assert.Len(t, containers("docker-b"), 1)
+		require.NoError(t, ex.Close(context.Background()))
+		assert.Empty(t, containers("docker-b"))
+	})
+
+	t.Run("persistent, reused by the next process", func(t *testing.T) {
+		cfg := rc.cfg(t)
+		cfg.Terminal.ContainerPersistent = true
+		session := fmt.Sprintf("docker-persistent-%d", os.Getpid())
+		t.Cleanup(func() {
+			for _, c := range containers(session) {
+				d.Run(t, "rm", "-f", c)
+			}
+		})
+		for i, want := range []string{"1\n", "2\n"} {
+			ex := newRemoteExecutor(t, rc, cfg)
+			res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Session: session,
+				Code: "from hermes_tools import terminal\nprint(terminal('echo x >> /root/visits; wc -l < /root/visits')['output'], end='')"})
+			require.NoError(t, err)
+			assert.Equal(t, want, res.Output, "executor %d", i)
+			ex.CloseSession(context.Background(), session)
+			require.NoError(t, ex.Close(context.Background()))
+			assert.Len(t, containers(session), 1, "kept")
+		}
+	})
+
+	t.Run("no python in the container", func(t *testing.T) {
+		ctr := fmt.Sprintf("hermes-nopython-%d", os.Getpid())
+		d.Run(t, "run", "-d", "--init", "--network", "none", "--name", ctr, "--entrypoint", "sh", d.Image, "-c", "rm -f /usr/bin/python3*; while :; do sleep 1000; done")
+		t.Cleanup(func() { d.Run(t, "rm", "-f", ctr) })
+		cfg := config.Default()
+		cfg.Terminal.Backend = config.BackendExec
+		cfg.Terminal.ExecCommand = []string{d.Docker, "exec", "-i", ctr}
+		ex := newRemoteExecutor(t, rc, cfg)
+		require.Eventually(t, func() bool {
+			return strings.TrimSpace(d.Run(t, "exec", ctr, "sh", "-c", "ls /usr/bin/python3* 2>/dev/null | wc -l")) == "0"
+		}, 30*time.Second, 50*time.Millisecond)
+		res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeProject, Code: "print(1)"})
+		require.NoError(t, err)
+		assert.Equal(t, config.StatusError, res.Status)
+		assert.Contains(t, res.Error, "Project mode needs python3 in the exec backend")
+		assert.Contains(t, res.Error, "apt-get install python3")
+		res, err = ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Code: "from hermes_tools import terminal\nprint(terminal('echo from the container')['output'], end='')"})
+		require.NoError(t, err)
+		assert.Equal(t, "from the container\n", res.Output)
+	})
 }
