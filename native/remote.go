@@ -329,4 +329,3 @@ type muxAddr struct{}
 
 func (muxAddr) Network() string { return "relay" }
 func (muxAddr) String() string  { return "relay" }
-

@@ -102,7 +102,7 @@ func TestLocalExitCodes(t *testing.T) {
 	assert.Equal(t, "partial\n", out)
 	code, _, _ = run(t, Command{Shell: "kill -9 $$"})
 	assert.Equal(t, 128+9, code)
-	code, out, _ = run(t, Command{Shell: "definitely-not-a-command-xyz"})
+	code, _, _ = run(t, Command{Shell: "definitely-not-a-command-xyz"})
 	assert.Equal(t, 127, code)
 }
 
