@@ -4,7 +4,7 @@
 // (hostfuncs) read and write files through [FS] and run terminal commands
 // through [Backend.Start]; project mode starts its interpreter with
 // [Backend.Start] when the backend is remote. docs/backends/ describes each
-// backend; docs/behaviour.md §15 the contract.
+// backend; docs/behaviour.md §12 the contract.
 package backend
 
 import (

@@ -46,7 +46,7 @@ var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engin
 
 // standaloneRemote runs a session call whose remote kernel could not
 // start as a one-shot script in the backend, and says so (docs/behaviour.md
-// §15): its state does not persist.
+// §12): its state does not persist.
 func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
 	e.log.event(slog.LevelWarn, "remote kernel unavailable",
 		fmt.Sprintf("execute_code: the session kernel of %q could not start on the %s backend (%v); running the call as a standalone script", req.Session, c.backend.Name(), startErr),
