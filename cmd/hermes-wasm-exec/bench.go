@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -56,8 +57,21 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 5, "repetitions of each measurement")
+	remote := fs.Bool("remote", false, "also measure the terminal.backend of the config file (docker, ssh or exec): a tool call and a kernel call over it")
+	configPath := fs.String("config", "", "the config file for -remote (default: $HERMES_HOME/config.yaml)")
 	if err := fs.Parse(args); err != nil || *n < 1 {
 		return cli.ExitUsage
+	}
+	var remoteCfg config.Config
+	if *remote {
+		var ok bool
+		if remoteCfg, ok = cli.LoadConfig(*configPath, stderr); !ok {
+			return cli.ExitUsage
+		}
+		if b := remoteCfg.Terminal.Backend; b == "" || b == config.BackendLocal {
+			fmt.Fprintf(stderr, "bench: -remote needs terminal.backend docker, ssh or exec in the config file (it is %q)\n", cmp.Or(b, config.BackendLocal))
+			return cli.ExitUsage
+		}
 	}
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "hermes-bench-")
@@ -190,6 +204,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	rows = append(rows, kernelRows...)
 
+	if *remote {
+		remoteRows, err := benchRemote(ctx, remoteCfg, tmp, *n)
+		if err != nil {
+			return fail("remote backend", err)
+		}
+		rows = append(rows, remoteRows...)
+	}
+
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "hermes-wasm-exec bench (%s/%s, %d CPUs, median of %d)\n\n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), *n)
 	fmt.Fprintf(&b, "| measurement | value | note |\n|---|---|---|\n")
@@ -198,6 +220,100 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	stdout.Write(b.Bytes())
 	return cli.ExitOK
+}
+
+// benchRemoteScript times n read_file calls of a small file in the
+// backend's working dir, from inside the script.
+const benchRemoteScript = `import time
+from hermes_tools import read_file, write_file
+n = %d
+write_file("hermes-bench-small.txt", "hello\n" * 10)
+read_file("hermes-bench-small.txt")
+t = time.perf_counter()
+for _ in range(n):
+    read_file("hermes-bench-small.txt")
+print((time.perf_counter() - t) / n * 1e3)
+`
+
+// benchRemote measures cfg's remote backend: its start, a read_file from
+// a script in the target (project) and from the local sandbox (strict), a
+// warm kernel call in the target, and for docker a plain `docker exec
+// true` to compare with.
+func benchRemote(ctx context.Context, cfg config.Config, tmp string, n int) ([]row, error) {
+	backend := cfg.Terminal.Backend
+	// The bench's own container goes with it.
+	cfg.Terminal.ContainerPersistent = false
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
+	defer ex.Close(ctx)
+	session := fmt.Sprintf("hermes-bench-%d", os.Getpid())
+	defer ex.CloseSession(ctx, session)
+	call := func(mode, code string) (executor.Result, error) {
+		max := 10000
+		res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Session: session, MaxToolCalls: &max})
+		if err == nil && res.Status != config.StatusSuccess {
+			err = fmt.Errorf("%s: %s %s", res.Status, res.Error, res.Output)
+		}
+		return res, err
+	}
+	var rows []row
+	t := time.Now()
+	if _, err := call("strict", "pass"); err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{backend + ": first call of a session", ms(time.Since(t)), "backend start (a container, a connection) + strict kernel"})
+	for _, mode := range []string{"project", "strict"} {
+		var per []float64
+		for range n {
+			res, err := call(mode, fmt.Sprintf(benchRemoteScript, 200))
+			if err != nil {
+				return nil, fmt.Errorf("%s read_file: %w", mode, err)
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s read_file: %q: %w", mode, res.Output, err)
+			}
+			per = append(per, v)
+		}
+		slices.Sort(per)
+		where := "script in the target, tool call over the relay"
+		if mode == "strict" {
+			where = "script in the local sandbox, file op in the target"
+		}
+		rows = append(rows, row{fmt.Sprintf("%s: read_file of a small file (%s)", backend, mode), fmt.Sprintf("%.2f ms", per[len(per)/2]), where + "; goal <= 5 ms"})
+	}
+	if _, err := call("project", "x = 1"); err != nil {
+		return nil, err
+	}
+	var lat []time.Duration
+	for range 20 * n {
+		t := time.Now()
+		if _, err := call("project", "print(1)"); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	rows = append(rows, row{backend + ": project kernel call in the target, print(1)", fmt.Sprintf("p50 %s", ms(lat[len(lat)/2])), fmt.Sprintf("%d calls in one session", len(lat))})
+	if backend == config.BackendDocker {
+		var out bytes.Buffer
+		ps := exec.Command("docker", "ps", "-q", "--filter", "label=hermes-wasm-exec.session="+session, "--filter", fmt.Sprintf("label=hermes-wasm-exec.pid=%d", os.Getpid()))
+		ps.Stdout = &out
+		err := proctree.Run(ctx, ps)
+		ctr := strings.Fields(out.String())
+		if err == nil && len(ctr) > 0 {
+			var d []time.Duration
+			for range n {
+				c := exec.Command("docker", "exec", ctr[0], "true")
+				t := time.Now()
+				if err := proctree.Run(ctx, c); err != nil {
+					return nil, fmt.Errorf("docker exec true: %w", err)
+				}
+				d = append(d, time.Since(t))
+			}
+			rows = append(rows, row{"docker exec CTR true", ms(median(d)), "the anchor: one new exec, what each polling step of a file-based transport costs"})
+		}
+	}
+	return rows, nil
 }
 
 // row is one line of the bench table.

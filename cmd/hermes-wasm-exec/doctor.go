@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -93,7 +95,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
 				"timezone":                 cfg.CodeExecution.Timezone,
 			},
-			"terminal": map[string]any{"env_passthrough": cfg.Terminal.EnvPassthrough, "backend": cfg.Terminal.Backend},
+			"terminal": terminalInEffect(cfg.Terminal),
 			"approvals": map[string]any{
 				"mode":      cfg.Approvals.Mode,
 				"cron_mode": cfg.Approvals.CronMode,
@@ -134,6 +136,34 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",
 	}[d.Project.Transport])
 	return code
+}
+
+// terminalInEffect is the terminal section as doctor shows it: the keys
+// of the backend in use (docker_env's names only: its values may be
+// secrets).
+func terminalInEffect(t config.Terminal) map[string]any {
+	m := map[string]any{"env_passthrough": t.EnvPassthrough, "backend": t.Backend}
+	switch t.Backend {
+	case config.BackendDocker:
+		m["cwd"] = t.RemoteCwd()
+		m["docker_image"] = t.DockerImage
+		m["docker_network"] = t.DockerNetwork
+		m["docker_volumes"] = t.DockerVolumes
+		m["docker_env"] = slices.Sorted(maps.Keys(t.DockerEnv))
+		m["docker_forward_env"] = t.DockerForwardEnv
+		m["docker_extra_args"] = t.DockerExtraArgs
+		m["container_cpu"] = t.ContainerCPU
+		m["container_memory"] = t.ContainerMemoryMB
+		m["container_persistent"] = t.ContainerPersistent
+	case config.BackendSSH:
+		m["cwd"] = t.RemoteCwd()
+		m["ssh_host"], m["ssh_user"], m["ssh_port"] = t.SSHHost, t.SSHUser, t.SSHPort
+		m["ssh_key"], m["ssh_known_hosts"] = t.SSHKey, t.SSHKnownHostsPath()
+	case config.BackendExec:
+		m["cwd"] = t.RemoteCwd()
+		m["exec_command"] = t.ExecCommand
+	}
+	return m
 }
 
 // configFlag makes --config's value optional: a --config (or -config)

@@ -69,7 +69,7 @@ func TestHermesCompat(t *testing.T) {
 		}
 		require.Empty(t, names, "temp dirs left behind")
 	})
-	ignored := fmt.Sprintf("debug: config %s: ignoring 67 key(s) hermes-wasm-exec does not use: _config_version (line 6), model (line 8), providers (line 12),", conf)
+	ignored := fmt.Sprintf("debug: config %s: ignoring 54 key(s) hermes-wasm-exec does not use: _config_version (line 6), model (line 8), providers (line 12),", conf)
 
 	// The front ends run in parallel: each waits out the 3-second timeout once per mode.
 	for _, mode := range []string{"strict", "project"} {
@@ -297,7 +297,7 @@ func TestDoctorConfigReport(t *testing.T) {
 			"  timezone: Asia/Tokyo\n",
 			"      cron_mode: approve\n",
 			"  TZ for scripts and terminal commands: Asia/Tokyo (from timezone)\n",
-			"  keys used (effective values):\n    line 18    timezone = Asia/Tokyo\n    line 32    terminal.backend = local\n    line 37    terminal.env_passthrough = [HERMES_BASE_URL, COMPAT_SERVICE_TOKEN]\n",
+			"  keys used (effective values):\n    line 18    timezone = Asia/Tokyo\n    line 32    terminal.backend = local\n    line 34    terminal.cwd = . (applies to remote backends only; local commands run in the session's working dir)\n    line 37    terminal.env_passthrough = [HERMES_BASE_URL, COMPAT_SERVICE_TOKEN]\n    line 42    terminal.docker_image = nikolaik/python-nodejs:python3.14-nodejs22\n",
 			"    line 190   code_execution.timeout = 3\n    line 191   code_execution.max_tool_calls = 2\n",
 			"  keys ignored (Hermes settings and unknown keys, not used by hermes-wasm-exec):\n    line 6     _config_version\n    line 8     model\n",
 			"    line 35    terminal.timeout: terminal() waits 180 s here unless the script passes timeout= (at most 600 s)\n",

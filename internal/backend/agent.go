@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -18,11 +19,12 @@ import (
 )
 
 // The file system of a remote backend is served by an agent: one
-// long-lived POSIX shell in the target reading requests from its stdin,
-// one line each, and answering one line each, so a file operation costs a
+// long-lived process in the target reading requests from its stdin, one
+// line each, and answering one line each, so a file operation costs a
 // round trip over an open stream, not a new docker exec or ssh command.
-// It needs only sh and coreutils (stat, base64, mktemp, mv, readlink) in
-// the target, no Python. Requests: an operation letter and base64
+// Where the target has python3 the agent is agent.py, which forks nothing;
+// otherwise agentScript, a POSIX shell that needs only coreutils (stat,
+// base64, head, mktemp, mv, readlink) and find, no Python. Requests: an operation letter and base64
 // arguments; answers: "ok ..." or "err <base64 message>". The messages are
 // the tools' own (LC_ALL=C), mapped to fs errors by their text.
 
@@ -95,10 +97,20 @@ func (a *agent) close() {
 	}
 }
 
+// agentPython is the agent for targets with python3: the same protocol,
+// no fork per operation.
+//
+//go:embed agent.py
+var agentPython string
+
 // startAgent starts the agent on r.
 func (r *remote) startAgent() (*agent, error) {
 	pr, pw := io.Pipe()
-	p, err := r.Start(context.Background(), Command{Argv: []string{"sh", "-c", agentScript}, Dir: "/", Interactive: true, Stdout: pw})
+	argv := []string{"sh", "-c", agentScript}
+	if r.pythonAgent {
+		argv = []string{"python3", "-S", "-c", agentPython}
+	}
+	p, err := r.Start(context.Background(), Command{Argv: argv, Dir: "/", Interactive: true, Stdout: pw})
 	if err != nil {
 		pw.Close()
 		return nil, err

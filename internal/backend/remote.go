@@ -75,7 +75,10 @@ type remote struct {
 	tr           transport
 	// extraEnv is set in every command (docker_env, forwarded variables).
 	extraEnv []string
-	onClose  func() error
+	// pythonAgent: the target has python3, which serves files without
+	// forking (agent.py); the sh agent otherwise.
+	pythonAgent bool
+	onClose     func() error
 
 	agentMu sync.Mutex
 	agent   *agent
@@ -93,7 +96,7 @@ func (r *remote) FS() FS         { return remoteFS{r} }
 // It checks the target is reachable and has a POSIX shell and base64.
 func (r *remote) probe(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := r.run(ctx, Command{Argv: []string{"sh", "-c", `printf '%s\n%s\n' "$HOME" "$(pwd)"; command -v base64 >/dev/null || echo "no base64" >&2`}, Dir: ".", Stdout: &out, Stderr: &errb})
+	code, err := r.run(ctx, Command{Argv: []string{"sh", "-c", probeScript}, Dir: ".", Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return err
 	}
@@ -101,10 +104,11 @@ func (r *remote) probe(ctx context.Context) error {
 		return fmt.Errorf("the %s backend (%s) did not answer a probe (exit %d): %s", r.name, r.target, code, strings.TrimSpace(errb.String()))
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		return fmt.Errorf("the %s backend (%s) answered a probe with %q", r.name, r.target, out.String())
 	}
 	r.home = lines[0]
+	r.pythonAgent = lines[2] == "py"
 	switch {
 	case r.cwd == "" || r.cwd == ".":
 		r.cwd = lines[1]
@@ -115,6 +119,13 @@ func (r *remote) probe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// probeScript prints the target's home, its working dir and which file
+// agent it can run (py: python3 is there; sh otherwise), and complains
+// when base64 is missing.
+const probeScript = `printf '%s\n%s\n' "$HOME" "$(pwd)"
+if command -v python3 >/dev/null 2>&1 && python3 -S -c 'import base64, tempfile' >/dev/null 2>&1; then echo py; else echo sh; fi
+command -v base64 >/dev/null || echo "no base64" >&2`
 
 // run runs cmd and waits for it.
 func (r *remote) run(ctx context.Context, cmd Command) (int, error) {

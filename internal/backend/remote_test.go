@@ -152,9 +152,20 @@ func TestRemoteStopKillsTheTree(t *testing.T) {
 	}
 }
 
+// Both agents: python3's, and sh's for targets without it.
 func TestRemoteFS(t *testing.T) {
-	dir := t.TempDir()
-	b := localRemote(t, dir)
+	for _, agent := range []string{"python", "sh"} {
+		t.Run(agent, func(t *testing.T) {
+			dir := t.TempDir()
+			b := localRemote(t, dir)
+			require.True(t, b.(*remote).pythonAgent, "the probe finds this host's python3")
+			b.(*remote).pythonAgent = agent == "python"
+			testRemoteFS(t, b, dir)
+		})
+	}
+}
+
+func testRemoteFS(t *testing.T, b Backend, dir string) {
 	f := b.FS()
 
 	_, err := f.Stat(filepath.Join(dir, "missing"))

@@ -176,7 +176,7 @@ func TestRemoteBackendsEndToEnd(t *testing.T) {
 // countInTarget counts the processes of the target whose command line is
 // exactly cmdline (zombies have none; the counting shell's own holds more).
 func countInTarget(t *testing.T, rc remoteCase, session, cmdline string) string {
-	return strings.TrimSpace(rc.inTarget(t, session, `n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " < $p/cmdline 2>/dev/null); case $c in "`+cmdline+` ") n=$((n+1));; esac; done; echo $n`))
+	return strings.TrimSpace(rc.inTarget(t, session, `n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " 2>/dev/null < $p/cmdline); case $c in "`+cmdline+` ") n=$((n+1));; esac; done; echo $n`))
 }
 
 // Timeouts and interrupts stop the script's whole tree in the target, not
@@ -194,7 +194,7 @@ func TestRemoteBackendsTimeouts(t *testing.T) {
 			require.NoError(t, err)
 			rc.inTarget(t, session, "nohup "+ctl+" >/dev/null 2>&1 &")
 			assert.Equal(t, "1", countInTarget(t, rc, session, ctl))
-			rc.inTarget(t, session, "kill $(for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case $c in '"+ctl+" ') echo ${p#/proc/};; esac; done)")
+			rc.inTarget(t, session, "kill $(for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $p/cmdline); case $c in '"+ctl+" ') echo ${p#/proc/};; esac; done)")
 			// Project mode: a detached child of the script.
 			needle := fmt.Sprintf("sleep 1%d.25", os.Getpid()%1000)
 			res, err = ex.Execute(context.Background(), executor.Request{Mode: config.ModeProject, Session: session, Timeout: 3 * time.Second,
@@ -269,7 +269,7 @@ func TestDockerBackendContainers(t *testing.T) {
 	t.Run("per session, removed with it", func(t *testing.T) {
 		cfg := rc.cfg(t)
 		ex := newRemoteExecutor(t, rc, cfg)
-		code := "from hermes_tools import terminal\nprint(terminal('echo $FROM_CONFIG $FORWARDED_TOKEN; for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" < $p/cmdline; echo; done | grep -c \"fwd[-]value\"')['output'])"
+		code := "from hermes_tools import terminal\nprint(terminal('echo $FROM_CONFIG $FORWARDED_TOKEN; for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" 2>/dev/null < $p/cmdline; echo; done | grep -c \"fwd[-]value\"')['output'])"
 		for _, s := range []string{"docker-a", "docker-b"} {
 			res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeStrict, Session: s, Code: code})
 			require.NoError(t, err)
