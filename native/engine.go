@@ -286,21 +286,30 @@ func (c *child) kill() {
 // (read is closed when they are), for at most drainTimeout after the
 // exit, then closes the read ends.
 func (c *child) drain(read <-chan struct{}) {
-	<-c.exited
-	t := time.NewTimer(drainTimeout)
-	defer t.Stop()
-	select {
-	case <-read:
-	case <-t.C:
+	drainAfter(c.exited, read, func() {
 		// A process outside the group still holds the pipes.
 		c.stdout.SetReadDeadline(time.Now())
 		c.stderr.SetReadDeadline(time.Now())
 		c.stdout.Close()
 		c.stderr.Close()
-		<-read
-	}
+	})
 	c.stdout.Close()
 	c.stderr.Close()
+}
+
+// drainAfter waits until exited is closed, then until read is, for at most
+// drainTimeout; past that it calls cut, which must end the readers, and
+// waits for read.
+func drainAfter(exited, read <-chan struct{}, cut func()) {
+	<-exited
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-read:
+	case <-t.C:
+		cut()
+		<-read
+	}
 }
 
 // release frees the tree (on Windows, closing the job kills what is left

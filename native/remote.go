@@ -265,16 +265,10 @@ func (c *remoteChild) kill() {
 // drain waits until the relay has ended and the output readers are done,
 // for at most drainTimeout after its end.
 func (c *remoteChild) drain(read <-chan struct{}) {
-	<-c.exited
-	t := time.NewTimer(drainTimeout)
-	defer t.Stop()
-	select {
-	case <-read:
-	case <-t.C:
+	drainAfter(c.exited, read, func() {
 		c.stdout.Close()
 		c.stderr.Close()
-		<-read
-	}
+	})
 }
 
 func (c *remoteChild) release() { c.stdin.Close() }
