@@ -241,6 +241,20 @@ func TestRemoteBackendsKernels(t *testing.T) {
 			assert.True(t, res.Kernel.StateReset)
 			assert.Equal(t, "False\n", res.Output)
 
+			// An interrupt stops the running cell's tree in the target; the
+			// next call starts a fresh kernel.
+			needle := fmt.Sprintf("sleep 4%d.5", os.Getpid()%1000)
+			c := ex.Start(context.Background(), executor.Request{Mode: config.ModeProject, Session: session,
+				Code: fmt.Sprintf("import subprocess\nprint('running', flush=True)\nsubprocess.run(%q.split())", needle)})
+			require.Eventually(t, func() bool { return countInTarget(t, rc, session, needle) == "1" }, 60*time.Second, 50*time.Millisecond)
+			require.True(t, ex.Interrupt(session, "the test interrupts it"))
+			res, err := c.Wait()
+			require.NoError(t, err)
+			assert.Equal(t, config.StatusInterrupted, res.Status, "%+v", res)
+			assert.Equal(t, "0", countInTarget(t, rc, session, needle))
+			res = call("print('x' in globals())", false)
+			assert.False(t, res.Kernel.Reused)
+
 			restore := executor.FailRemoteKernels(fmt.Errorf("no kernel today"))
 			defer restore()
 			res = call("print('standalone')", true)
