@@ -76,6 +76,9 @@ type remote struct {
 	// extraEnv is set in every command (docker_env, forwarded variables).
 	extraEnv []string
 	onClose  func() error
+	// makeCwd has the probe create an absolute cwd that does not exist
+	// (docker: as docker run -w would; the image rarely has it).
+	makeCwd bool
 
 	agentMu sync.Mutex
 	agent   *agent
@@ -93,7 +96,12 @@ func (r *remote) FS() FS         { return remoteFS{r} }
 // It checks the target is reachable and has a POSIX shell and base64.
 func (r *remote) probe(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := r.run(ctx, Command{Argv: []string{"sh", "-c", `printf '%s\n%s\n' "$HOME" "$(pwd)"; command -v base64 >/dev/null || echo "no base64" >&2`}, Dir: ".", Stdout: &out, Stderr: &errb})
+	probe := `printf '%s\n%s\n' "$HOME" "$(pwd)"; command -v base64 >/dev/null || echo "no base64" >&2`
+	argv := []string{"sh", "-c", probe}
+	if r.makeCwd && strings.HasPrefix(r.cwd, "/") {
+		argv = []string{"sh", "-c", `mkdir -p -- "$1" || exit 1; ` + probe, "sh", r.cwd}
+	}
+	code, err := r.run(ctx, Command{Argv: argv, Dir: ".", Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return err
 	}
