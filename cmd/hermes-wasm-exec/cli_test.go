@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend/backendtest"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
@@ -37,7 +38,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv("HERMES_WASM_CACHE_DIR", filepath.Join(base, "hermes-wasm-exec-test", "wasm"))
 	}
-	os.Exit(m.Run())
+	// backendtest.Main runs the tests, then stops the Docker engine and
+	// sshd the remote backend tests started.
+	os.Exit(backendtest.Main(m))
 }
 
 // result is the result JSON as the tests decode it.

@@ -123,7 +123,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (Backend, error) {
 	if err := d.ensure(ctx); err != nil {
 		return nil, err
 	}
-	r := &remote{name: "docker", target: d.name, cwd: opts.Cwd, extraEnv: opts.Env,
+	r := &remote{name: "docker", target: d.name, cwd: opts.Cwd, extraEnv: opts.Env, makeCwd: true,
 		tr: &dockerTransport{cli: cli, clientEnv: opts.ClientEnv, container: d.name}}
 	r.onClose = d.close
 	if err := r.probe(ctx); err != nil {

@@ -79,6 +79,9 @@ type remote struct {
 	// forking (agent.py); the sh agent otherwise.
 	pythonAgent bool
 	onClose     func() error
+	// makeCwd has the probe create an absolute cwd that does not exist
+	// (docker: as docker run -w would; the image rarely has it).
+	makeCwd bool
 
 	agentMu sync.Mutex
 	agent   *agent
@@ -96,7 +99,11 @@ func (r *remote) FS() FS         { return remoteFS{r} }
 // It checks the target is reachable and has a POSIX shell and base64.
 func (r *remote) probe(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := r.run(ctx, Command{Argv: []string{"sh", "-c", probeScript}, Dir: ".", Stdout: &out, Stderr: &errb})
+	argv := []string{"sh", "-c", probeScript}
+	if r.makeCwd && strings.HasPrefix(r.cwd, "/") {
+		argv = []string{"sh", "-c", `mkdir -p -- "$1" || exit 1; ` + probeScript, "sh", r.cwd}
+	}
+	code, err := r.run(ctx, Command{Argv: argv, Dir: ".", Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return err
 	}

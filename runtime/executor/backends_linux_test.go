@@ -22,10 +22,10 @@ import (
 // run there, not through the executor).
 type remoteCase struct {
 	name    string
-	cfg     func(t *testing.T) config.Config
+	cfg     func(t testing.TB) config.Config
 	environ []string
 	// inTarget runs a shell command in the target and returns its output.
-	inTarget func(t *testing.T, session, cmd string) string
+	inTarget func(t testing.TB, session, cmd string) string
 	cwd      string
 }
 
@@ -33,10 +33,10 @@ const secretValue = "sk-host-secret-must-not-leak"
 
 // remoteCases are docker, ssh, and exec with `docker exec -i CTR` as the
 // prefix, against the engines backendtest starts.
-func remoteCases(t *testing.T) []remoteCase {
+func remoteCases(t testing.TB) []remoteCase {
 	d := backendtest.Docker(t)
 	s := backendtest.SSH(t)
-	dockerIn := func(t *testing.T, ctr, cmd string) string {
+	dockerIn := func(t testing.TB, ctr, cmd string) string {
 		t.Helper()
 		c := exec.Command(d.Docker, "exec", "-i", ctr, "sh", "-c", cmd)
 		c.Env = append(os.Environ(), d.Env...)
@@ -55,7 +55,7 @@ func remoteCases(t *testing.T) []remoteCase {
 	return []remoteCase{
 		{
 			name: "docker",
-			cfg: func(t *testing.T) config.Config {
+			cfg: func(t testing.TB) config.Config {
 				cfg := base()
 				cfg.Terminal.Backend = config.BackendDocker
 				cfg.Terminal.DockerImage = d.Image
@@ -66,7 +66,7 @@ func remoteCases(t *testing.T) []remoteCase {
 				return cfg
 			},
 			environ: d.Env,
-			inTarget: func(t *testing.T, session, cmd string) string {
+			inTarget: func(t testing.TB, session, cmd string) string {
 				ctr := strings.TrimSpace(d.Run(t, "ps", "-q", "--filter", "label=hermes-wasm-exec.session="+session, "--filter", fmt.Sprintf("label=hermes-wasm-exec.pid=%d", os.Getpid())))
 				require.NotEmpty(t, ctr, "no container for session %s", session)
 				return dockerIn(t, ctr, cmd)
@@ -75,7 +75,7 @@ func remoteCases(t *testing.T) []remoteCase {
 		},
 		{
 			name: "ssh",
-			cfg: func(t *testing.T) config.Config {
+			cfg: func(t testing.TB) config.Config {
 				cfg := base()
 				cfg.Terminal.Backend = config.BackendSSH
 				cfg.Terminal.SSHHost, cfg.Terminal.SSHPort, cfg.Terminal.SSHUser = s.Host, s.Port, s.User
@@ -83,7 +83,7 @@ func remoteCases(t *testing.T) []remoteCase {
 				cfg.Terminal.Cwd = t.TempDir()
 				return cfg
 			},
-			inTarget: func(t *testing.T, _, cmd string) string {
+			inTarget: func(t testing.TB, _, cmd string) string {
 				out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
 				require.NoError(t, err, "%s", out)
 				return string(out)
@@ -92,7 +92,7 @@ func remoteCases(t *testing.T) []remoteCase {
 		},
 		{
 			name: "exec",
-			cfg: func(t *testing.T) config.Config {
+			cfg: func(t testing.TB) config.Config {
 				d.Run(t, "run", "-d", "--init", "--network", "none", "--name", execCtr, "--entrypoint", "sh", d.Image, "-c", "while :; do sleep 1000; done")
 				t.Cleanup(func() { d.Run(t, "rm", "-f", execCtr) })
 				cfg := base()
@@ -102,7 +102,7 @@ func remoteCases(t *testing.T) []remoteCase {
 				return cfg
 			},
 			environ: d.Env,
-			inTarget: func(t *testing.T, _, cmd string) string {
+			inTarget: func(t testing.TB, _, cmd string) string {
 				return dockerIn(t, execCtr, cmd)
 			},
 			cwd: "/tmp",
@@ -113,7 +113,7 @@ func remoteCases(t *testing.T) []remoteCase {
 // newRemoteExecutor is an executor for rc whose environment holds a
 // provider key (never to be seen in the target), a forwarded variable and
 // a passthrough one.
-func newRemoteExecutor(t *testing.T, rc remoteCase, cfg config.Config) *executor.Executor {
+func newRemoteExecutor(t testing.TB, rc remoteCase, cfg config.Config) *executor.Executor {
 	cfg.Terminal.EnvPassthrough = []string{"PASSED_THROUGH"}
 	environ := append(os.Environ(), rc.environ...)
 	environ = append(environ, "OPENAI_API_KEY="+secretValue, "FORWARDED_TOKEN=fwd-value", "PASSED_THROUGH=pt-value")
@@ -175,6 +175,8 @@ func TestRemoteBackendsEndToEnd(t *testing.T) {
 
 // countInTarget counts the processes of the target whose command line is
 // exactly cmdline (zombies have none; the counting shell's own holds more).
+// A process that ends while it is counted is skipped: stderr is redirected
+// before the shell opens its cmdline.
 func countInTarget(t *testing.T, rc remoteCase, session, cmdline string) string {
 	return strings.TrimSpace(rc.inTarget(t, session, `n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " 2>/dev/null < $p/cmdline); case $c in "`+cmdline+` ") n=$((n+1));; esac; done; echo $n`))
 }
