@@ -35,6 +35,9 @@ const (
 	frameKill    = 'k'
 )
 
+// maxFrame bounds a frame's data: the relay sends at most 64 KiB at once.
+const maxFrame = 1 << 20
+
 // remoteChild is a script's python started by the relay on a remote
 // backend. It implements proc.
 type remoteChild struct {
@@ -160,6 +163,13 @@ func (c *remoteChild) demux(r io.Reader, stdout, stderr *io.PipeWriter) {
 			first = false
 		}
 		kind, sid, n := head[0], binary.BigEndian.Uint32(head[1:5]), binary.BigEndian.Uint32(head[5:9])
+		if n > maxFrame {
+			// Not the relay's: a process in the target writing to its
+			// stdout. The stream can no longer be trusted: the rest is
+			// read and dropped, so the relay still ends.
+			io.Copy(io.Discard, br)
+			return
+		}
 		data := make([]byte, n)
 		if _, err := io.ReadFull(br, data); err != nil {
 			return

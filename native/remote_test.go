@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,22 @@ func TestRemoteKernel(t *testing.T) {
 	res = tk.exec(ctx, "import time\ntime.sleep(60)", 10)
 	assert.Equal(t, config.StatusInterrupted, res.Status)
 	assert.False(t, k.Alive())
+}
+
+// A frame longer than the relay ever sends ends the stream rather than
+// making the host allocate its length: a script in the target can write
+// to the relay's stdout (/proc/<relay>/fd/1) and claim 4 GB.
+func TestRemoteForgedFrameLength(t *testing.T) {
+	be, _ := envBackend(t)
+	var stdout, stderr bytes.Buffer
+	job := &engine.Job{Code: `import os, struct
+f = open("/proc/%d/fd/1" % os.getppid(), "wb", buffering=0)
+f.write(struct.pack(">cII", b"o", 0, 0xFFFFFFF0))
+`, Stdout: &stdout, Stderr: &stderr, Broker: engine.NewBroker(echoPath, 0, nil)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := (&Engine{Backend: be}).Run(context.Background(), job)
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "the host allocated the forged frame's length")
 }

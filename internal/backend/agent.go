@@ -203,6 +203,11 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // do runs op on name and returns what follows "ok".
 func (f remoteFS) do(opName, name string, op string, args []string, payload []byte) (string, error) {
+	if strings.IndexByte(name, 0) >= 0 {
+		// As package os: the sh agent's read would drop the byte and act
+		// on another path.
+		return "", &fs.PathError{Op: opName, Path: name, Err: syscall.EINVAL}
+	}
 	line, err := f.r.call(op, name, args, payload)
 	if err != nil {
 		return "", &fs.PathError{Op: opName, Path: name, Err: err}
@@ -328,6 +333,9 @@ func (f remoteFS) WriteTemp(dir, pattern string, data []byte, perm fs.FileMode) 
 	if i := strings.LastIndex(pattern, "*"); i >= 0 {
 		prefix, suffix = pattern[:i], pattern[i+1:]
 	}
+	if strings.IndexByte(prefix, 0) >= 0 {
+		return "", &fs.PathError{Op: "createtemp", Path: pattern, Err: syscall.EINVAL}
+	}
 	if suffix != "" || strings.Contains(prefix, "/") {
 		return "", &fs.PathError{Op: "createtemp", Path: pattern, Err: errors.New("pattern must end with * and contain no /")}
 	}
@@ -340,6 +348,9 @@ func (f remoteFS) WriteTemp(dir, pattern string, data []byte, perm fs.FileMode) 
 }
 
 func (f remoteFS) Rename(oldname, newname string) error {
+	if strings.IndexByte(newname, 0) >= 0 {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: syscall.EINVAL}
+	}
 	_, err := f.do("rename", oldname, "N", []string{b64(newname)}, nil)
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errors.Unwrap(err)}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +248,41 @@ func TestRemoteLeftoversStopped(t *testing.T) {
 	if err == nil {
 		data, _ := os.ReadFile("/proc/" + pid + "/status")
 		assert.Contains(t, string(data), "zombie", "pid %s still runs", pid)
+	}
+}
+
+// A path holding a NUL byte is refused as package os refuses it: the sh
+// agent's read would drop the byte and act on another path (a write to
+// ".ss\x00h/authorized_keys" would land in .ssh/authorized_keys, past the
+// file-safety checks, which see no ".ssh").
+func TestRemoteFSRejectsNUL(t *testing.T) {
+	for _, agent := range []string{"python", "sh"} {
+		t.Run(agent, func(t *testing.T) {
+			dir := t.TempDir()
+			b := localRemote(t, dir)
+			b.(*remote).pythonAgent = agent == "python"
+			f := b.FS()
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644))
+
+			_, err := f.Stat(filepath.Join(dir, "fi\x00le"))
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			_, err = f.ReadFile(filepath.Join(dir, "fi\x00le"))
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			_, err = f.WriteTemp(filepath.Join(dir, "s\x00ub"), ".tmp-*", []byte("data"), 0o644)
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			_, err = f.WriteTemp(dir, ".t\x00mp-*", []byte("data"), 0o644)
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			tmp, err := f.WriteTemp(dir, ".tmp-*", []byte("data"), 0o644)
+			require.NoError(t, err)
+			err = f.Rename(tmp, filepath.Join(dir, "sub", "new\x00name"))
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			_, err = os.Stat(filepath.Join(dir, "sub", "newname"))
+			assert.ErrorIs(t, err, fs.ErrNotExist, "the rename reached the path without its NUL")
+			assert.ErrorIs(t, f.Remove(filepath.Join(dir, "fi\x00le")), syscall.EINVAL)
+			_, err = os.Stat(filepath.Join(dir, "file"))
+			assert.NoError(t, err, "the remove reached the path without its NUL")
+			assert.ErrorIs(t, f.MkdirAll(filepath.Join(dir, "n\x00ew"), 0o755), syscall.EINVAL)
+		})
 	}
 }
