@@ -151,25 +151,36 @@ func (r *remote) call(op, name string, args []string, payload []byte) (string, e
 	}
 	for attempt := 0; ; attempt++ {
 		if r.agent == nil {
+			if r.agentFailed {
+				// The last agent died: the target may be gone (a removed
+				// or stopped container); bring it back first.
+				if _, err := r.Revive(context.Background()); err != nil {
+					return "", err
+				}
+			}
 			a, err := r.startAgent()
 			if err != nil {
 				return "", err
 			}
-			r.agent = a
+			r.agent, r.agentFailed = a, false
 		}
 		line, err := r.agent.roundTrip(req.String())
 		if err == nil {
 			return line, nil
 		}
-		// The agent died (a restarted container, a dropped connection):
-		// start another once, unless the request itself was the problem.
+		// The agent died (a restarted container, a dropped connection).
 		r.agent.close()
-		r.agent = nil
-		if attempt > 0 {
+		r.agent, r.agentFailed = nil, true
+		// A read is tried again with a new agent, once; a write, rename or
+		// remove is not: it may have happened before the answer was lost.
+		if attempt > 0 || !idempotentOps[op] {
 			return "", fmt.Errorf("the %s backend's file agent failed: %w", r.name, err)
 		}
 	}
 }
+
+// idempotentOps are the agent operations that may be repeated.
+var idempotentOps = map[string]bool{"S": true, "L": true, "K": true, "R": true, "D": true, "M": true}
 
 func (a *agent) roundTrip(req string) (string, error) {
 	type answer struct {

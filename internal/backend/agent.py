@@ -25,9 +25,16 @@ def serve(op, args, p):
         return b"ok " + b64(os.readlink(p))
     if op == b"R":
         limit = int(args[0])
-        with open(p, "rb") as f:
-            if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
+        # Non-blocking open: a FIFO swapped in after the tool's checks must
+        # not hang the agent.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
                 raise IsADirectoryError(21, "Is a directory")
+            if not stat.S_ISREG(mode):
+                raise OSError(22, "Invalid argument: not a regular file")
+            os.set_blocking(fd, True)
             return b"ok " + b64(f.read(limit))
     if op == b"D":
         recs = []

@@ -120,12 +120,22 @@ func NewDocker(ctx context.Context, opts DockerOptions) (Backend, error) {
 	}
 	d := &docker{opts: opts, cli: cli, name: ContainerName(opts)}
 	d.reapOrphans(ctx)
-	if err := d.ensure(ctx); err != nil {
+	if _, err := d.ensure(ctx); err != nil {
 		return nil, err
 	}
 	r := &remote{name: "docker", target: d.name, cwd: opts.Cwd, extraEnv: opts.Env, makeCwd: true,
 		tr: &dockerTransport{cli: cli, clientEnv: opts.ClientEnv, container: d.name}}
 	r.onClose = d.close
+	r.goneTexts = []string{"No such container", "is not running"}
+	r.revive = func(ctx context.Context) (bool, error) {
+		started, err := d.ensure(ctx)
+		if err != nil || !started {
+			return false, err
+		}
+		// A new container lacks the working dir the probe made.
+		_, err = r.run(ctx, Command{Argv: []string{"mkdir", "-p", "--", r.cwd}, Dir: "/"})
+		return true, err
+	}
 	if err := r.probe(ctx); err != nil {
 		d.close()
 		return nil, err
@@ -156,37 +166,39 @@ func (d *docker) run(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
-// ensure starts the container unless it runs with the same configuration.
-func (d *docker) ensure(ctx context.Context) error {
+// ensure starts the container unless it runs with the same configuration;
+// started reports whether it had to (a new container, or a stopped one
+// started again).
+func (d *docker) ensure(ctx context.Context) (started bool, err error) {
 	want := dockerConfigHash(d.opts)
 	for attempt := 0; attempt < 3; attempt++ {
 		state, err := d.run(ctx, "container", "inspect", "-f", `{{.State.Running}} {{index .Config.Labels "`+labelConfig+`"}}`, d.name)
 		switch {
 		case err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such"):
-			return fmt.Errorf("the docker backend cannot reach the engine: %w", err)
+			return false, fmt.Errorf("the docker backend cannot reach the engine: %w", err)
 		case err != nil:
 			if _, err := d.run(ctx, d.runArgs(want)...); err != nil {
 				if strings.Contains(err.Error(), "already in use") {
 					continue // another process started it first
 				}
-				return fmt.Errorf("the docker backend could not start a container from %s: %w", d.opts.Image, err)
+				return false, fmt.Errorf("the docker backend could not start a container from %s: %w", d.opts.Image, err)
 			}
-			return nil
+			return true, nil
 		case !strings.HasSuffix(state, " "+want):
 			// Started with another configuration: replace it.
 			if _, err := d.run(ctx, "rm", "-f", d.name); err != nil {
-				return err
+				return false, err
 			}
 		case strings.HasPrefix(state, "true "):
-			return nil
+			return false, nil
 		default:
 			if _, err := d.run(ctx, "start", d.name); err != nil {
-				return fmt.Errorf("the docker backend could not restart container %s: %w", d.name, err)
+				return false, fmt.Errorf("the docker backend could not restart container %s: %w", d.name, err)
 			}
-			return nil
+			return true, nil
 		}
 	}
-	return fmt.Errorf("the docker backend could not start container %s: it keeps changing under us", d.name)
+	return false, fmt.Errorf("the docker backend could not start container %s: it keeps changing under us", d.name)
 }
 
 // idleCommand keeps a container alive doing nothing; it ends on SIGTERM.

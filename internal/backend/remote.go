@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,9 +84,20 @@ type remote struct {
 	// (docker: as docker run -w would; the image rarely has it).
 	makeCwd bool
 
-	agentMu sync.Mutex
-	agent   *agent
-	closed  bool
+	// revive brings the target back when it is gone (docker: a removed or
+	// stopped container is started again) and reports whether it was; nil
+	// when there is nothing to do.
+	revive func(context.Context) (bool, error)
+	// goneTexts are what the client prints when the target is gone
+	// ("No such container"); seeing one sets suspectGone, and the next
+	// Start revives the target first.
+	goneTexts   []string
+	suspectGone atomic.Bool
+
+	agentMu     sync.Mutex
+	agent       *agent
+	agentFailed bool // the last agent died
+	closed      bool
 }
 
 func (r *remote) Name() string   { return r.name }
@@ -133,6 +145,33 @@ func (r *remote) probe(ctx context.Context) error {
 const probeScript = `printf '%s\n%s\n' "$HOME" "$(pwd)"
 if command -v python3 >/dev/null 2>&1 && python3 -S -c 'import base64, tempfile' >/dev/null 2>&1; then echo py; else echo sh; fi
 command -v base64 >/dev/null || echo "no base64" >&2`
+
+// goneDetector passes a client's output on and watches it for r.goneTexts.
+type goneDetector struct {
+	w io.Writer
+	r *remote
+}
+
+func (g *goneDetector) Write(p []byte) (int, error) {
+	for _, t := range g.r.goneTexts {
+		if bytes.Contains(p, []byte(t)) {
+			g.r.suspectGone.Store(true)
+		}
+	}
+	return g.w.Write(p)
+}
+
+// Revive brings the target back if it is gone (a docker container removed
+// or stopped under a session: started again, its working dir made) and
+// reports whether it was gone. Callers use it when a command or the file
+// agent failed in a way that suggests so; it is cheap when the target is
+// there.
+func (r *remote) Revive(ctx context.Context) (bool, error) {
+	if r.revive == nil {
+		return false, nil
+	}
+	return r.revive(ctx)
+}
 
 // run runs cmd and waits for it.
 func (r *remote) run(ctx context.Context, cmd Command) (int, error) {
@@ -185,6 +224,10 @@ func (r *remote) header(cmd Command, marker string) (string, error) {
 }
 
 func (r *remote) Start(ctx context.Context, cmd Command) (Process, error) {
+	if r.suspectGone.Swap(false) {
+		// A client said the target was gone: bring it back first.
+		r.Revive(ctx)
+	}
 	marker := newMarker()
 	hdr, err := r.header(cmd, marker)
 	if err != nil {
@@ -197,6 +240,15 @@ func (r *remote) Start(ctx context.Context, cmd Command) (Process, error) {
 	}
 	if c.Stderr == nil {
 		c.Stderr = io.Discard
+	}
+	if len(r.goneTexts) > 0 {
+		// The client says so on stderr when the target is gone; one writer
+		// for both streams stays one (exec.Cmd then copies them in order).
+		d := &goneDetector{w: c.Stderr, r: r}
+		if c.Stdout == c.Stderr {
+			c.Stdout = d
+		}
+		c.Stderr = d
 	}
 	// Output still held by a process that escaped the kill is not waited
 	// for long once the client is gone.

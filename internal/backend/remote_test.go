@@ -228,13 +228,24 @@ func testRemoteFS(t *testing.T, b Backend, dir string) {
 	_, err = os.Lstat(filepath.Join(dir, "link"))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 
-	// A dead agent is replaced on the next call.
+	// A dead agent is replaced, and a read tried again with the new one;
+	// a write, rename or remove is not repeated (it may have happened).
 	r := b.(*remote)
-	r.agentMu.Lock()
-	r.agent.p.Stop(time.Second)
-	r.agentMu.Unlock()
+	killAgent := func() {
+		r.agentMu.Lock()
+		r.agent.p.Stop(time.Second)
+		r.agentMu.Unlock()
+	}
+	killAgent()
 	_, err = f.Stat(name)
 	assert.NoError(t, err)
+	killAgent()
+	err = f.Rename(name, name+".moved")
+	assert.ErrorContains(t, err, "file agent failed")
+	_, err = os.Stat(name)
+	assert.NoError(t, err, "not renamed")
+	_, err = f.Stat(name)
+	assert.NoError(t, err, "the next call has a new agent")
 }
 
 // What a command leaves running is stopped when it exits, as on this host.

@@ -324,6 +324,48 @@ func TestDockerBackendContainers(t *testing.T) {
 		}
 	})
 
+	t.Run("removed under a session, started again", func(t *testing.T) {
+		cfg := rc.cfg(t)
+		ex := newRemoteExecutor(t, rc, cfg)
+		session := fmt.Sprintf("docker-revive-%d", os.Getpid())
+		call := func(mode, code string) executor.Result {
+			t.Helper()
+			res, err := ex.Execute(context.Background(), executor.Request{Mode: mode, Session: session, Code: code})
+			require.NoError(t, err)
+			return res
+		}
+		res := call(config.ModeProject, "from hermes_tools import write_file\nx = 1\nprint(write_file('f.txt', 'one')['bytes_written'])")
+		require.Equal(t, "3\n", res.Output, "%+v", res)
+		for _, c := range containers(session) {
+			d.Run(t, "rm", "-f", c)
+		}
+		// The kernel went with the container; the next project call starts
+		// a container and a kernel again (its state is gone, and says so).
+		res = call(config.ModeProject, "print('x' in globals())")
+		assert.Equal(t, config.StatusSuccess, res.Status, "%+v", res)
+		assert.Equal(t, "False\n", res.Output)
+		assert.Len(t, containers(session), 1)
+		// A strict call's terminal: at worst its first command meets the
+		// removed container (the client says so), and then it is back.
+		for _, c := range containers(session) {
+			d.Run(t, "rm", "-f", c)
+		}
+		code := "from hermes_tools import terminal\nprint(terminal('echo back')['output'], end='')"
+		res = call(config.ModeStrict, code)
+		if res.Output != "back\n" {
+			assert.Contains(t, res.Output, "No such container")
+			res = call(config.ModeStrict, code)
+		}
+		assert.Equal(t, "back\n", res.Output)
+		// And the file tools after a removal: the agent dies, the container
+		// is started again, the read is tried again.
+		for _, c := range containers(session) {
+			d.Run(t, "rm", "-f", c)
+		}
+		res = call(config.ModeStrict, "from hermes_tools import read_file\nprint(read_file('f.txt').get('error', 'no error'))")
+		assert.Contains(t, res.Output, "not found")
+	})
+
 	t.Run("no python in the container", func(t *testing.T) {
 		ctr := fmt.Sprintf("hermes-nopython-%d", os.Getpid())
 		d.Run(t, "run", "-d", "--init", "--network", "none", "--name", ctr, "--entrypoint", "sh", d.Image, "-c", "rm -f /usr/bin/python3*; while :; do sleep 1000; done")

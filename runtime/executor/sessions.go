@@ -38,6 +38,19 @@ func backendID(be backend.Backend) string {
 	return be.Name() + " " + be.Target()
 }
 
+// reviveBackend brings be's target back if it was gone (a docker container
+// removed or stopped under the session) and reports whether it did.
+func reviveBackend(ctx context.Context, be backend.Backend) bool {
+	rv, ok := be.(interface {
+		Revive(context.Context) (bool, error)
+	})
+	if !ok {
+		return false
+	}
+	revived, err := rv.Revive(ctx)
+	return err == nil && revived
+}
+
 // startNativeKernel starts a project-mode kernel (a variable: tests make a
 // remote one fail to start).
 var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
@@ -133,6 +146,11 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	if en == nil {
 		startNote = ks.otherKernelNote(key)
 		k, err := e.startKernel(ctx, c)
+		if err != nil && ctx.Err() == nil && reviveBackend(ctx, c.backend) {
+			// The target was gone (a container removed under the session)
+			// and is back: try once more.
+			k, err = e.startKernel(ctx, c)
+		}
 		if err != nil && ctx.Err() != nil {
 			return e.interruptedBeforeStart(ctx, c)
 		}
