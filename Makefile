@@ -46,6 +46,7 @@ vet:
 
 test: assets vet
 	bash .ci/deps
+	$(GO) run ./internal/backend/backendtest/prepare
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./config/ ./hostfuncs/ ./native/ ./internal/...
 

@@ -215,3 +215,9 @@ func rootfsTarball() (string, error) {
 	}
 	return tarball, nil
 }
+
+// PrepareImage builds the test image's root file system tarball unless it
+// is cached, printing each command: make test runs it (through
+// backendtest/prepare) before the tests, so that a first build shows in
+// its output rather than inside a test's hidden log.
+func PrepareImage() (string, error) { return rootfsTarball() }
