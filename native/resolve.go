@@ -38,6 +38,10 @@ type Choice struct {
 	// Source says where it came from: "VIRTUAL_ENV", "CONDA_PREFIX", "PATH"
 	// or "embedded".
 	Source string
+	// Shim is the version manager's shim (pyenv, asdf) Path was found
+	// through, when it was: Path is then the interpreter the shim runs for
+	// the session dir, started directly.
+	Shim string
 	// Skipped lists candidates that were rejected, with the reason.
 	Skipped []string
 }
@@ -49,14 +53,34 @@ type Choice struct {
 // probeCached); a broken or too-old one is skipped with its reason. When
 // none is usable, Source is "embedded" and Path is empty.
 func Resolve(ctx context.Context, getenv func(string) string) Choice {
+	return ResolveIn(ctx, getenv, "", "")
+}
+
+// ResolveIn is Resolve for a session dir: a version manager's shim (pyenv,
+// asdf; see shim.go) is asked which python it runs in dir (empty: this
+// process's dir), and that interpreter is chosen instead of the shim.
+// cacheFile, when not empty, keeps the probes' answers across processes
+// (probecache.go).
+func ResolveIn(ctx context.Context, getenv func(string) string, dir, cacheFile string) Choice {
 	var c Choice
 	try := func(cand, source string) bool {
-		v, err := probeCached(ctx, cand)
+		path, shim := cand, ""
+		var v string
+		var err error
+		if shimKind(cand) != "" {
+			shim = cand
+			path, v, err = throughShim(ctx, cand, dir, getenv, cacheFile)
+		} else {
+			v, err = probeCached(ctx, cand, cacheFile)
+		}
 		if err != nil {
 			c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %v", cand, source, err))
 			return false
 		}
-		c.Path, c.Version, c.Source = cand, v, source
+		c.Path, c.Version, c.Source = path, v, source
+		if path != shim {
+			c.Shim = shim
+		}
 		return true
 	}
 	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
@@ -91,6 +115,9 @@ func Resolve(ctx context.Context, getenv func(string) string) Choice {
 func (c Choice) Describe() string {
 	if c.Path == "" {
 		return "no usable python on this host: project mode runs the embedded WASI CPython over the session dir (standard library only)"
+	}
+	if c.Shim != "" {
+		return fmt.Sprintf("%s (Python %s, from %s through the shim %s, started directly)", c.Path, c.Version, c.Source, c.Shim)
 	}
 	return fmt.Sprintf("%s (Python %s, from %s)", c.Path, c.Version, c.Source)
 }
@@ -148,7 +175,7 @@ var (
 // probeCached probes an interpreter once per file version (path, size and
 // modification time) for the life of the process: resolving is then a few
 // stat calls, not a python start per run.
-func probeCached(ctx context.Context, path string) (string, error) {
+func probeCached(ctx context.Context, path, cacheFile string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("does not exist: %v", err)
@@ -160,11 +187,18 @@ func probeCached(ctx context.Context, path string) (string, error) {
 	if ok {
 		return r.version, r.err
 	}
+	diskKey := fmt.Sprintf("probe\x00%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
+	if e, ok := diskGet(cacheFile, diskKey); ok {
+		return e.Version, nil
+	}
 	v, err := probe(ctx, path)
 	if ctx.Err() == nil { // a cancelled probe says nothing about the file
 		probeMu.Lock()
 		probeCache[key] = probeResult{v, err}
 		probeMu.Unlock()
+		if err == nil {
+			diskPut(cacheFile, diskKey, diskEntry{Python: path, Version: v})
+		}
 	}
 	return v, err
 }
@@ -178,12 +212,24 @@ func envCandidates(prefix string) []string {
 
 // probe runs the interpreter to learn its version and checks the minimum.
 func probe(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	out, err := runProbe(ctx, path, "", probeTimeout, "import sys; print('%d.%d.%d' % sys.version_info[:3])")
+	if err != nil {
+		return "", err
+	}
+	return checkVersion(out)
+}
+
+// runProbe runs path -c code in dir (empty: this process's) and returns
+// what it printed.
+func runProbe(ctx context.Context, path, dir string, timeout time.Duration, code string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])")
+	cmd := exec.Command(path, "-c", code)
+	cmd.Dir = dir
 	cmd.WaitDelay = time.Second
-	// The probe learns a version; it gets no secrets to learn it with.
-	for _, k := range []string{"PATH", "HOME", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP"} {
+	// The probe learns a version; it gets no secrets to learn it with (a
+	// shim needs its manager's variables to choose the same python).
+	for _, k := range []string{"PATH", "HOME", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP", "PYENV_ROOT", "PYENV_VERSION", "ASDF_DIR", "ASDF_DATA_DIR", "ASDF_PYTHON_VERSION"} {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -196,7 +242,12 @@ func probe(ctx context.Context, path string) (string, error) {
 	if err := proctree.Run(ctx, cmd); err != nil {
 		return "", fmt.Errorf("does not run: %v", err)
 	}
-	v := strings.TrimSpace(out.String())
+	return out.String(), nil
+}
+
+// checkVersion parses a probe's "major.minor.micro" and checks the minimum.
+func checkVersion(out string) (string, error) {
+	v := strings.TrimSpace(out)
 	parts := strings.Split(v, ".")
 	if len(parts) < 2 {
 		return "", fmt.Errorf("unexpected version %q", v)

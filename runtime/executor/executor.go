@@ -568,7 +568,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		return nil, failed(mode, err), err
 	}
 	if mode == config.ModeProject && be == nil {
-		c.python = native.Resolve(ctx, e.getenv)
+		c.python = native.ResolveIn(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
 		for _, s := range c.python.Skipped {
 			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
 		}

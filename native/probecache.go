@@ -1,0 +1,79 @@
+package native
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// The probe results are kept on disk too, in a file of the executor's
+// cache dir: `run` is one process per script, and would otherwise start
+// python (through a version manager's shim: twice) on every run just to
+// learn its version. Only successes are kept; an entry's key holds the
+// interpreter file's size and mtime (and for a shim, the version state it
+// chose under), so a changed interpreter or selection is probed again.
+
+// ProbeCacheName is the file's name in the executor's cache dir.
+const ProbeCacheName = "python-probes.json"
+
+// diskEntry is one cached probe.
+type diskEntry struct {
+	Python  string `json:"python"`
+	Version string `json:"version"`
+}
+
+// maxDiskEntries bounds the file: the oldest are dropped beyond it.
+const maxDiskEntries = 256
+
+var diskMu sync.Mutex
+
+func readDisk(file string) map[string]diskEntry {
+	m := map[string]diskEntry{}
+	if data, err := os.ReadFile(file); err == nil {
+		json.Unmarshal(data, &m)
+	}
+	return m
+}
+
+// diskGet returns the cached probe for key in file ("" means none).
+func diskGet(file, key string) (diskEntry, bool) {
+	if file == "" {
+		return diskEntry{}, false
+	}
+	diskMu.Lock()
+	defer diskMu.Unlock()
+	e, ok := readDisk(file)[key]
+	return e, ok && e.Python != "" && e.Version != ""
+}
+
+// diskPut records a probe in file, atomically (a temp file renamed over
+// it); failures only lose the cache.
+func diskPut(file, key string, e diskEntry) {
+	if file == "" {
+		return
+	}
+	diskMu.Lock()
+	defer diskMu.Unlock()
+	m := readDisk(file)
+	if len(m) >= maxDiskEntries {
+		m = map[string]diskEntry{}
+	}
+	m[key] = e
+	data, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".probes-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+		os.Remove(tmp.Name())
+	}
+}
