@@ -176,6 +176,18 @@ func TestLoadInterpreterEmbeddedCorrupt(t *testing.T) {
 	assert.NotContains(t, err.Error(), InterpreterEnv, "no override was involved")
 }
 
+// The embedded copy is not hashed at load (the binary is the unit of
+// integrity): a copy of the right length loads, and VerifyLoaded's check,
+// which doctor runs, catches it.
+func TestEmbeddedLoadChecksLengthOnly(t *testing.T) {
+	same := make([]byte, Size)
+	b, err := loadInterpreter("", fstest.MapFS{"dist/python.wasm": {Data: same}})
+	require.NoError(t, err)
+	assert.Len(t, b, Size)
+	assertVerifyError(t, Verify(b), "python.wasm")
+	require.NoError(t, VerifyLoaded(), "the real embedded files match their pins")
+}
+
 func TestLoadAssetStdlib(t *testing.T) {
 	// The embedded zip: missing, then corrupt.
 	b, err := loadAsset("", fstest.MapFS{"dist/python.wasm": {Data: []byte("x")}}, StdlibName, VerifyStdlib)

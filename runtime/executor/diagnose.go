@@ -71,10 +71,7 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 			Transport: cmp.Or(e.transport, native.DefaultTransport()),
 		},
 	}
-	_, d.Strict.Err = pyodideassets.Interpreter()
-	if d.Strict.Err == nil {
-		_, d.Strict.Err = pyodideassets.Stdlib()
-	}
+	d.Strict.Err = pyodideassets.VerifyLoaded()
 	return d
 }
 
