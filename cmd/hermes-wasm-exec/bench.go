@@ -419,12 +419,17 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, python nat
 	return rows, nil
 }
 
-// benchInterp runs each of benchWorkloads n times in strict mode and, when
-// a host python was found, in project mode (native python), and reports the
-// median of the elapsed time the script measured itself, so interpreter
-// start-up is excluded.
+// benchInterp runs each of benchWorkloads n times in strict mode, when a
+// host python was found in project mode (native python), and when node is
+// installed in V8 on the same module (the anchor), and reports the median of
+// the elapsed time the script measured itself, so interpreter start-up is
+// excluded.
 func benchInterp(ctx context.Context, ex *executor.Executor, tmp string, n int, python native.Choice) ([]row, error) {
 	var rows []row
+	v8, err := newV8Runner(ctx, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("staging the V8 anchor: %w", err)
+	}
 	for _, w := range benchWorkloads {
 		code := w.setup + "\nimport time\nt = time.perf_counter()\n" + w.timed + "\nprint((time.perf_counter() - t) * 1e3)\n"
 		for _, mode := range []string{"strict", "project"} {
@@ -449,8 +454,92 @@ func benchInterp(ctx context.Context, ex *executor.Executor, tmp string, n int, 
 			}
 			rows = append(rows, row{label + w.name, ms1(median(el)), note})
 		}
+		if v8 != nil {
+			el, err := v8.run(ctx, code, n)
+			if err != nil {
+				return nil, fmt.Errorf("V8 %s: %w", w.name, err)
+			}
+			rows = append(rows, row{"V8 on the same python.wasm: " + w.name, ms1(median(el)), v8.note + "; " + w.note})
+		}
 	}
 	return rows, nil
+}
+
+// v8Runner is the anchor for what the module itself allows: node's V8 (its
+// optimizing compiler for every function: --no-liftoff) running the same
+// python.wasm through node:wasi, with the two hermes imports stubbed (no
+// tool calls in the workloads) and the standard library zip mounted where
+// the strict engine mounts it.
+type v8Runner struct {
+	node, script, wasm, root, note string
+}
+
+// v8Script instantiates argv[2] with WASI over root argv[3] and runs
+// python -S -u -c argv[4].
+const v8Script = `const { WASI } = require('node:wasi');
+const fs = require('node:fs');
+const [wasmPath, root, code] = process.argv.slice(2);
+const wasi = new WASI({ version: 'preview1', args: ['python', '-S', '-u', '-c', code],
+  env: { HOME: '/', PYTHONHOME: '/usr/local' }, preopens: { '/': root }, returnOnExit: true });
+const stub = () => -1;
+const inst = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)),
+  { wasi_snapshot_preview1: wasi.wasiImport, hermes: { call: stub, take: stub } });
+process.exitCode = wasi.start(inst);
+`
+
+// newV8Runner stages the runner in tmp; nil when node is not installed.
+func newV8Runner(ctx context.Context, tmp string) (*v8Runner, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, nil
+	}
+	dir := filepath.Join(tmp, "v8")
+	lib := filepath.Join(dir, "root", "usr", "local", "lib")
+	if err := os.MkdirAll(lib, 0o700); err != nil {
+		return nil, err
+	}
+	wasm, err := pyodideassets.Interpreter()
+	if err != nil {
+		return nil, err
+	}
+	stdlib, err := pyodideassets.Stdlib()
+	if err != nil {
+		return nil, err
+	}
+	r := &v8Runner{node: node, script: filepath.Join(dir, "run.js"), wasm: filepath.Join(dir, "python.wasm"), root: filepath.Join(dir, "root")}
+	for name, data := range map[string][]byte{r.script: []byte(v8Script), r.wasm: wasm, filepath.Join(lib, pyodideassets.StdlibName): stdlib} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	var out bytes.Buffer
+	c := exec.Command(node, "--version")
+	c.Stdout = &out
+	if err := proctree.Run(ctx, c); err != nil {
+		return nil, err
+	}
+	r.note = "node " + strings.TrimSpace(out.String()) + " --no-liftoff, node:wasi"
+	return r, nil
+}
+
+// run times code n times, each in a fresh node process (what it prints is
+// its own timing, in ms).
+func (r *v8Runner) run(ctx context.Context, code string, n int) ([]time.Duration, error) {
+	var el []time.Duration
+	for range n {
+		c := exec.Command(r.node, "--no-liftoff", "--no-warnings", r.script, r.wasm, r.root, code)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		if err := proctree.Run(ctx, c); err != nil {
+			return nil, fmt.Errorf("%v: %s", err, errb.String())
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(out.String()), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", out.String(), err)
+		}
+		el = append(el, time.Duration(v*float64(time.Millisecond)))
+	}
+	return el, nil
 }
 
 // sizeRow reports the size of an embedded asset returned by load.
