@@ -261,7 +261,8 @@ type CodeExecution struct {
 	// budget across its calls. Default 1024; it must be between 1 and 65536.
 	// YAML key: disk_limit_mb.
 	DiskLimitMB int
-	// WarmPool is how many initialized strict interpreters `serve` keeps ready, so that a new
+	// WarmPool is how many initialized strict interpreters `serve` and `mcp` keep ready, and
+	// how many project kernels of the host python for their own working dir, so that a new
 	// session's first call does not pay interpreter start-up. Default 2; between 0 and 16.
 	// YAML key: warm_pool.
 	WarmPool int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -96,9 +97,17 @@ type kernels struct {
 	// waits for them, so nothing touches an interpreter after it.
 	background sync.WaitGroup
 	pool       *strict.KernelPool
-	poolGen    int // the skill-env generation of the pool's kernels
+	poolGen    int // the skill-env generation of the pools' kernels
 	poolSize   int // code_execution.warm_pool once StartWarmPool ran; 0 before
+	// projectPool keeps project kernels ready for the executor's default
+	// working dir and interpreter (projectPoolFor), like pool; nil when
+	// there is no pool, no host python or a remote backend.
+	projectPool    *engine.KernelPool
+	projectPoolFor projectPoolKey
 }
+
+// projectPoolKey is what a project kernel from the pool was started for.
+type projectPoolKey struct{ python, workdir string }
 
 func newKernels() *kernels {
 	return &kernels{
@@ -259,6 +268,9 @@ func joinAnd(words []string) string {
 func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, error) {
 	spec := e.kernelSpec(c)
 	if !c.usesWasm() {
+		if k := e.fromProjectPool(ctx, c); k != nil {
+			return k, nil
+		}
 		return startNativeKernel(ctx, e.projectEngine(c), spec)
 	}
 	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
@@ -290,6 +302,63 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, err
 	return e.strict.StartKernel(ctx, spec, false)
 }
 
+// fromProjectPool returns a ready project kernel for c from the warm pool,
+// when the pool's kernels are what c would start (same interpreter and
+// working dir, this host, the same environment, all seven tools); nil
+// otherwise.
+func (e *Executor) fromProjectPool(ctx context.Context, c *call) engine.Kernel {
+	ks := e.kernels
+	ks.mu.Lock()
+	pool := ks.projectPool
+	if pool == nil || c.backend != nil || ks.projectPoolFor != (projectPoolKey{c.python.Path, c.workdir}) ||
+		ks.poolGen != c.envGen || engine.ToolsInject(c.enabled) != "" {
+		pool = nil
+	}
+	ks.mu.Unlock()
+	if pool == nil {
+		return nil
+	}
+	k, _, err := pool.Get(ctx)
+	if err != nil {
+		// Closed or replaced meanwhile, or the start failed: the caller
+		// starts one itself.
+		return nil
+	}
+	return k
+}
+
+// projectPoolTarget is what a project-mode warm pool is for: the host
+// python for the executor's own working dir (a session on another dir, or
+// with a remote backend, starts its own kernel). Empty when there is no
+// host python or the backend is remote.
+func (e *Executor) projectPoolTarget(ctx context.Context) projectPoolKey {
+	if b := e.cfg.Terminal.Backend; b != "" && b != config.BackendLocal {
+		return projectPoolKey{}
+	}
+	wd, err := ResolveWorkdir("")
+	if err != nil {
+		return projectPoolKey{}
+	}
+	py := native.ResolveIn(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
+	if py.Path == "" {
+		return projectPoolKey{}
+	}
+	return projectPoolKey{py.Path, wd}
+}
+
+// newProjectPool starts n project kernels for target, with the current
+// environment; nil for an empty target. e.mu is held.
+func (e *Executor) newProjectPool(n int, target projectPoolKey) *engine.KernelPool {
+	if target.python == "" {
+		return nil
+	}
+	spec := e.spec(e.envOptionsLocked(), e.inject(false), nil, target.workdir)
+	eng := &native.Engine{Python: target.python, Transport: e.transport}
+	return engine.NewKernelPool(n, func(ctx context.Context) (engine.Kernel, error) {
+		return startNativeKernel(ctx, eng, spec)
+	}, func(error) bool { return false })
+}
+
 // kernelSpec is the frozen environment of a kernel started for c: the
 // scrubbed env plus the injected variables, as of now (docs/behaviour.md §4: a kernel's
 // environment is frozen when it starts).
@@ -304,11 +373,13 @@ func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdi
 }
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict
-// interpreters ready, so that a new session's first strict call does not
-// pay interpreter start-up. It returns at once; the pool fills in the
-// background and refills as sessions take from it, until Close. A pool
+// interpreters ready, and as many project kernels of the host python for
+// the executor's own working dir, so that a new session's first call does
+// not pay interpreter start-up (a project session on another dir, or with
+// a remote backend, starts its own). It returns at once; the pools fill in
+// the background and refill as sessions take from them, until Close. A
 // size of 0 does nothing. Registering a skill variable
-// ([Executor.RegisterSkillEnv]) replaces the pool's interpreters, whose
+// ([Executor.RegisterSkillEnv]) replaces the pools' interpreters, whose
 // environment is frozen.
 func (e *Executor) StartWarmPool(ctx context.Context) {
 	n := e.cfg.CodeExecution.WarmPool
@@ -316,7 +387,9 @@ func (e *Executor) StartWarmPool(ctx context.Context) {
 		return
 	}
 	go func() {
-		// Compile (or load) first, so the pool's kernels start fast.
+		// The host python (a probe, before the locks), and compile (or
+		// load) first, so the pools' kernels start fast.
+		target := e.projectPoolTarget(context.WithoutCancel(ctx))
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
 			e.log.event(slog.LevelError, "warm pool failed", fmt.Sprintf("warm pool: %v", err), "error", err.Error())
 			return
@@ -331,6 +404,7 @@ func (e *Executor) StartWarmPool(ctx context.Context) {
 		}
 		ks.poolSize = n
 		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
+		ks.projectPool, ks.projectPoolFor = e.newProjectPool(n, target), target
 		ks.poolGen = e.skillGen
 	}()
 }
@@ -344,10 +418,14 @@ func (e *Executor) refreshPool() {
 	if ks.closed || ks.pool == nil {
 		return
 	}
-	old := ks.pool
+	old, oldProject := ks.pool, ks.projectPool
 	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
+	ks.projectPool = e.newProjectPool(ks.poolSize, ks.projectPoolFor)
 	ks.poolGen = e.skillGen
 	ks.background.Go(old.Close)
+	if oldProject != nil {
+		ks.background.Go(oldProject.Close)
+	}
 }
 
 // Interrupt stops the call holding session's turn, if any. A running
@@ -589,14 +667,16 @@ func (ks *kernels) closeAll() {
 	}
 	entries := ks.entries
 	ks.entries = map[kernelKey]*kernelEntry{}
-	pool := ks.pool
+	pools := []*engine.KernelPool{ks.pool, ks.projectPool}
 	ks.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, en := range entries {
 		wg.Go(func() { en.k.Close() })
 	}
-	if pool != nil {
-		wg.Go(pool.Close)
+	for _, pool := range pools {
+		if pool != nil {
+			wg.Go(pool.Close)
+		}
 	}
 	wg.Wait()
 	ks.background.Wait()

@@ -3,6 +3,7 @@ package strict
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -395,7 +396,18 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 }
 
 func testKernelPool(t *testing.T, e *Engine) {
-	p := e.NewKernelPool(2, engine.KernelSpec{Env: kernelEnv})
+	// The pool of e.NewKernelPool, with its starts recorded.
+	var startedMu sync.Mutex
+	var started []engine.Kernel
+	p := engine.NewKernelPool(2, func(ctx context.Context) (engine.Kernel, error) {
+		k, err := e.StartKernel(ctx, engine.KernelSpec{Env: kernelEnv}, false)
+		if err == nil {
+			startedMu.Lock()
+			started = append(started, k)
+			startedMu.Unlock()
+		}
+		return k, err
+	}, func(err error) bool { return errors.Is(err, ErrClosed) })
 	waitFor(t, 20*time.Second, "pool filled", func() bool { return p.Idle() == 2 })
 	require.NoError(t, p.Err())
 
@@ -418,15 +430,16 @@ func testKernelPool(t *testing.T, e *Engine) {
 	require.NoError(t, k2.Close())
 
 	// Close closes the idle kernels and stops refilling.
-	p.mu.Lock()
-	idle := slices.Clone(p.idle)
-	p.mu.Unlock()
-	require.NotEmpty(t, idle)
+	require.NotZero(t, p.Idle())
 	p.Close()
 	p.Close()
-	for _, k := range idle {
-		requireGone(t, k.(*strictKernel))
+	startedMu.Lock()
+	for _, s := range started {
+		if s != k && s != k2 {
+			requireGone(t, s.(*strictKernel))
+		}
 	}
+	startedMu.Unlock()
 	require.Equal(t, 0, p.Idle())
 	_, _, err = p.Get(context.Background())
 	require.ErrorIs(t, err, ErrPoolClosed)
