@@ -328,14 +328,18 @@ func (e *Executor) fromProjectPool(ctx context.Context, c *call) engine.Kernel {
 }
 
 // projectPoolTarget is what a project-mode warm pool is for: the host
-// python for the executor's own working dir (a session on another dir, or
-// with a remote backend, starts its own kernel). Empty when there is no
+// python for workdir (empty: this process's; a session on another dir, or
+// with a remote backend, starts its own kernel), when project is the
+// configured mode. Empty when there is no
 // host python or the backend is remote.
-func (e *Executor) projectPoolTarget(ctx context.Context) projectPoolKey {
+func (e *Executor) projectPoolTarget(ctx context.Context, workdir string) projectPoolKey {
+	if e.cfg.CodeExecution.Mode != config.ModeProject {
+		return projectPoolKey{} // calls are strict unless they say otherwise
+	}
 	if b := e.cfg.Terminal.Backend; b != "" && b != config.BackendLocal {
 		return projectPoolKey{}
 	}
-	wd, err := ResolveWorkdir("")
+	wd, err := ResolveWorkdir(workdir)
 	if err != nil {
 		return projectPoolKey{}
 	}
@@ -373,15 +377,20 @@ func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdi
 }
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict
-// interpreters ready, and as many project kernels of the host python for
-// the executor's own working dir, so that a new session's first call does
+// interpreters ready and, when project is the configured mode, as many
+// project kernels of the host python for the executor's own working dir, so that a new session's first call does
 // not pay interpreter start-up (a project session on another dir, or with
 // a remote backend, starts its own). It returns at once; the pools fill in
 // the background and refill as sessions take from them, until Close. A
 // size of 0 does nothing. Registering a skill variable
 // ([Executor.RegisterSkillEnv]) replaces the pools' interpreters, whose
 // environment is frozen.
-func (e *Executor) StartWarmPool(ctx context.Context) {
+func (e *Executor) StartWarmPool(ctx context.Context) { e.StartWarmPoolIn(ctx, "") }
+
+// StartWarmPoolIn is StartWarmPool with the project kernels started in
+// workdir (empty: this process's working dir): the dir the front end's
+// calls use, such as mcp's --workdir.
+func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
 	n := e.cfg.CodeExecution.WarmPool
 	if n <= 0 {
 		return
@@ -389,7 +398,7 @@ func (e *Executor) StartWarmPool(ctx context.Context) {
 	go func() {
 		// The host python (a probe, before the locks), and compile (or
 		// load) first, so the pools' kernels start fast.
-		target := e.projectPoolTarget(context.WithoutCancel(ctx))
+		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
 			e.log.event(slog.LevelError, "warm pool failed", fmt.Sprintf("warm pool: %v", err), "error", err.Error())
 			return

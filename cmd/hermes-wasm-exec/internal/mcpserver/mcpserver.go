@@ -104,6 +104,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if *logLevel == "debug" {
 		level = slog.LevelDebug
 	}
+	// Its one mode is the executor's too (which warm pool to keep).
+	cfg.CodeExecution.Mode = effective
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
@@ -136,7 +138,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		}
 	}()
 	if effective == config.ModeStrict {
-		ex.StartWarmPool(ctx)
+		// A project-mode mcp starts no pool: its strict half would be idle.
+		ex.StartWarmPoolIn(ctx, wd)
 	}
 	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool %s, %s mode, working dir %s)\n", mcpToolName, effective, wd)
 	err = m.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
