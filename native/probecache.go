@@ -23,7 +23,7 @@ type diskEntry struct {
 	Version string `json:"version"`
 }
 
-// maxDiskEntries bounds the file: the oldest are dropped beyond it.
+// maxDiskEntries bounds the file: past it, the file starts over.
 const maxDiskEntries = 256
 
 var diskMu sync.Mutex
