@@ -329,9 +329,8 @@ func (e *Executor) fromProjectPool(ctx context.Context, c *call) engine.Kernel {
 
 // projectPoolTarget is what a project-mode warm pool is for: the host
 // python for workdir (empty: this process's; a session on another dir, or
-// with a remote backend, starts its own kernel), when project is the
-// configured mode. Empty when there is no
-// host python or the backend is remote.
+// with a remote backend, starts its own kernel). Empty unless project is
+// the configured mode, the backend is local and there is a host python.
 func (e *Executor) projectPoolTarget(ctx context.Context, workdir string) projectPoolKey {
 	if e.cfg.CodeExecution.Mode != config.ModeProject {
 		return projectPoolKey{} // calls are strict unless they say otherwise
@@ -378,9 +377,10 @@ func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdi
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict
 // interpreters ready and, when project is the configured mode, as many
-// project kernels of the host python for the executor's own working dir, so that a new session's first call does
-// not pay interpreter start-up (a project session on another dir, or with
-// a remote backend, starts its own). It returns at once; the pools fill in
+// project kernels of the host python for the executor's own working dir,
+// so that a new session's first call does not pay interpreter start-up (a
+// project session on another dir, or with a remote backend, starts its
+// own). It returns at once; the pools fill in
 // the background and refill as sessions take from them, until Close. A
 // size of 0 does nothing. Registering a skill variable
 // ([Executor.RegisterSkillEnv]) replaces the pools' interpreters, whose
