@@ -26,7 +26,7 @@ func backendReason(v string) string {
 	case "modal", "daytona", "vercel_sandbox":
 		return "its API cannot be reached from here"
 	case "singularity", "apptainer":
-		return "it is not implemented here"
+		return `there is no backend for it here, but its CLI can be the exec backend's prefix (terminal.exec_command: ["apptainer", "exec", "IMAGE"])`
 	}
 	msg := "it is not a terminal backend"
 	if s := suggest(v, append(slices.Clone(Backends), "modal", "daytona", "singularity")); s != "" {

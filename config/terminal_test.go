@@ -117,7 +117,7 @@ func TestTerminalErrors(t *testing.T) {
 		{"backend: modal\n", "terminal.backend",
 			`terminal.backend "modal" is not available in hermes-wasm-exec: its API cannot be reached from here; use local, docker, ssh or exec (a command prefix such as ["kubectl","exec","-i","POD","--"]); see docs/backends/`, 2},
 		{"backend: daytona\n", "terminal.backend", `terminal.backend "daytona" is not available in hermes-wasm-exec: its API cannot be reached from here;`, 2},
-		{"backend: singularity\n", "terminal.backend", `terminal.backend "singularity" is not available in hermes-wasm-exec: it is not implemented here; use local`, 2},
+		{"backend: singularity\n", "terminal.backend", `terminal.backend "singularity" is not available in hermes-wasm-exec: there is no backend for it here, but its CLI can be the exec backend's prefix (terminal.exec_command: ["apptainer", "exec", "IMAGE"]); use local`, 2},
 		{"backend: dokcer\n", "terminal.backend", `terminal.backend "dokcer" is not available in hermes-wasm-exec: it is not a terminal backend (did you mean "docker"?); use local`, 2},
 		{"backend: 3\n", "terminal.backend", `terminal.backend must be a string naming a terminal backend (local, docker, ssh or exec), got integer "3"`, 2},
 		{"cwd: [a]\n", "terminal.cwd", `terminal.cwd must be a string, got a list`, 2},

@@ -409,7 +409,9 @@ func TestRealPath(t *testing.T) {
 	}
 	_, err = realPath(filepath.Join(dir, "loop1", "x"))
 	assert.Error(t, err)
-	res := callJSON(t, &Tools{workdir: dir, workdirReal: dir}, "write_file", map[string]any{"path": "loop1", "content": "x"})
+	tl, err := New(Options{Workdir: dir})
+	require.NoError(t, err)
+	res := callJSON(t, tl, "write_file", map[string]any{"path": "loop1", "content": "x"})
 	assert.Contains(t, res["error"], "cannot be resolved")
 	assert.Contains(t, res["error"], "Fix or remove the symlink loop")
 }

@@ -1,16 +1,11 @@
 package hostfuncs
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
-
-	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
 // pathSyntax is the path syntax of a backend's file system: package path
@@ -182,9 +177,6 @@ func (t *Tools) base(p string) string       { return t.px.base(p) }
 // remote reports whether the tools act on a remote backend.
 func (t *Tools) remote() bool { return t.px.posix }
 
-// remoteHomeTimeout bounds the command that learns a remote target's home.
-const remoteHomeTimeout = 10 * time.Second
-
 // expandHome replaces a leading "~" with the user's home: this host's
 // (expandHome) for the local backend, the target's (remoteHome) for a
 // remote one. p is returned unchanged when the home is not known.
@@ -202,26 +194,11 @@ func (t *Tools) expandHome(p string) string {
 	return path.Join(home, p[1:])
 }
 
-// remoteHome is the remote target's $HOME in its login environment,
-// learnt with one command the first time a path needs it; "" when it
-// cannot be learnt (or is not absolute).
+// remoteHome is the remote target's $HOME, as the backend learnt it when it
+// connected; "" when unknown or not absolute.
 func (t *Tools) remoteHome() string {
-	t.homeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), remoteHomeTimeout)
-		defer cancel()
-		var out bytes.Buffer
-		// Env nil: the target's login environment alone, whose HOME is the
-		// target's (a scrubbed env could carry this host's).
-		p, err := t.backend.Start(ctx, backend.Command{Shell: `printf '%s' "$HOME"`, Dir: t.workdir, Stdout: &out})
-		if err != nil {
-			return
-		}
-		if code, err := p.Wait(); err != nil || code != 0 {
-			return
-		}
-		if home := strings.TrimSpace(out.String()); path.IsAbs(home) {
-			t.home = path.Clean(home)
-		}
-	})
-	return t.home
+	if home := t.backend.Home(); path.IsAbs(home) {
+		return path.Clean(home)
+	}
+	return ""
 }

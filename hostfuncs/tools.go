@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
@@ -85,9 +84,6 @@ type Tools struct {
 	writeSafeRoot string
 	wasmCacheDir  string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
-	homeOnce      sync.Once   // a remote target's home, learnt once (remoteHome)
-	localOnce     sync.Once   // a Tools built without New gets the local backend
-	home          string
 	confine       bool
 }
 
@@ -151,12 +147,6 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) res
 	if !ok {
 		return result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}
 	}
-	t.localOnce.Do(func() {
-		if t.backend == nil { // not built by New: this host
-			t.backend = backend.Local(t.workdir)
-			t.fs = t.backend.FS()
-		}
-	})
 	return h(t, ctx, args)
 }
 

@@ -1,14 +1,15 @@
 package native
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
 )
 
-// The probe results are kept on disk too, in a file of the executor's
-// cache dir: `run` is one process per script, and would otherwise start
+// Probe answers are kept in memory for the life of the process (errors
+// too), and on disk, in a file of the executor's cache dir: `run` is one process per script, and would otherwise start
 // python (through a version manager's shim: twice) on every run just to
 // learn its version. Only successes are kept; an entry's key holds the
 // interpreter file's size and mtime (and for a shim, the version state it
@@ -27,6 +28,45 @@ type diskEntry struct {
 const maxDiskEntries = 256
 
 var diskMu sync.Mutex
+
+// probeAnswer is what a probe found.
+type probeAnswer struct {
+	python, version string
+	err             error
+}
+
+var (
+	memMu    sync.Mutex
+	memCache = map[string]probeAnswer{}
+)
+
+// cachedProbe returns the answer kept for key, in memory or in cacheFile
+// (whose interpreter must still exist), or runs probe and keeps its answer:
+// in memory unless ctx ended (a cancelled probe says nothing about the
+// interpreter), and on disk when it succeeded.
+func cachedProbe(ctx context.Context, key, cacheFile string, probe func() (python, version string, err error)) (string, string, error) {
+	memMu.Lock()
+	a, ok := memCache[key]
+	memMu.Unlock()
+	if ok {
+		return a.python, a.version, a.err
+	}
+	if e, ok := diskGet(cacheFile, key); ok {
+		if fi, err := os.Stat(e.Python); err == nil && !fi.IsDir() {
+			return e.Python, e.Version, nil
+		}
+	}
+	python, version, err := probe()
+	if ctx.Err() == nil {
+		memMu.Lock()
+		memCache[key] = probeAnswer{python, version, err}
+		memMu.Unlock()
+		if err == nil {
+			diskPut(cacheFile, key, diskEntry{Python: python, Version: version})
+		}
+	}
+	return python, version, err
+}
 
 func readDisk(file string) map[string]diskEntry {
 	m := map[string]diskEntry{}

@@ -12,7 +12,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
@@ -155,51 +154,20 @@ func lookPath(name, path, pathext string) string {
 	return ""
 }
 
-// probeKey identifies one version of an interpreter file.
-type probeKey struct {
-	path  string
-	size  int64
-	mtime time.Time
-}
-
-type probeResult struct {
-	version string
-	err     error
-}
-
-var (
-	probeMu    sync.Mutex
-	probeCache = map[probeKey]probeResult{}
-)
-
 // probeCached probes an interpreter once per file version (path, size and
-// modification time) for the life of the process: resolving is then a few
-// stat calls, not a python start per run.
+// modification time), for the life of the process and, through cacheFile,
+// across processes: resolving is then a few stat calls, not a python start
+// per run.
 func probeCached(ctx context.Context, path, cacheFile string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("does not exist: %v", err)
 	}
-	key := probeKey{path, fi.Size(), fi.ModTime()}
-	probeMu.Lock()
-	r, ok := probeCache[key]
-	probeMu.Unlock()
-	if ok {
-		return r.version, r.err
-	}
-	diskKey := fmt.Sprintf("probe\x00%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
-	if e, ok := diskGet(cacheFile, diskKey); ok {
-		return e.Version, nil
-	}
-	v, err := probe(ctx, path)
-	if ctx.Err() == nil { // a cancelled probe says nothing about the file
-		probeMu.Lock()
-		probeCache[key] = probeResult{v, err}
-		probeMu.Unlock()
-		if err == nil {
-			diskPut(cacheFile, diskKey, diskEntry{Python: path, Version: v})
-		}
-	}
+	key := fmt.Sprintf("probe\x00%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
+	_, v, err := cachedProbe(ctx, key, cacheFile, func() (string, string, error) {
+		v, err := probe(ctx, path)
+		return path, v, err
+	})
 	return v, err
 }
 

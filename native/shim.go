@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // Version managers' shims (pyenv, asdf) are scripts that find the python a
@@ -43,23 +42,6 @@ func shimKind(path string) string {
 	}
 	return ""
 }
-
-// shimKey is what a shim's choice depends on.
-type shimKey struct {
-	shim  probeKey
-	dir   string // where the version files were looked up from
-	state string // the version variables and files, as found
-}
-
-type shimResult struct {
-	python, version string
-	err             error
-}
-
-var (
-	shimMu    sync.Mutex
-	shimCache = map[shimKey]shimResult{}
-)
 
 // fileState describes a file for a cache key: its path, size and mtime, or
 // that it is absent.
@@ -126,41 +108,26 @@ func throughShim(ctx context.Context, shim, dir string, getenv func(string) stri
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	key := shimKey{probeKey{shim, fi.Size(), fi.ModTime()}, dir, versionState(getenv, dir)}
-	shimMu.Lock()
-	r, ok := shimCache[key]
-	shimMu.Unlock()
-	if ok {
-		return r.python, r.version, r.err
-	}
-	diskKey := fmt.Sprintf("shim\x00%s\x00%d\x00%d\x00%s\x00%s", shim, fi.Size(), fi.ModTime().UnixNano(), dir, key.state)
-	if e, ok := diskGet(cacheFile, diskKey); ok {
-		if pfi, err := os.Stat(e.Python); err == nil && !pfi.IsDir() {
-			return e.Python, e.Version, nil
+	key := fmt.Sprintf("shim\x00%s\x00%d\x00%d\x00%s\x00%s", shim, fi.Size(), fi.ModTime().UnixNano(), dir, versionState(getenv, dir))
+	return cachedProbe(ctx, key, cacheFile, func() (python, version string, err error) {
+		out, err := runProbe(ctx, shim, dir, shimProbeTimeout, "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.executable)")
+		if err != nil {
+			return "", "", err
 		}
-	}
-	out, err := runProbe(ctx, shim, dir, shimProbeTimeout, "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.executable)")
-	if err == nil {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if len(lines) != 2 {
-			err = fmt.Errorf("unexpected answer %q", out)
-		} else if version, err = checkVersion(lines[0]); err == nil {
-			python = strings.TrimSpace(lines[1])
-			if fi, serr := os.Stat(python); serr != nil || fi.IsDir() {
-				// No real interpreter to start directly: keep the shim.
-				python = shim
-			}
+			return "", "", fmt.Errorf("unexpected answer %q", out)
 		}
-	}
-	if ctx.Err() == nil {
-		shimMu.Lock()
-		shimCache[key] = shimResult{python, version, err}
-		shimMu.Unlock()
-		if err == nil {
-			diskPut(cacheFile, diskKey, diskEntry{Python: python, Version: version})
+		if version, err = checkVersion(lines[0]); err != nil {
+			return "", "", err
 		}
-	}
-	return python, version, err
+		python = strings.TrimSpace(lines[1])
+		if fi, serr := os.Stat(python); serr != nil || fi.IsDir() {
+			// No real interpreter to start directly: keep the shim.
+			python = shim
+		}
+		return python, version, nil
+	})
 }
 
 // shimProbeTimeout is generous: a shim's first start after an install can

@@ -64,9 +64,9 @@ func TestResolveThroughShim(t *testing.T) {
 	assert.Equal(t, py, c.Path)
 	assert.Equal(t, 1, calls(t, log))
 	// In another process too (the file): no shim start.
-	shimMu.Lock()
-	clear(shimCache)
-	shimMu.Unlock()
+	memMu.Lock()
+	clear(memCache)
+	memMu.Unlock()
 	c = resolve()
 	assert.Equal(t, py, c.Path)
 	assert.Equal(t, shim, c.Shim)

@@ -32,6 +32,10 @@ type Backend interface {
 	// paths in the target: the session working dir for local, terminal.cwd
 	// (default /root for docker, the login dir for ssh) for remote ones.
 	Cwd() string
+	// Home is the user's home dir in the target ("~" of the tools'
+	// paths): this host's for local, the target's login $HOME (learnt when
+	// the backend connected) for remote ones; "" when unknown.
+	Home() string
 	// Start starts cmd and returns once it runs. When ctx ends before the
 	// process exits, the whole process tree is stopped in the target (not
 	// only the local client): SIGTERM, then SIGKILL after the grace given

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
@@ -112,7 +113,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (Backend, error) {
 		return nil, fmt.Errorf("the docker backend needs an image (terminal.docker_image)")
 	}
 	if opts.Cwd == "" {
-		opts.Cwd = "/root"
+		opts.Cwd = config.DefaultDockerCwd
 	}
 	cli, err := exec.LookPath(opts.CLI)
 	if err != nil {

@@ -35,8 +35,14 @@ func (*localBackend) Name() string   { return config.BackendLocal }
 func (*localBackend) Target() string { return "" }
 func (*localBackend) Remote() bool   { return false }
 func (b *localBackend) Cwd() string  { return b.cwd }
-func (*localBackend) FS() FS         { return LocalFS }
-func (*localBackend) Close() error   { return nil }
+
+// Home is this user's home dir, "" when it cannot be told.
+func (b *localBackend) Home() string {
+	home, _ := os.UserHomeDir()
+	return home
+}
+func (*localBackend) FS() FS       { return LocalFS }
+func (*localBackend) Close() error { return nil }
 
 // Start starts cmd on this host: Shell through the platform shell (sh -c;
 // cmd.exe on Windows), Argv directly, in a process tree of its own with

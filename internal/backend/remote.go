@@ -104,6 +104,7 @@ func (r *remote) Name() string   { return r.name }
 func (r *remote) Target() string { return r.target }
 func (r *remote) Remote() bool   { return true }
 func (r *remote) Cwd() string    { return r.cwd }
+func (r *remote) Home() string   { return r.home }
 func (r *remote) FS() FS         { return remoteFS{r} }
 
 // probe learns the target's home dir and resolves the default working

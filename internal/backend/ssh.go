@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
@@ -73,10 +74,10 @@ func NewSSH(ctx context.Context, opts SSHOptions) (Backend, error) {
 		opts.CLI = "ssh"
 	}
 	if opts.Port == 0 {
-		opts.Port = 22
+		opts.Port = config.DefaultSSHPort
 	}
 	if opts.Cwd == "" {
-		opts.Cwd = "~"
+		opts.Cwd = config.DefaultSSHCwd
 	}
 	cli, err := exec.LookPath(opts.CLI)
 	if err != nil {
