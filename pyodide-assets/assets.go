@@ -43,10 +43,10 @@ const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources)
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "4c9995071f0ffac2b0967de5b533484f6f89faa51535aa9419138f2beab8e113"
+const SHA256 = "2225048a6ff19ff67e306c74e06a7086fe7084d63bd696fb67050555f2c049b8"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8442486
+const Size = 8445783
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
@@ -60,7 +60,7 @@ const StdlibSize = 5031720
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "0d108b518ea7a11380dcb8e10e48d7024877b5b27b677b2dc65d2e47cd384f62"
+const RecipeSHA256 = "1836af0cfaef898d4524187958514378aa28affb710ca89ada9ae611c8c25499"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.

@@ -474,11 +474,14 @@ const v8Script = `const { WASI } = require('node:wasi');
 const fs = require('node:fs');
 const [wasmPath, root, code] = process.argv.slice(2);
 const wasi = new WASI({ version: 'preview1', args: ['python', '-S', '-u', '-c', code],
-  env: { HOME: '/', PYTHONHOME: '/usr/local' }, preopens: { '/': root }, returnOnExit: true });
+  env: { HOME: '/', PYTHONHOME: '/usr/local' }, preopens: { '/': root }, returnOnExit: false });
 const stub = () => -1;
 const inst = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)),
   { wasi_snapshot_preview1: wasi.wasiImport, hermes: { call: stub, take: stub } });
-process.exitCode = wasi.start(inst);
+// A WASI reactor: its constructors, then the interpreter's main, whose
+// exit (proc_exit) ends this process with the interpreter's status.
+wasi.initialize(inst);
+inst.exports.hermes_main();
 `
 
 // newV8Runner stages the runner in tmp; nil when node is not installed.

@@ -44,6 +44,9 @@ func (e *InterruptError) reason() string {
 // (docs/behaviour.md §4); transports and TZ are added on top.
 var baseInject = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONUTF8=1"}
 
+// BaseInject returns the variables every interpreter gets (a copy).
+func BaseInject() []string { return slices.Clone(baseInject) }
+
 // errTimedOut is the cause of a run context whose timeout fired.
 var errTimedOut = errors.New("script timed out")
 

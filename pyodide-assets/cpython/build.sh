@@ -171,7 +171,11 @@ PKG_CONFIG=false ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no a
 # memcpy/memmove/memset (-fno-builtin: their own loops must stay loops, not
 # become calls to themselves).
 printf '%s\n' '# hermes-wasm-exec: the host-function tool channel, built in, and bulk-memory memcpy.' '_hermes_host _hermes_host.c _hermes_mem.c -fno-builtin' > Modules/Setup.local
-make -j"$JOBS" all >make.log 2>&1 || { grep -E 'error|Error' make.log | head -40 >&2; tail -20 make.log >&2; exit 1; }
+# A WASI reactor, not a command: the host calls _initialize and then one of
+# _hermes_host.c's entry points (hermes_main, or hermes_preinit/hermes_run
+# around a snapshot of the initialised interpreter), not _start.
+LINKFORSHARED="$(sed -n 's/^LINKFORSHARED=[[:space:]]*//p' Makefile) -mexec-model=reactor"
+make -j"$JOBS" all LINKFORSHARED="$LINKFORSHARED" >make.log 2>&1 || { grep -E 'error|Error' make.log | head -40 >&2; tail -20 make.log >&2; exit 1; }
 grep -E '^(Failed|The necessary|Following modules)' -A4 make.log >&2 || true
 cp python.wasm "$OUT/python.wasm"
 

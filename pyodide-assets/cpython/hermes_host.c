@@ -10,6 +10,10 @@
 #include "Python.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wasi/api.h>
+#include <wasi/libc-environ.h>
 
 /* hermes.call(req, req_len, buf, buf_cap) -> response length, or -1 when
  * the host has no tool channel for this instance. Up to buf_cap bytes of
@@ -58,6 +62,217 @@ hermes_host_call(PyObject *module, PyObject *arg)
         return NULL;
     }
     return out;
+}
+
+/* ---- Entry points ------------------------------------------------------
+ *
+ * The module is linked as a WASI reactor: the host calls _initialize (the
+ * C constructors) and then one of these, instead of a command's _start.
+ *
+ * hermes_main runs the interpreter as _start would: main(argc, argv) with
+ * the instance's arguments, then exit.
+ *
+ * hermes_preinit and hermes_run split that in two around a snapshot (see
+ * runtime/strict/snapshot.go). hermes_preinit initialises the interpreter
+ * from the instance's arguments (python [options] -c CODE), runs CODE (the
+ * imports worth keeping) and returns with the interpreter alive. The host
+ * then copies the linear memory. Nothing else needs saving: the only
+ * mutable global the code changes is the stack pointer, which is back at
+ * its initial value once the call has returned. A later instance gets that
+ * memory instead of running _initialize, and hermes_run takes it from
+ * there with its own arguments and environment: the environment is read
+ * again (libc's and os.environ), sys.argv, sys.orig_argv and sys.path are
+ * set as the interpreter's start would have set them (PYTHONPATH first,
+ * then '' unless -P), time's zone is set again from TZ, and a random
+ * module imported by CODE is seeded again; then the -c command runs, the
+ * interpreter is finalised and the instance exits with its status.
+ *
+ * hermes_run accepts only the options the engine passes (-S, -u, -P and
+ * -c CMD [ARGS]); -S and -u must have been given to hermes_preinit too,
+ * since they take effect at initialisation. */
+
+int __main_void(void);
+
+__attribute__((export_name("hermes_main")))
+void
+hermes_main(void)
+{
+    exit(__main_void());
+}
+
+/* wasi_argv returns the instance's arguments, NULL-terminated, in
+ * memory that is never freed (the process is short-lived). */
+static char **
+wasi_argv(int *argc)
+{
+    __wasi_size_t n, size;
+    if (__wasi_args_sizes_get(&n, &size) != __WASI_ERRNO_SUCCESS) {
+        return NULL;
+    }
+    char **argv = calloc(n + 1, sizeof(char *));
+    char *buf = malloc(size ? size : 1);
+    if (argv == NULL || buf == NULL) {
+        return NULL;
+    }
+    if (__wasi_args_get((uint8_t **)argv, (uint8_t *)buf) != __WASI_ERRNO_SUCCESS) {
+        return NULL;
+    }
+    *argc = (int)n;
+    return argv;
+}
+
+static void
+fatal(const char *what)
+{
+    fprintf(stderr, "hermes-wasm-exec interpreter: %s\n", what);
+    exit(70);
+}
+
+__attribute__((export_name("hermes_preinit")))
+int
+hermes_preinit(void)
+{
+    int argc;
+    char **argv = wasi_argv(&argc);
+    if (argv == NULL) {
+        fatal("cannot read the arguments");
+    }
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    PyStatus status = PyConfig_SetBytesArgv(&config, argc, argv);
+    if (!PyStatus_Exception(status)) {
+        status = PyConfig_Read(&config);
+    }
+    if (!PyStatus_Exception(status) && config.run_command == NULL) {
+        status = PyStatus_Error("hermes_preinit needs -c CODE");
+    }
+    if (!PyStatus_Exception(status)) {
+        status = Py_InitializeFromConfig(&config);
+    }
+    if (PyStatus_Exception(status)) {
+        PyConfig_Clear(&config);
+        fprintf(stderr, "hermes-wasm-exec interpreter: %s\n", status.err_msg ? status.err_msg : "initialisation failed");
+        return 1;
+    }
+    PyObject *code = PyUnicode_FromWideChar(config.run_command, -1);
+    PyConfig_Clear(&config);
+    if (code == NULL) {
+        PyErr_Print();
+        return 1;
+    }
+    const char *utf8 = PyUnicode_AsUTF8(code);
+    int ret = utf8 == NULL ? -1 : PyRun_SimpleString(utf8);
+    Py_DECREF(code);
+    return ret == 0 ? 0 : 1;
+}
+
+/* The part of hermes_run written in Python: _hermes_host._argv and
+ * _hermes_host._environ hold what the C part read. */
+static const char run_fixup[] =
+    "def _hermes_fixup():\n"
+    "    import sys, posix, _hermes_host\n"
+    "    argv, safe_path = _hermes_host._argv, _hermes_host._safe_path\n"
+    "    del _hermes_host._argv, _hermes_host._safe_path\n"
+    "    sys.orig_argv = argv[0]\n"
+    "    sys.argv = argv[1]\n"
+    "    posix.environ.clear()\n"
+    "    posix.environ.update(_hermes_host._environ)\n"
+    "    del _hermes_host._environ\n"
+    "    pythonpath = posix.environ.get(b'PYTHONPATH', b'').decode()\n"
+    "    sys.path[0:0] = [p for p in pythonpath.split(':') if p]\n"
+    "    if not safe_path:\n"
+    "        sys.path.insert(0, '')\n"
+    "    if 'time' in sys.modules:\n"
+    "        sys.modules['time'].tzset()\n"
+    "    if 'random' in sys.modules:\n"
+    "        sys.modules['random'].seed()\n"
+    "_hermes_fixup()\n"
+    "del _hermes_fixup\n";
+
+static int
+set_fixup_inputs(int argc, char **argv, int cmd, int safe_path)
+{
+    PyObject *mod = PyImport_ImportModule("_hermes_host");
+    if (mod == NULL) {
+        return -1;
+    }
+    PyObject *orig = PyList_New(0), *args = PyList_New(0), *env = PyDict_New();
+    int ok = orig != NULL && args != NULL && env != NULL;
+    for (int i = 0; ok && i < argc; i++) {
+        PyObject *s = PyUnicode_DecodeFSDefault(argv[i]);
+        ok = s != NULL && PyList_Append(orig, s) == 0;
+        if (ok && (i == cmd - 1 || i > cmd)) {
+            /* sys.argv of `python -c CMD ARGS` is ['-c', ARGS...]. */
+            ok = PyList_Append(args, s) == 0;
+        }
+        Py_XDECREF(s);
+    }
+    char **environ_ = __wasilibc_get_environ();
+    for (char **e = environ_; ok && e != NULL && *e != NULL; e++) {
+        char *eq = strchr(*e, '=');
+        if (eq == NULL || eq == *e) {
+            continue;
+        }
+        PyObject *k = PyBytes_FromStringAndSize(*e, eq - *e);
+        PyObject *v = PyBytes_FromString(eq + 1);
+        ok = k != NULL && v != NULL && PyDict_SetItem(env, k, v) == 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    if (ok) {
+        PyObject *pair = Py_BuildValue("(OO)", orig, args);
+        ok = pair != NULL &&
+             PyObject_SetAttrString(mod, "_argv", pair) == 0 &&
+             PyObject_SetAttrString(mod, "_safe_path", safe_path ? Py_True : Py_False) == 0 &&
+             PyObject_SetAttrString(mod, "_environ", env) == 0;
+        Py_XDECREF(pair);
+    }
+    Py_XDECREF(orig);
+    Py_XDECREF(args);
+    Py_XDECREF(env);
+    Py_DECREF(mod);
+    return ok ? 0 : -1;
+}
+
+__attribute__((export_name("hermes_run")))
+void
+hermes_run(void)
+{
+    /* The environment libc read in the snapshot's instance is not this
+     * one's. */
+    __wasilibc_deinitialize_environ();
+    __wasilibc_ensure_environ();
+    int argc;
+    char **argv = wasi_argv(&argc);
+    if (argv == NULL) {
+        fatal("cannot read the arguments");
+    }
+    int cmd = 0, safe_path = 0;
+    for (int i = 1; i < argc && cmd == 0; i++) {
+        if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+            cmd = i + 1;
+        } else if (strcmp(argv[i], "-P") == 0) {
+            safe_path = 1;
+        } else if (strcmp(argv[i], "-S") != 0 && strcmp(argv[i], "-u") != 0) {
+            fatal("hermes_run: unsupported argument before -c CMD");
+        }
+    }
+    if (cmd == 0) {
+        fatal("hermes_run: no -c CMD");
+    }
+    if (set_fixup_inputs(argc, argv, cmd, safe_path) < 0) {
+        PyErr_Print();
+        fatal("hermes_run: cannot set up the restored interpreter");
+    }
+    if (PyRun_SimpleString(run_fixup) != 0) {
+        fatal("hermes_run: cannot set up the restored interpreter");
+    }
+    PyCompilerFlags cf = _PyCompilerFlags_INIT;
+    int status = PyRun_SimpleStringFlags(argv[cmd], &cf) != 0;
+    if (Py_FinalizeEx() < 0) {
+        status = 120;
+    }
+    exit(status);
 }
 
 static PyMethodDef hermes_host_methods[] = {

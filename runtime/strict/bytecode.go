@@ -128,7 +128,7 @@ func (s *Engine) buildBytecode(ctx context.Context, c *compiled) (map[string][]b
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
-	if err := s.start(ctx, c, mc, nil); err != nil {
+	if err := s.start(ctx, c, mc); err != nil {
 		return nil, fmt.Errorf("compiling bytecode: %w: %s", err, out.String())
 	}
 	files := readPycDir(filepath.Join(staging, "__pycache__"), false)

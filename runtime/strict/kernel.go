@@ -71,7 +71,7 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWo
 	mc := box.moduleConfig(&k.stdout, &k.stderr).
 		WithArgs(box.args("-c", engine.KernelEntry)...)
 	go func() {
-		err := s.startWith(box.ctx, c, mc, k.runningCellStop, k.mem)
+		err := s.startWith(box.ctx, c, mc, instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK})
 		// What the instance wrote last reaches the running cell's writers
 		// (or the start error) before anyone sees it gone.
 		k.stdout.flush()

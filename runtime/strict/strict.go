@@ -26,9 +26,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
@@ -56,9 +58,11 @@ type Options struct {
 	// /usr/local/lib/python311.zip; nil means the embedded, verified one
 	// (pyodideassets.Stdlib).
 	Stdlib func() ([]byte, error)
-	// interpreterSHA256 is the hex sha256 of what Interpreter returns,
-	// when known without hashing again.
-	interpreterSHA256 string
+	// interpreterSHA256 and stdlibSHA256 are the hex sha256 of what
+	// Interpreter and Stdlib return, when known without hashing again.
+	interpreterSHA256, stdlibSHA256 string
+	// noSnapshot starts every instance in full (tests compare the two).
+	noSnapshot bool
 }
 
 // Engine is the strict-mode engine. It is safe for concurrent use; each
@@ -75,6 +79,11 @@ type Engine struct {
 	closing     context.Context
 	stopRunning context.CancelFunc
 	running     sync.WaitGroup
+
+	// snap is the interpreter snapshot instances start from (nil: none;
+	// see snapshot.go), set once by ensureSnapshot.
+	snapOnce sync.Once
+	snap     atomic.Pointer[snapshot]
 }
 
 // compiled is one runtime (a memory limit) and its compiled interpreter.
@@ -86,6 +95,8 @@ type compiled struct {
 	err    error
 
 	limit uint64 // the memory cap in bytes (its instances' allocators enforce it)
+
+	wasmSum, stdlibSum string // hex sha256 of the module and of the standard library zip
 
 	pycKey  string // names the bytecode of the staged sources
 	pycOnce sync.Once
@@ -104,13 +115,15 @@ func New(opts Options) *Engine {
 	}
 	if opts.Stdlib == nil {
 		opts.Stdlib = pyodideassets.Stdlib
+		opts.stdlibSHA256 = pyodideassets.StdlibSHA256 // Stdlib verifies it
 	}
 	closing, stop := context.WithCancel(context.Background())
 	return &Engine{opts: opts, compiled: map[uint32]*compiled{}, closing: closing, stopRunning: stop}
 }
 
 // Warm compiles (or loads from the cache) the interpreter for the given
-// memory limit, so the next Run pays only for instantiation.
+// memory limit, and loads or makes its snapshot, so the next Run pays
+// only for instantiation.
 func (s *Engine) Warm(ctx context.Context, memoryLimitMB int) error {
 	_, err := s.get(ctx, memoryLimitMB)
 	return err
@@ -146,6 +159,9 @@ func (s *Engine) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 			c.rt.Close(context.WithoutCancel(ctx))
 		}
 		return nil, ErrClosed
+	}
+	if c.err == nil {
+		s.ensureSnapshot(context.WithoutCancel(ctx), c)
 	}
 	if c.err != nil {
 		// Forget the failure so a later call (after $HERMES_WASM_INTERPRETER is fixed, say)
@@ -187,6 +203,11 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 	if wasmSum == "" {
 		sum := sha256.Sum256(wasm)
 		wasmSum = hex.EncodeToString(sum[:])
+	}
+	stdlibSum := s.opts.stdlibSHA256
+	if stdlibSum == "" {
+		sum := sha256.Sum256(stdlib)
+		stdlibSum = hex.EncodeToString(sum[:])
 	}
 	// No WithCloseOnContextDone: the module's own loop checks stop it (see
 	// start).
@@ -237,6 +258,7 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
 	c.rt, c.mod, c.pycKey = rt, mod, bytecodeKey(wasmSum)
+	c.wasmSum, c.stdlibSum = wasmSum, stdlibSum
 	c.limit = uint64(memPages) * wasmPage
 	return nil
 }
@@ -291,7 +313,7 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	stderr.set(job.Stderr)
 	mc := box.moduleConfig(&stdout, &stderr).
 		WithArgs(box.args("-c", engine.RunnerEntry, box.lib+engine.ScriptName)...)
-	err = s.start(box.ctx, c, mc, nil)
+	err = s.startWith(box.ctx, c, mc, instanceOptions{snapshot: box.snapshotOK})
 	// However the instance ended (its own exit, a timeout, an interrupt, a
 	// trap), what it wrote is handed over before Run returns.
 	stdout.discard()
@@ -303,25 +325,44 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 // the engine was closed, while it ran.
 var errStopped = errors.New("the interpreter was stopped")
 
+// instanceOptions are what an instance is started with besides its module
+// config.
+type instanceOptions struct {
+	// cellStop, when not nil, gives a kernel's running cell's stop
+	// channel: a sleep in that cell is stopped by it too.
+	cellStop func() <-chan struct{}
+	// mem is the instance's memory allocator (nil: a fresh one for the
+	// compiled interpreter's cap); a kernel passes its own, to arm the
+	// grace zone before each cell.
+	mem *instanceMemory
+	// snapshot: start from the engine's snapshot, when it has one
+	// (hermes_run), instead of in full (_initialize, hermes_main). Only
+	// for an instance of newSandbox's mounts whose environment
+	// snapshotEligible accepts.
+	snapshot bool
+	// entry, when not nil, replaces both: it is called with the
+	// instantiated module.
+	entry func(ctx context.Context, mod api.Module) error
+}
+
 // start instantiates the interpreter and runs it to the end under ctx,
-// which carries the tool channel. When ctx ends, or the engine is closed,
-// the instance is stopped where it is and start returns errStopped: at its
-// next loop check (see pyodide-assets/internal/assetbuild.addLoopChecks: every 16k loop
+// which carries the tool channel, in full (no snapshot).
+func (s *Engine) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig) error {
+	return s.startWith(ctx, c, mc, instanceOptions{})
+}
+
+// startWith instantiates the interpreter with opts and runs it to the end
+// under ctx, which carries the tool channel. When ctx ends, or the engine
+// is closed, the instance is stopped where it is and startWith returns
+// errStopped: at its next loop check (see
+// pyodide-assets/internal/assetbuild.addLoopChecks: every 16k loop
 // iterations, in Python or C code alike, the module calls sched_yield,
 // which lands in the Osyield function here), or in its sleep, which is cut
 // short and does not return to the guest. A tool call in progress returns
 // first (tools watch ctx). (wazero's WithCloseOnContextDone would stop the
 // instance too, by calling into Go at every loop iteration, which makes
-// the interpreter 2.5-4x slower.) cellStop, when not nil, gives a kernel's
-// running cell's stop channel: a sleep in that cell is stopped by it too.
-func (s *Engine) start(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}) error {
-	return s.startWith(ctx, c, mc, cellStop, nil)
-}
-
-// startWith is start with the instance's memory allocator: mem (nil: a
-// fresh one for c's cap). A kernel passes its own, to arm the grace zone
-// before each cell.
-func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleConfig, cellStop func() <-chan struct{}, mem *instanceMemory) error {
+// the interpreter 2.5-4x slower.)
+func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleConfig, opts instanceOptions) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -345,8 +386,8 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 		}).
 		WithNanosleep(func(ns int64) {
 			var stop <-chan struct{}
-			if cellStop != nil {
-				stop = cellStop()
+			if opts.cellStop != nil {
+				stop = opts.cellStop()
 			}
 			if !sleepCtx(ctx, stop, time.Duration(ns)) {
 				panic(errStopped)
@@ -356,6 +397,7 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	// zone (see memory.go); it is released once the instance has stopped,
 	// on every path out of here (deferred before mod.Close, so it runs
 	// after it).
+	mem := opts.mem
 	if mem == nil {
 		mem = newInstanceMemory(c.limit)
 	}
@@ -366,7 +408,37 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 		return err
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
-	_, err = mod.ExportedFunction("_start").Call(ctx)
+	if opts.entry != nil {
+		return opts.entry(ctx, mod)
+	}
+	return exitZeroIsNil(s.runInstance(ctx, c, mod, opts))
+}
+
+// exitZeroIsNil maps the interpreter's exit with status 0 (the entry
+// points end in exit(), as a command's _start does for any other status)
+// to nil.
+func exitZeroIsNil(err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 0 {
+		return nil
+	}
+	return err
+}
+
+// runInstance runs an instantiated interpreter from the snapshot or in
+// full (see instanceOptions.snapshot).
+func (s *Engine) runInstance(ctx context.Context, c *compiled, mod api.Module, opts instanceOptions) error {
+	if snap := s.snap.Load(); opts.snapshot && snap != nil && uint64(len(snap.image)) <= c.limit {
+		if err := snap.restore(mod.Memory()); err != nil {
+			return err
+		}
+		_, err := mod.ExportedFunction("hermes_run").Call(ctx)
+		return err
+	}
+	if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+		return err
+	}
+	_, err := mod.ExportedFunction("hermes_main").Call(ctx)
 	return err
 }
 
@@ -403,6 +475,9 @@ type sandbox struct {
 	ctx context.Context
 	// safePath: the interpreter must not put its cwd first on sys.path.
 	safePath bool
+	// snapshotOK: the instance may start from the snapshot (see
+	// snapshotEligible).
+	snapshotOK bool
 }
 
 // args is the interpreter's command line: python, its options, then rest.
@@ -470,7 +545,12 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	// Every mount's opens count against one limit (see openfiles.go).
 	open := newOpenFiles(maxOpenFiles)
 	box.ctx = withOpenFiles(box.ctx, open)
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
+	// Every instance mounts the same paths in the same order: the standard
+	// library, "/", then libMount when root is set. An instance restored
+	// from the snapshot (snapshot.go) keeps the snapshot's idea of which
+	// file descriptor is which preopened path, so the order is part of the
+	// snapshot's key (snapshotKey).
+	fsc := c.stdlib.mount(wazero.NewFSConfig().(sysfs.FSConfig), open)
 	box.env = append(slices.Clone(spec.env), guestEnv...)
 	if spec.root != "" {
 		rootJail, err := newJailFS(spec.root)
@@ -490,7 +570,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	} else {
 		fsc = fsc.WithSysFSMount(open.limit(jail), "/").(sysfs.FSConfig)
 	}
-	box.fsc = c.stdlib.mount(fsc, open)
+	box.fsc = fsc
+	box.snapshotOK = snapshotEligible(box.env)
 	return box, nil
 }
 
@@ -506,8 +587,7 @@ func (b *sandbox) moduleConfig(stdout, stderr io.Writer) wazero.ModuleConfig {
 		WithFSConfig(b.fsc.(wazero.FSConfig)).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithRandSource(rand.Reader).
-		WithStartFunctions("_start")
+		WithRandSource(rand.Reader)
 	return withEnv(mc, b.env)
 }
 

@@ -1,0 +1,326 @@
+package strict
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// A snapshot is the interpreter's linear memory right after it has
+// initialised and imported preinitCode's modules, taken once (per engine,
+// and on disk per cache dir) and given to every later instance instead of
+// running that start-up again: the technique of Wizer, which no Go runtime
+// offers. An instance restored from it skips the interpreter's own start
+// (40–50 ms on the 2-core VM of docs/performance.md) and the imports.
+//
+// The module's C side (pyodide-assets/cpython/hermes_host.c) splits its
+// start in two: hermes_preinit initialises the interpreter and returns
+// with it alive; hermes_run, in an instance whose memory is the snapshot,
+// takes the instance's own arguments and environment and runs its -c
+// command. The linear memory is all the state there is to save: the
+// table is never changed at run time, the only mutable global the code
+// changes (the stack pointer) is back at its initial value once
+// hermes_preinit has returned, and the loop-check budget needs no value
+// in particular. The host side of WASI starts afresh in every instance;
+// what libc keeps of it in memory (the preopened directories, by file
+// descriptor and path) matches because every instance mounts the same
+// paths in the same order (see newSandbox).
+//
+// What an interpreter reads only at initialisation is the snapshot's: the
+// flags -S and -u, the PYTHON* variables other than PYTHONPATH, the hash
+// seed. So an instance uses the snapshot only when its PYTHON* variables
+// are snapshotEnv's (every engine run's are: the executor sets them); any
+// other gets a full start (hermes_main). Every run restored from one
+// snapshot shares its string hash seed, as runs with one PYTHONHASHSEED
+// do; a snapshot file made on another day (another cache dir, another
+// process) has another one.
+
+// preinitCode is what the snapshot's interpreter runs before its memory
+// is saved: the modules nearly every run imports (json: the tool calls'
+// codec), with what they import in turn.
+const preinitCode = "import json"
+
+// snapshotFormat names the on-disk layout and the entry points' contract;
+// a change of either changes it.
+const snapshotFormat = "hermes-wasm-exec interpreter snapshot v1"
+
+// snapshotEnv is the environment of the snapshot's interpreter, and the
+// PYTHON* variables an instance must have (with these values, PYTHONPATH
+// aside) to start from it.
+func snapshotEnv() []string {
+	return append(engine.BaseInject(), guestEnv...)
+}
+
+// snapshotEligible reports whether an instance with environment env may
+// start from the snapshot: its PYTHON* variables other than PYTHONPATH
+// are exactly snapshotEnv's. (The interpreter reads them at
+// initialisation, which the snapshot has done already.)
+func snapshotEligible(env []string) bool {
+	want := map[string]string{}
+	for _, kv := range snapshotEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "PYTHON") {
+			want[k] = v
+		}
+	}
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "PYTHON") && k != "PYTHONPATH" {
+			got[k] = v // the last value wins, as in the guest's environ
+		}
+	}
+	if len(got) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot is one saved linear memory.
+type snapshot struct {
+	image []byte // the whole memory, a multiple of wasmPage
+	zero  []bool // per wasm page of image: all zero
+}
+
+func newSnapshot(image []byte) *snapshot {
+	s := &snapshot{image: image, zero: make([]bool, len(image)/wasmPage)}
+	for i := range s.zero {
+		s.zero[i] = isZero(image[i*wasmPage : (i+1)*wasmPage])
+	}
+	return s
+}
+
+// isZero reports whether b is all zero bytes.
+func isZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// restore makes mem, a freshly instantiated interpreter's memory, the
+// snapshot's: it grows it to the snapshot's size and writes the pages
+// that differ. Pages that are zero in both are not touched, so they cost
+// no resident memory.
+func (s *snapshot) restore(mem api.Memory) error {
+	size := uint32(len(s.image))
+	cur := mem.Size()
+	if cur > size {
+		return fmt.Errorf("restoring the interpreter snapshot: the instance starts with %d bytes of memory, the snapshot has %d", cur, size)
+	}
+	if cur < size {
+		if _, ok := mem.Grow((size - cur) / wasmPage); !ok {
+			return fmt.Errorf("restoring the interpreter snapshot: cannot grow the memory to %d MiB (the memory limit is lower)", size>>20)
+		}
+	}
+	buf, ok := mem.Read(0, size)
+	if !ok {
+		return errors.New("restoring the interpreter snapshot: memory read failed")
+	}
+	for i, zero := range s.zero {
+		off := uint32(i) * wasmPage
+		dst := buf[off : off+wasmPage]
+		switch {
+		case !zero:
+			copy(dst, s.image[off:off+wasmPage])
+		case off < cur && !isZero(dst):
+			// Grown pages are zero already; the first ones hold the
+			// module's data segments.
+			clear(dst)
+		}
+	}
+	return nil
+}
+
+// snapshotKey names the snapshot of one interpreter and standard library:
+// a hex sha256 over everything the image depends on.
+func snapshotKey(wasmSum, stdlibSum string) string {
+	h := sha256.New()
+	for _, part := range append([]string{snapshotFormat, wasmSum, stdlibSum, preinitCode, stdlibMount, zoneinfoMount, "/", libMount}, snapshotEnv()...) {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// The file format: snapshotFormat and a newline, the image's length
+// (uint64), the number of stored pages (uint32), then each page that is
+// not all zero as its index (uint32) and its bytes; last, the CRC-32C of
+// everything before it (uint32). Little-endian throughout. The file is
+// the user's own (the cache dir is 0700, like wazero's compiled code
+// beside it); the checksum catches damage, not an attacker, and a
+// damaged or foreign file is made again.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (s *snapshot) marshal() []byte {
+	var out bytes.Buffer
+	out.WriteString(snapshotFormat + "\n")
+	stored := 0
+	for _, z := range s.zero {
+		if !z {
+			stored++
+		}
+	}
+	out.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(s.image))))
+	out.Write(binary.LittleEndian.AppendUint32(nil, uint32(stored)))
+	for i, z := range s.zero {
+		if !z {
+			out.Write(binary.LittleEndian.AppendUint32(nil, uint32(i)))
+			out.Write(s.image[i*wasmPage : (i+1)*wasmPage])
+		}
+	}
+	out.Write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(out.Bytes(), castagnoli)))
+	return out.Bytes()
+}
+
+var errBadSnapshot = errors.New("not a snapshot file of this version, or damaged")
+
+func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
+	head := snapshotFormat + "\n"
+	if len(b) < len(head)+16 || string(b[:len(head)]) != head {
+		return nil, errBadSnapshot
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, errBadSnapshot
+	}
+	r := body[len(head):]
+	size, stored := binary.LittleEndian.Uint64(r), binary.LittleEndian.Uint32(r[8:])
+	r = r[12:]
+	if size == 0 || size%wasmPage != 0 || size > limit || uint64(stored) > size/wasmPage || uint64(len(r)) != uint64(stored)*(4+wasmPage) {
+		return nil, errBadSnapshot
+	}
+	image := make([]byte, size)
+	for range stored {
+		i := uint64(binary.LittleEndian.Uint32(r))
+		if (i+1)*wasmPage > size {
+			return nil, errBadSnapshot
+		}
+		copy(image[i*wasmPage:], r[4:4+wasmPage])
+		r = r[4+wasmPage:]
+	}
+	return newSnapshot(image), nil
+}
+
+// snapshotPath is where the snapshot of key lives in the cache dir.
+func (s *Engine) snapshotPath(key string) string {
+	return filepath.Join(s.opts.CacheDir, "snapshot-"+key[:16]+".bin")
+}
+
+// ensureSnapshot loads the engine's snapshot from the cache dir or makes
+// it, once per engine, with c's runtime. Without one every instance
+// starts the interpreter in full (slower, nothing else changes); the
+// reason is told on Progress once.
+func (s *Engine) ensureSnapshot(ctx context.Context, c *compiled) {
+	s.snapOnce.Do(func() {
+		if s.opts.noSnapshot {
+			return
+		}
+		snap, err := s.loadOrMakeSnapshot(ctx, c)
+		if err != nil {
+			fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: no interpreter snapshot (%v); every run starts the interpreter in full, ~50 ms slower\n", err)
+			return
+		}
+		s.snap.Store(snap)
+	})
+}
+
+func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
+	path := ""
+	if s.opts.CacheDir != "" {
+		path = s.snapshotPath(snapshotKey(c.wasmSum, c.stdlibSum))
+		if b, err := os.ReadFile(path); err == nil {
+			if snap, err := unmarshalSnapshot(b, maxMemory); err == nil {
+				return snap, nil
+			}
+		}
+	}
+	snap, err := s.makeSnapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		// Written whole or not at all: a temp file renamed into place.
+		// A failure costs only the next process the start-up again.
+		if f, err := os.CreateTemp(s.opts.CacheDir, ".snapshot-*"); err == nil {
+			_, werr := f.Write(snap.marshal())
+			if cerr := f.Close(); werr == nil && cerr == nil {
+				werr = os.Rename(f.Name(), path)
+			}
+			if werr != nil {
+				os.Remove(f.Name())
+			}
+		}
+	}
+	return snap, nil
+}
+
+// makeSnapshot starts an interpreter with hermes_preinit in an empty
+// sandbox (the same mounts as every instance: see newSandbox) and copies
+// its memory.
+func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
+	// An empty dir as the root, so that libMount is mounted too.
+	root, err := os.MkdirTemp(s.opts.TempDir, "hermes-snapshot-")
+	if err != nil {
+		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
+	}
+	defer os.RemoveAll(root)
+	box, err := s.newSandbox(ctx, c, sandboxSpec{root: root})
+	if err != nil {
+		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
+	}
+	defer box.close()
+	box.env = snapshotEnv()
+	var stdout, stderr guestOutput
+	errs := &boundedBuffer{max: maxStartStderr}
+	stdout.discard()
+	stderr.set(errs)
+	mc := box.moduleConfig(&stdout, &stderr).WithArgs("python", "-S", "-u", "-c", preinitCode)
+	var snap *snapshot
+	err = s.startWith(box.ctx, c, mc, instanceOptions{entry: func(ctx context.Context, mod api.Module) error {
+		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+			return err
+		}
+		res, err := mod.ExportedFunction("hermes_preinit").Call(ctx)
+		if err != nil {
+			return err
+		}
+		if res[0] != 0 {
+			return fmt.Errorf("the interpreter's start failed: %s", strings.TrimSpace(errs.String()))
+		}
+		mem := mod.Memory()
+		b, _ := mem.Read(0, mem.Size())
+		snap = newSnapshot(bytes.Clone(b))
+		return nil
+	}})
+	stderr.discard()
+	if err != nil {
+		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
+	}
+	return snap, nil
+}

@@ -1,0 +1,176 @@
+package strict
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// snapshotProbe prints what an interpreter takes from its arguments and
+// environment at start-up, and from the C library's environment later.
+const snapshotProbe = `
+import sys, os, time, json
+print(json.dumps({
+    "argv": sys.argv, "orig_argv": sys.orig_argv, "path": sys.path,
+    "environ": sorted(os.environ.items()), "environb": os.environb.get(b"XDG_FOO", b"").decode(),
+    "getenv": os.getenv("XDG_FOO"), "tz": [time.tzname, time.timezone, time.strftime("%Z", time.localtime(0))],
+    "flags": [sys.flags.no_site, sys.flags.utf8_mode, sys.flags.dont_write_bytecode, sys.flags.isolated],
+    "stdout": [sys.stdout.encoding, sys.stdout.errors, sys.stdout.line_buffering, type(sys.stdout.buffer).__name__],
+    "prefix": [sys.prefix, sys.exec_prefix], "main": __name__, "cwd": os.getcwd(),
+    "listdir": sorted(os.listdir(".")),
+}, sort_keys=True))
+`
+
+// fullStartEngine is an engine that never uses a snapshot, sharing the
+// test engine's cache.
+func fullStartEngine(t *testing.T) *Engine {
+	e := New(Options{CacheDir: testEngine(t).opts.CacheDir, noSnapshot: true})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	require.NoError(t, e.Warm(context.Background(), 0))
+	require.Nil(t, e.snap.Load())
+	return e
+}
+
+func runOn(t *testing.T, e engine.Engine, code string, env []string, workdir string) engine.Result {
+	t.Helper()
+	res, err := engine.Execute(context.Background(), e, engine.Request{
+		Code: code, Mode: config.ModeStrict, Workdir: workdir, Timeout: 30 * time.Second,
+		MaxToolCalls: 5, Env: env, SpillDir: t.TempDir(), Tools: echoTools,
+	})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	return res
+}
+
+// TestSnapshotRestoreMatchesFullStart: an interpreter restored from the
+// snapshot sees what one started in full sees: its own arguments, sys.path
+// (with and without the working dir as root, where -P and PYTHONPATH
+// apply), environment (os.environ, os.environb, the C library's getenv
+// behind time.localtime), time zone, flags and streams.
+func TestSnapshotRestoreMatchesFullStart(t *testing.T) {
+	snap := testEngine(t)
+	require.NotNil(t, snap.snap.Load(), "the test engine has a snapshot")
+	full := fullStartEngine(t)
+	env := engine.ChildEnv([]string{"PATH=/usr/bin", "XDG_FOO=bar"}, engine.EnvOptions{}, []string{"TZ=Europe/Paris"}, nil)
+	require.True(t, snapshotEligible(append(env, guestEnv...)))
+
+	workdir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(workdir, "data.txt"), []byte("x"), 0o600))
+	for _, tc := range []struct {
+		name       string
+		snap, full engine.Engine
+	}{
+		{"staging", snap, full},
+		{"over the working dir", snap.OverWorkdir(), full.OverWorkdir()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got, want map[string]any
+			require.NoError(t, json.Unmarshal([]byte(runOn(t, tc.snap, snapshotProbe, env, workdir).Output), &got))
+			require.NoError(t, json.Unmarshal([]byte(runOn(t, tc.full, snapshotProbe, env, workdir).Output), &want))
+			// The staging dir's name differs between runs.
+			for _, m := range []map[string]any{got, want} {
+				m["argv"] = len(m["argv"].([]any))
+			}
+			require.Equal(t, want, got)
+			require.Equal(t, "bar", got["getenv"])
+			require.Equal(t, []any{[]any{"CET", "CEST"}, -3600.0, "CET"}, got["tz"])
+		})
+	}
+}
+
+// TestSnapshotFreshRandomness: restored runs do not share random state.
+func TestSnapshotFreshRandomness(t *testing.T) {
+	code := "import random, os; print(random.random(), os.urandom(8).hex())"
+	a := run(t, code, nil).Output
+	b := run(t, code, nil).Output
+	require.NotEqual(t, a, b)
+}
+
+// TestSnapshotIneligibleEnvironment: a PYTHON* variable the snapshot did
+// not start with (it would have been read at initialisation) gets a full
+// start, where it takes effect.
+func TestSnapshotIneligibleEnvironment(t *testing.T) {
+	env := engine.ChildEnv([]string{"PATH=/usr/bin", "PYTHONWARNINGS=error::DeprecationWarning"}, engine.EnvOptions{Passthrough: []string{"PYTHONWARNINGS"}}, nil, nil)
+	require.False(t, snapshotEligible(append(env, guestEnv...)))
+	res := runOn(t, testEngine(t), "import sys; print(sys.warnoptions)", env, t.TempDir())
+	require.Equal(t, "['error::DeprecationWarning']\n", res.Output)
+}
+
+// TestSnapshotFile: the snapshot is kept in the cache dir, a later engine
+// loads it rather than making it again, and a damaged file is made again.
+func TestSnapshotFile(t *testing.T) {
+	dir := t.TempDir()
+	// The compiled code comes from the shared cache: copying it would
+	// take longer than compiling... so this engine compiles into dir.
+	e := New(Options{CacheDir: dir})
+	require.NoError(t, e.Warm(context.Background(), 0))
+	snap := e.snap.Load()
+	require.NotNil(t, snap)
+	e.Close(context.Background())
+	c := testEngine(t)
+	path := e.snapshotPath(snapshotKey(c.opts.interpreterSHA256, c.opts.stdlibSHA256))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	loaded, err := unmarshalSnapshot(b, maxMemory)
+	require.NoError(t, err)
+	require.Equal(t, snap.image, loaded.image)
+	t.Logf("snapshot: %d MiB of memory, %d MiB on disk", len(snap.image)>>20, len(b)>>20)
+
+	// Damaged: every check fails, and the next engine writes it again.
+	for _, cut := range []int{0, 10, len(b) / 2, len(b) - 1} {
+		_, err := unmarshalSnapshot(b[:cut], maxMemory)
+		require.ErrorIs(t, err, errBadSnapshot, "cut at %d", cut)
+	}
+	bad := append([]byte(nil), b...)
+	bad[len(bad)/2] ^= 1
+	_, err = unmarshalSnapshot(bad, maxMemory)
+	require.ErrorIs(t, err, errBadSnapshot)
+	require.NoError(t, os.WriteFile(path, bad, 0o600))
+	e2 := New(Options{CacheDir: dir})
+	defer e2.Close(context.Background())
+	require.NoError(t, e2.Warm(context.Background(), 0))
+	require.NotNil(t, e2.snap.Load())
+	again, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = unmarshalSnapshot(again, maxMemory)
+	require.NoError(t, err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, en := range entries {
+		require.NotContains(t, en.Name(), ".snapshot-", "no temp file left")
+	}
+}
+
+// BenchmarkStrictSnapshotRestore is an instance's start from the snapshot
+// (instantiate, restore, run `pass`); BenchmarkStrictFullStart the same
+// without it (the interpreter's own initialisation).
+func BenchmarkStrictSnapshotRestore(b *testing.B) { benchInstanceStart(b, testEngine(b)) }
+
+func BenchmarkStrictFullStart(b *testing.B) {
+	e := New(Options{CacheDir: testEngine(b).opts.CacheDir, noSnapshot: true})
+	defer e.Close(context.Background())
+	benchInstanceStart(b, e)
+}
+
+func benchInstanceStart(b *testing.B, e *Engine) {
+	ctx := context.Background()
+	c, err := e.get(ctx, 0)
+	require.NoError(b, err)
+	for b.Loop() {
+		box, err := e.newSandbox(ctx, c, sandboxSpec{env: engine.BaseInject()})
+		require.NoError(b, err)
+		var out guestOutput
+		mc := box.moduleConfig(&out, &out).WithArgs(box.args("-c", "pass")...)
+		err = e.startWith(box.ctx, c, mc, instanceOptions{snapshot: box.snapshotOK})
+		box.close()
+		require.Equal(b, 0, outcome(err).ExitCode, "%v", err)
+	}
+}
