@@ -284,8 +284,9 @@ func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot
 // sandbox (the same mounts as every instance: see newSandbox) and copies
 // its memory.
 func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
-	// An empty dir as the root, so that libMount is mounted too.
-	root, err := os.MkdirTemp(s.opts.TempDir, "hermes-snapshot-")
+	// An empty dir as the root, so that libMount is mounted too (named
+	// like a staging dir, which the file tools never write: hostfuncs).
+	root, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-snapshot-")
 	if err != nil {
 		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
 	}
