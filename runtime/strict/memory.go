@@ -175,6 +175,17 @@ func (m *instanceMemory) Allocate(capacity, max uint64) experimental.LinearMemor
 	return &sliceMemory{owner: m, buf: make([]byte, 0, capacity)}
 }
 
+// linear returns the reservation of the instance's linear memory, or nil
+// when it has none (a platform without reservations, or a failed one).
+func (m *instanceMemory) linear() *reservation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.reserved) != 1 || m.reserved[0].released {
+		return nil
+	}
+	return m.reserved[0]
+}
+
 // free is wazero's Free of r: it releases r now unless the instance may
 // still run (done releases it then).
 func (m *instanceMemory) free(r *reservation) {

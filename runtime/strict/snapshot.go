@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -97,6 +99,12 @@ func snapshotEligible(env []string) bool {
 type snapshot struct {
 	image []byte // the whole memory, a multiple of wasmPage
 	zero  []bool // per wasm page of image: all zero
+
+	// shared is the image in a sealed memfd, mapped copy-on-write into
+	// each instance (Linux; nil: restore copies). Never closed: the
+	// engine keeps its snapshot for the process's life.
+	sharedOnce sync.Once
+	shared     *os.File
 }
 
 func newSnapshot(image []byte) *snapshot {
@@ -123,11 +131,17 @@ func isZero(b []byte) bool {
 	return true
 }
 
+// mappedRestores counts the restores that mapped the shared image (tests
+// check that the path is taken).
+var mappedRestores atomic.Int64
+
 // restore makes mem, a freshly instantiated interpreter's memory, the
-// snapshot's: it grows it to the snapshot's size and writes the pages
-// that differ. Pages that are zero in both are not touched, so they cost
-// no resident memory.
-func (s *snapshot) restore(mem api.Memory) error {
+// snapshot's: it grows it to the snapshot's size, then maps the shared
+// image over it copy-on-write (on Linux, when the memory is a reservation
+// of im: pages the instance only reads are shared by every instance of
+// the process), or else writes the pages that differ (pages zero in both
+// are not touched, so they cost no resident memory).
+func (s *snapshot) restore(mem api.Memory, im *instanceMemory) error {
 	size := uint32(len(s.image))
 	cur := mem.Size()
 	if cur > size {
@@ -136,6 +150,13 @@ func (s *snapshot) restore(mem api.Memory) error {
 	if cur < size {
 		if _, ok := mem.Grow((size - cur) / wasmPage); !ok {
 			return fmt.Errorf("restoring the interpreter snapshot: cannot grow the memory to %d MiB (the memory limit is lower)", size>>20)
+		}
+	}
+	s.sharedOnce.Do(func() { s.shared = newSharedImage(s) })
+	if r := im.linear(); s.shared != nil && r != nil && uint64(size) <= r.committed {
+		if err := r.mapImage(s.shared, int(size)); err == nil {
+			mappedRestores.Add(1)
+			return nil
 		}
 	}
 	buf, ok := mem.Read(0, size)

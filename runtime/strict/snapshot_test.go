@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -172,5 +173,35 @@ func benchInstanceStart(b *testing.B, e *Engine) {
 		err = e.startWith(box.ctx, c, mc, instanceOptions{snapshot: box.snapshotOK})
 		box.close()
 		require.Equal(b, 0, outcome(err).ExitCode, "%v", err)
+	}
+}
+
+// TestSnapshotSharedImageIsCopyOnWrite: on Linux instances map the
+// snapshot's image copy-on-write; what one writes reaches neither another
+// instance nor the image, which is sealed.
+func TestSnapshotSharedImageIsCopyOnWrite(t *testing.T) {
+	e := testEngine(t)
+	snap := e.snap.Load()
+	require.NotNil(t, snap)
+	env := engine.ChildEnv([]string{"PATH=/usr/bin"}, engine.EnvOptions{}, nil, nil)
+	mapped := mappedRestores.Load()
+	a := startKernel(t, e, engine.KernelSpec{Env: env}, false)
+	b := startKernel(t, e, engine.KernelSpec{Env: env}, false)
+	if goruntime.GOOS == "linux" {
+		require.GreaterOrEqual(t, mappedRestores.Load(), mapped+2, "both kernels mapped the image")
+	}
+	before := append([]byte(nil), snap.image...)
+	// Change what the snapshot holds: a module it imported, and its heap.
+	res, err := cell(t, a, "import json; json.marker = 'A'; big = ['A' * 100] * 100000; print(len(big))", nil)
+	require.NoError(t, err)
+	require.Equal(t, "100000\n", res.Output)
+	res, err = cell(t, b, "import json; print(getattr(json, 'marker', None), 'big' in globals())", nil)
+	require.NoError(t, err)
+	require.Equal(t, "None False\n", res.Output)
+	require.Equal(t, before, snap.image)
+	if goruntime.GOOS == "linux" {
+		require.NotNil(t, snap.shared, "the image is shared through a memfd")
+		_, err := snap.shared.WriteAt([]byte{1}, 0)
+		require.Error(t, err, "the memfd is sealed")
 	}
 }

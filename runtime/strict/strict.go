@@ -397,10 +397,10 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	// zone (see memory.go); it is released once the instance has stopped,
 	// on every path out of here (deferred before mod.Close, so it runs
 	// after it).
-	mem := opts.mem
-	if mem == nil {
-		mem = newInstanceMemory(c.limit)
+	if opts.mem == nil {
+		opts.mem = newInstanceMemory(c.limit)
 	}
+	mem := opts.mem
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	defer mem.done()
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
@@ -429,7 +429,7 @@ func exitZeroIsNil(err error) error {
 // full (see instanceOptions.snapshot).
 func (s *Engine) runInstance(ctx context.Context, c *compiled, mod api.Module, opts instanceOptions) error {
 	if snap := s.snap.Load(); opts.snapshot && snap != nil && uint64(len(snap.image)) <= c.limit {
-		if err := snap.restore(mod.Memory()); err != nil {
+		if err := snap.restore(mod.Memory(), opts.mem); err != nil {
 			return err
 		}
 		_, err := mod.ExportedFunction("hermes_run").Call(ctx)

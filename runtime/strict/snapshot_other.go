@@ -1,0 +1,13 @@
+//go:build !linux
+
+package strict
+
+import (
+	"errors"
+	"os"
+)
+
+// newSharedImage is Linux's (memfd); elsewhere restore copies the image.
+func newSharedImage(*snapshot) *os.File { return nil }
+
+func (r *reservation) mapImage(*os.File, int) error { return errors.ErrUnsupported }
