@@ -12,9 +12,9 @@
 //     working strict mode with no other step; the constants below pin their
 //     sha256 and size, and [RecipeSHA256] pins the recipe they were built
 //     from;
-//   - the embedding: the directory dist is embedded into the binary, and
-//     [Interpreter] and [Stdlib] return the embedded files after verifying
-//     them against the pins;
+//   - the embedding: dist's two files are embedded into the binary, and
+//     [Interpreter] and [Stdlib] return the embedded files (length-checked;
+//     [VerifyLoaded] hashes them) without copying them;
 //   - the provenance: the recipe (cpython/, embedded, so a binary can
 //     rebuild what it runs: [Recipe], [RecipeHash]) and [Check] (the
 //     committed files and the recipe against the pins: "make assets",
@@ -29,13 +29,14 @@
 package pyodideassets
 
 import (
-	"embed"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"unsafe"
 )
 
 // Description says what the interpreter is, for `doctor`.
@@ -77,13 +78,33 @@ const RebuildCommand = "make assets-rebuild"
 // binary. Both are verified against the pins like the embedded ones.
 const InterpreterEnv = "HERMES_WASM_INTERPRETER"
 
-// distFS embeds the directory dist: its README, python.wasm and the
-// standard library zip, all committed. Files whose names begin with "." or
-// "_" (such as the temporary files of an interrupted rebuild) are never
-// embedded.
-//
-//go:embed dist
-var distFS embed.FS
+// The two committed files of dist, embedded as strings: the data stays in
+// the binary's read-only pages, and [Interpreter] and [Stdlib] hand it out
+// without copying 13 MB onto the heap (an embed.FS read copies: ~14 ms of
+// a one-shot run). A checkout without them does not build ("pattern
+// dist/python.wasm: no matching files found"); restore them with
+// [RestoreCommand].
+var (
+	//go:embed dist/python.wasm
+	embeddedWasm string
+	//go:embed dist/python311.zip
+	embeddedStdlib string
+)
+
+// embeddedAsset returns the embedded dist/name, sharing the binary's
+// read-only copy: writing to it faults.
+func embeddedAsset(name string) ([]byte, error) {
+	var s string
+	switch name {
+	case "dist/python.wasm":
+		s = embeddedWasm
+	case "dist/" + StdlibName:
+		s = embeddedStdlib
+	default:
+		return nil, fs.ErrNotExist
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s)), nil
+}
 
 var (
 	// ErrMissing reports that the interpreter is not available: the
@@ -149,7 +170,7 @@ var (
 // The returned slice is shared between callers and must not be modified.
 func Interpreter() ([]byte, error) {
 	interpOnce.Do(func() {
-		interpBytes, interpErr = loadInterpreter(os.Getenv(InterpreterEnv), distFS)
+		interpBytes, interpErr = loadInterpreter(os.Getenv(InterpreterEnv), embeddedAsset)
 	})
 	return interpBytes, interpErr
 }
@@ -163,19 +184,19 @@ func Stdlib() ([]byte, error) {
 		if override != "" {
 			override = filepath.Join(filepath.Dir(override), StdlibName)
 		}
-		stdlibBytes, stdlibErr = loadAsset(override, distFS, StdlibName, VerifyStdlib)
+		stdlibBytes, stdlibErr = loadAsset(override, embeddedAsset, StdlibName, VerifyStdlib)
 	})
 	return stdlibBytes, stdlibErr
 }
 
 // loadInterpreter is the uncached body of Interpreter.
-func loadInterpreter(override string, embedded fs.FS) ([]byte, error) {
+func loadInterpreter(override string, embedded func(name string) ([]byte, error)) ([]byte, error) {
 	return loadAsset(override, embedded, "python.wasm", Verify)
 }
 
 // loadAsset reads one asset from override when that is non-empty, else
 // dist/name from embedded, and verifies it.
-func loadAsset(override string, embedded fs.FS, name string, verify func([]byte) error) ([]byte, error) {
+func loadAsset(override string, embedded func(name string) ([]byte, error), name string, verify func([]byte) error) ([]byte, error) {
 	var (
 		b   []byte
 		err error
@@ -190,7 +211,7 @@ func loadAsset(override string, embedded fs.FS, name string, verify func([]byte)
 			return nil, fmt.Errorf("pyodideassets: reading %s %q (from %s): %w", name, override, InterpreterEnv, err)
 		}
 	} else {
-		b, err = fs.ReadFile(embedded, "dist/"+name)
+		b, err = embedded("dist/" + name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, ErrMissing
 		}

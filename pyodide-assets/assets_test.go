@@ -39,7 +39,7 @@ func realDist(t *testing.T) (wasm, stdlib []byte) {
 // realEmbedded returns the embedded python.wasm, which must match the pins.
 func realEmbedded(t *testing.T) []byte {
 	t.Helper()
-	b, err := fs.ReadFile(distFS, "dist/python.wasm")
+	b, err := embeddedAsset("dist/python.wasm")
 	require.NoError(t, err, notPinned)
 	require.NoError(t, Verify(b), notPinned)
 	return b
@@ -134,7 +134,7 @@ func TestVerifyErrorMessage(t *testing.T) {
 
 func TestLoadInterpreterOverrideMissing(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "nope", "python.wasm")
-	b, err := loadInterpreter(p, fstest.MapFS{})
+	b, err := loadInterpreter(p, fromFS(fstest.MapFS{}))
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
 	assert.Contains(t, err.Error(), p)
@@ -144,7 +144,7 @@ func TestLoadInterpreterOverrideMissing(t *testing.T) {
 func TestLoadInterpreterOverrideCorrupt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "python.wasm")
 	require.NoError(t, os.WriteFile(p, []byte("\x00asm\x01\x00\x00\x00\x01\x01\x00"), 0o644))
-	b, err := loadInterpreter(p, fstest.MapFS{})
+	b, err := loadInterpreter(p, fromFS(fstest.MapFS{}))
 	assert.Nil(t, b)
 	assertVerifyError(t, err, "python.wasm")
 	assert.NotErrorIs(t, err, ErrMissing)
@@ -153,7 +153,7 @@ func TestLoadInterpreterOverrideCorrupt(t *testing.T) {
 
 func TestLoadInterpreterOverrideIsDirectory(t *testing.T) {
 	dir := t.TempDir()
-	b, err := loadInterpreter(dir, fstest.MapFS{})
+	b, err := loadInterpreter(dir, fromFS(fstest.MapFS{}))
 	assert.Nil(t, b)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrMissing)
@@ -162,7 +162,7 @@ func TestLoadInterpreterOverrideIsDirectory(t *testing.T) {
 }
 
 func TestLoadInterpreterEmbeddedMissing(t *testing.T) {
-	b, err := loadInterpreter("", fstest.MapFS{"dist/README.md": {Data: []byte("readme")}})
+	b, err := loadInterpreter("", fromFS(fstest.MapFS{"dist/README.md": {Data: []byte("readme")}}))
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
 	assert.Equal(t, "pyodideassets: the Python interpreter is missing (pyodide-assets/dist/python.wasm and python311.zip are committed files): "+
@@ -170,7 +170,7 @@ func TestLoadInterpreterEmbeddedMissing(t *testing.T) {
 }
 
 func TestLoadInterpreterEmbeddedCorrupt(t *testing.T) {
-	b, err := loadInterpreter("", fstest.MapFS{"dist/python.wasm": {Data: []byte("\x00asm\x01\x00\x00\x00")}})
+	b, err := loadInterpreter("", fromFS(fstest.MapFS{"dist/python.wasm": {Data: []byte("\x00asm\x01\x00\x00\x00")}}))
 	assert.Nil(t, b)
 	assertVerifyError(t, err, "python.wasm")
 	assert.NotContains(t, err.Error(), InterpreterEnv, "no override was involved")
@@ -181,7 +181,7 @@ func TestLoadInterpreterEmbeddedCorrupt(t *testing.T) {
 // which doctor runs, catches it.
 func TestEmbeddedLoadChecksLengthOnly(t *testing.T) {
 	same := make([]byte, Size)
-	b, err := loadInterpreter("", fstest.MapFS{"dist/python.wasm": {Data: same}})
+	b, err := loadInterpreter("", fromFS(fstest.MapFS{"dist/python.wasm": {Data: same}}))
 	require.NoError(t, err)
 	assert.Len(t, b, Size)
 	assertVerifyError(t, Verify(b), "python.wasm")
@@ -190,23 +190,23 @@ func TestEmbeddedLoadChecksLengthOnly(t *testing.T) {
 
 func TestLoadAssetStdlib(t *testing.T) {
 	// The embedded zip: missing, then corrupt.
-	b, err := loadAsset("", fstest.MapFS{"dist/python.wasm": {Data: []byte("x")}}, StdlibName, VerifyStdlib)
+	b, err := loadAsset("", fromFS(fstest.MapFS{"dist/python.wasm": {Data: []byte("x")}}), StdlibName, VerifyStdlib)
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
 
-	b, err = loadAsset("", fstest.MapFS{"dist/" + StdlibName: {Data: []byte("PK\x05\x06")}}, StdlibName, VerifyStdlib)
+	b, err = loadAsset("", fromFS(fstest.MapFS{"dist/" + StdlibName: {Data: []byte("PK\x05\x06")}}), StdlibName, VerifyStdlib)
 	assert.Nil(t, b)
 	assertVerifyError(t, err, StdlibName)
 
 	// An override next to $HERMES_WASM_INTERPRETER: missing, then corrupt.
 	p := filepath.Join(t.TempDir(), StdlibName)
-	b, err = loadAsset(p, fstest.MapFS{}, StdlibName, VerifyStdlib)
+	b, err = loadAsset(p, fromFS(fstest.MapFS{}), StdlibName, VerifyStdlib)
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
 	assert.Contains(t, err.Error(), p)
 
 	require.NoError(t, os.WriteFile(p, []byte("not the stdlib"), 0o644))
-	b, err = loadAsset(p, fstest.MapFS{}, StdlibName, VerifyStdlib)
+	b, err = loadAsset(p, fromFS(fstest.MapFS{}), StdlibName, VerifyStdlib)
 	assert.Nil(t, b)
 	assertVerifyError(t, err, StdlibName)
 	assert.NotErrorIs(t, err, ErrMissing)
@@ -215,7 +215,7 @@ func TestLoadAssetStdlib(t *testing.T) {
 
 func TestLoadAssetReal(t *testing.T) {
 	want := realEmbedded(t)
-	b, err := loadInterpreter("", distFS)
+	b, err := loadInterpreter("", embeddedAsset)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, b))
 
@@ -223,10 +223,10 @@ func TestLoadAssetReal(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "python.wasm"), wasm, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, StdlibName), stdlib, 0o644))
-	b, err = loadInterpreter(filepath.Join(dir, "python.wasm"), fstest.MapFS{})
+	b, err = loadInterpreter(filepath.Join(dir, "python.wasm"), fromFS(fstest.MapFS{}))
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(wasm, b))
-	b, err = loadAsset(filepath.Join(dir, StdlibName), fstest.MapFS{}, StdlibName, VerifyStdlib)
+	b, err = loadAsset(filepath.Join(dir, StdlibName), fromFS(fstest.MapFS{}), StdlibName, VerifyStdlib)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(stdlib, b))
 }
@@ -369,4 +369,10 @@ func TestCheck(t *testing.T) {
 	err = Check(filepath.Join(t.TempDir(), "none"))
 	require.ErrorIs(t, err, ErrMissing)
 	assert.Equal(t, 2, strings.Count(err.Error(), "does not exist"), err.Error())
+}
+
+// fromFS serves the embedded files from fsys (tests of a missing or
+// damaged embed).
+func fromFS(fsys fs.FS) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) }
 }
