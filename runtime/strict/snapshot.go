@@ -253,6 +253,24 @@ func (s *Engine) snapshotPath(key string) string {
 	return filepath.Join(s.opts.CacheDir, "snapshot-"+key[:16]+".bin")
 }
 
+// readSnapshotFile reads and checks the snapshot file at path, and shares
+// its image (newSharedImage); nil when there is none or it is damaged.
+// compile runs it beside wazero's CompileModule, which keeps one core
+// busy validating the module (RATIONALE.md), so a one-shot run does not
+// wait for it.
+func readSnapshotFile(path string) *snapshot {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	snap, err := unmarshalSnapshot(b, maxMemory)
+	if err != nil {
+		return nil
+	}
+	snap.sharedOnce.Do(func() { snap.shared = newSharedImage(snap) })
+	return snap
+}
+
 // ensureSnapshot loads the engine's snapshot from the cache dir or makes
 // it, once per engine, with c's runtime. Without one every instance
 // starts the interpreter in full (slower, nothing else changes); the
@@ -275,8 +293,8 @@ func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot
 	path := ""
 	if s.opts.CacheDir != "" {
 		path = s.snapshotPath(snapshotKey(c.wasmSum, c.stdlibSum))
-		if b, err := os.ReadFile(path); err == nil {
-			if snap, err := unmarshalSnapshot(b, maxMemory); err == nil {
+		if s.snapFile != nil {
+			if snap := <-s.snapFile; snap != nil {
 				return snap, nil
 			}
 		}

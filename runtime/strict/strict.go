@@ -84,6 +84,11 @@ type Engine struct {
 	// see snapshot.go), set once by ensureSnapshot.
 	snapOnce sync.Once
 	snap     atomic.Pointer[snapshot]
+	// snapFile delivers the snapshot file's contents, read while the
+	// first module compiles (nil: no cache dir; see readSnapshotFile);
+	// ensureSnapshot takes it.
+	snapReadOnce sync.Once
+	snapFile     chan *snapshot
 }
 
 // compiled is one runtime (a memory limit) and its compiled interpreter.
@@ -239,6 +244,14 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, a few seconds; %s)\n",
 			float64(len(wasm))/1e6, where)
 	}
+	s.snapReadOnce.Do(func() {
+		if s.opts.CacheDir != "" && !s.opts.noSnapshot {
+			ch := make(chan *snapshot, 1)
+			s.snapFile = ch
+			path := s.snapshotPath(snapshotKey(wasmSum, stdlibSum))
+			go func() { ch <- readSnapshotFile(path) }()
+		}
+	})
 	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if err := instantiateWASI(ctx, rt); err != nil {
