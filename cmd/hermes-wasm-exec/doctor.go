@@ -61,6 +61,13 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "  status    ok, %d + %d bytes, hashes verified\n", d.Strict.Size, d.Strict.StdlibSize)
 	}
+	switch {
+	case d.Strict.Snapshot == "":
+	case d.Strict.SnapshotSize > 0:
+		fmt.Fprintf(stdout, "  snapshot  %s (%.1f MB; runs start from it)\n", d.Strict.Snapshot, float64(d.Strict.SnapshotSize)/1e6)
+	default:
+		fmt.Fprintf(stdout, "  snapshot  %s (not made yet: the first strict run makes it)\n", d.Strict.Snapshot)
+	}
 
 	home := config.HermesHome()
 	fmt.Fprintln(stdout, "\npaths:")

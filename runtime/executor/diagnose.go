@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // Diagnosis is what an executor would run scripts with, as
@@ -38,6 +39,11 @@ type StrictInterpreter struct {
 	// Err is nil when both files are present and match the pins, else
 	// what is wrong and what to do.
 	Err error
+	// Snapshot is the file of the interpreter snapshot strict runs start
+	// from (runtime/strict/snapshot.go), and SnapshotSize its size: 0 when
+	// no run has made it yet.
+	Snapshot     string
+	SnapshotSize int64
 }
 
 // ProjectInterpreter describes the python project mode would use now.
@@ -72,6 +78,12 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 		},
 	}
 	d.Strict.Err = pyodideassets.VerifyLoaded()
+	if d.Strict.Err == nil && e.cacheDir != "" {
+		d.Strict.Snapshot = strict.SnapshotFile(e.cacheDir, pyodideassets.SHA256, pyodideassets.StdlibSHA256)
+		if fi, err := os.Stat(d.Strict.Snapshot); err == nil {
+			d.Strict.SnapshotSize = fi.Size()
+		}
+	}
 	return d
 }
 

@@ -248,9 +248,17 @@ func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 	return newSnapshot(image), nil
 }
 
-// snapshotPath is where the snapshot of key lives in the cache dir.
-func (s *Engine) snapshotPath(key string) string {
-	return filepath.Join(s.opts.CacheDir, "snapshot-"+key[:16]+".bin")
+// snapshotPath is where the engine keeps the snapshot of the module and
+// standard library with these hex sha256s.
+func (s *Engine) snapshotPath(wasmSum, stdlibSum string) string {
+	return SnapshotFile(s.opts.CacheDir, wasmSum, stdlibSum)
+}
+
+// SnapshotFile is where an engine with cacheDir keeps the interpreter
+// snapshot of the module and standard library with these hex sha256s
+// (doctor shows it).
+func SnapshotFile(cacheDir, wasmSHA256, stdlibSHA256 string) string {
+	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSHA256, stdlibSHA256)[:16]+".bin")
 }
 
 // readSnapshotFile reads and checks the snapshot file at path, and shares
@@ -292,7 +300,7 @@ func (s *Engine) ensureSnapshot(ctx context.Context, c *compiled) {
 func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
 	path := ""
 	if s.opts.CacheDir != "" {
-		path = s.snapshotPath(snapshotKey(c.wasmSum, c.stdlibSum))
+		path = s.snapshotPath(c.wasmSum, c.stdlibSum)
 		if s.snapFile != nil {
 			if snap := <-s.snapFile; snap != nil {
 				return snap, nil

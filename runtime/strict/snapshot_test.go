@@ -117,7 +117,7 @@ func TestSnapshotFile(t *testing.T) {
 	require.NotNil(t, snap)
 	e.Close(context.Background())
 	c := testEngine(t)
-	path := e.snapshotPath(snapshotKey(c.opts.interpreterSHA256, c.opts.stdlibSHA256))
+	path := e.snapshotPath(c.opts.interpreterSHA256, c.opts.stdlibSHA256)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	loaded, err := unmarshalSnapshot(b, maxMemory)

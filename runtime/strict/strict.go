@@ -248,7 +248,7 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		if s.opts.CacheDir != "" && !s.opts.noSnapshot {
 			ch := make(chan *snapshot, 1)
 			s.snapFile = ch
-			path := s.snapshotPath(snapshotKey(wasmSum, stdlibSum))
+			path := s.snapshotPath(wasmSum, stdlibSum)
 			go func() { ch <- readSnapshotFile(path) }()
 		}
 	})
