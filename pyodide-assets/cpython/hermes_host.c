@@ -10,6 +10,7 @@
 #include "Python.h"
 
 #include <stdint.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wasi/api.h>
@@ -81,11 +82,15 @@ hermes_host_call(PyObject *module, PyObject *arg)
  * its initial value once the call has returned. A later instance gets that
  * memory instead of running _initialize, and hermes_run takes it from
  * there with its own arguments and environment: the environment is read
- * again (libc's and os.environ), sys.argv, sys.orig_argv and sys.path are
- * set as the interpreter's start would have set them (PYTHONPATH first,
+ * again (libc's and os.environ) and the locale set from it, sys.argv,
+ * sys.orig_argv and sys.path are set as the interpreter's start would have
+ * set them (PYTHONPATH's entries made absolute as getpath does, first,
  * then '' unless -P), time's zone is set again from TZ, and a random
  * module imported by CODE is seeded again; then the -c command runs, the
- * interpreter is finalised and the instance exits with its status.
+ * interpreter is finalised and the instance exits with its status. (The
+ * host gives a restored instance a monotonic clock that continues from
+ * the snapshot's, so that libc's clock(), whose start a constructor
+ * recorded in the snapshot, counts from there.)
  *
  * hermes_run accepts only the options the engine passes (-S, -u, -P and
  * -c CMD [ARGS]); -S and -u must have been given to hermes_preinit too,
@@ -179,7 +184,10 @@ static const char run_fixup[] =
     "    posix.environ.update(_hermes_host._environ)\n"
     "    del _hermes_host._environ\n"
     "    pythonpath = posix.environ.get(b'PYTHONPATH', b'').decode()\n"
-    "    sys.path[0:0] = [p for p in pythonpath.split(':') if p]\n"
+    "    if pythonpath:\n"
+    "        cwd = posix.getcwd()\n"
+    "        sys.path[0:0] = [p if p.startswith('/') else cwd + '/' + p if p else cwd\n"
+    "                         for p in pythonpath.split(':')]\n"
     "    if not safe_path:\n"
     "        sys.path.insert(0, '')\n"
     "    if 'time' in sys.modules:\n"
@@ -239,9 +247,10 @@ void
 hermes_run(void)
 {
     /* The environment libc read in the snapshot's instance is not this
-     * one's. */
+     * one's, nor is the locale the interpreter's start set from it. */
     __wasilibc_deinitialize_environ();
     __wasilibc_ensure_environ();
+    setlocale(LC_CTYPE, "");
     int argc;
     char **argv = wasi_argv(&argc);
     if (argv == NULL) {

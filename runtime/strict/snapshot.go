@@ -2,6 +2,7 @@ package strict
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -14,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
@@ -45,9 +48,11 @@ import (
 // seed. So an instance uses the snapshot only when its PYTHON* variables
 // are snapshotEnv's (every engine run's are: the executor sets them); any
 // other gets a full start (hermes_main). Every run restored from one
-// snapshot shares its string hash seed, as runs with one PYTHONHASHSEED
-// do; a snapshot file made on another day (another cache dir, another
-// process) has another one.
+// snapshot file shares its string hash seed, as runs with one
+// PYTHONHASHSEED do, for as long as the file is kept (another cache dir
+// has another). Libc's clock() counts from a start a constructor recorded
+// in the snapshot, so a restored instance's monotonic clock continues from
+// the snapshot's reading (snapshot.clock) instead of the host's.
 
 // preinitCode is what the snapshot's interpreter runs before its memory
 // is saved: the modules nearly every run imports (json: the tool calls'
@@ -56,7 +61,7 @@ const preinitCode = "import json"
 
 // snapshotFormat names the on-disk layout and the entry points' contract;
 // a change of either changes it.
-const snapshotFormat = "hermes-wasm-exec interpreter snapshot v1"
+const snapshotFormat = "hermes-wasm-exec interpreter snapshot v2"
 
 // snapshotEnv is the environment of the snapshot's interpreter, and the
 // PYTHON* variables an instance must have (with these values, PYTHONPATH
@@ -95,10 +100,16 @@ func snapshotEligible(env []string) bool {
 	return true
 }
 
+// nanotimeResolution is the guest's monotonic clock resolution (1 µs, as
+// wazero's WithSysNanotime).
+const nanotimeResolution = sys.ClockResolution(1000)
+
 // snapshot is one saved linear memory.
 type snapshot struct {
 	image []byte // the whole memory, a multiple of wasmPage
 	zero  []bool // per wasm page of image: all zero
+	// nanotime is the guest's monotonic clock when the memory was saved.
+	nanotime int64
 
 	// shared is the image in a sealed memfd, mapped copy-on-write into
 	// each instance (Linux; nil: restore copies). Never closed: the
@@ -131,9 +142,19 @@ func isZero(b []byte) bool {
 	return true
 }
 
-// mappedRestores counts the restores that mapped the shared image (tests
-// check that the path is taken).
-var mappedRestores atomic.Int64
+// restores counts the instances restored from a snapshot, mappedRestores
+// those of them that mapped the shared image, and snapshotsMade the
+// snapshots made (tests check which path was taken).
+var restores, mappedRestores, snapshotsMade atomic.Int64
+
+// clock returns the monotonic clock of an instance restored from s: it
+// continues from s's reading, as if the instance had run on from the
+// snapshot (clock() and time.process_time() then count the interpreter's
+// start-up once, as in a native python).
+func (s *snapshot) clock() sys.Nanotime {
+	start := time.Now()
+	return func() int64 { return s.nanotime + int64(time.Since(start)) }
+}
 
 // restore makes mem, a freshly instantiated interpreter's memory, the
 // snapshot's: it grows it to the snapshot's size, then maps the shared
@@ -141,7 +162,8 @@ var mappedRestores atomic.Int64
 // of im: pages the instance only reads are shared by every instance of
 // the process), or else writes the pages that differ (pages zero in both
 // are not touched, so they cost no resident memory).
-func (s *snapshot) restore(mem api.Memory, im *instanceMemory) error {
+func (s *snapshot) restore(mem api.Memory, im *instanceMemory, share bool) error {
+	restores.Add(1)
 	size := uint32(len(s.image))
 	cur := mem.Size()
 	if cur > size {
@@ -152,12 +174,17 @@ func (s *snapshot) restore(mem api.Memory, im *instanceMemory) error {
 			return fmt.Errorf("restoring the interpreter snapshot: cannot grow the memory to %d MiB (the memory limit is lower)", size>>20)
 		}
 	}
-	s.sharedOnce.Do(func() { s.shared = newSharedImage(s) })
-	if r := im.linear(); s.shared != nil && r != nil && uint64(size) <= r.committed {
-		if err := r.mapImage(s.shared, int(size)); err == nil {
-			mappedRestores.Add(1)
-			return nil
+	if share {
+		s.sharedOnce.Do(func() { s.shared = newSharedImage(s) })
+	}
+	if r := im.linear(); share && s.shared != nil && r != nil && uint64(size) <= r.committed {
+		// A failed MAP_FIXED may have unmapped the range: the instance
+		// cannot go on, even by copying.
+		if err := r.mapImage(s.shared, int(size)); err != nil {
+			return fmt.Errorf("restoring the interpreter snapshot: mapping it: %w", err)
 		}
+		mappedRestores.Add(1)
+		return nil
 	}
 	buf, ok := mem.Read(0, size)
 	if !ok {
@@ -180,9 +207,10 @@ func (s *snapshot) restore(mem api.Memory, im *instanceMemory) error {
 
 // snapshotKey names the snapshot of one interpreter and standard library:
 // a hex sha256 over everything the image depends on.
-func snapshotKey(wasmSum, stdlibSum string) string {
+func snapshotKey(wasmSum, stdlibSum, preinit string) string {
 	h := sha256.New()
-	for _, part := range append([]string{snapshotFormat, wasmSum, stdlibSum, preinitCode, stdlibMount, zoneinfoMount, "/", libMount}, snapshotEnv()...) {
+	parts := append([]string{snapshotFormat, wasmSum, stdlibSum, preinit}, instanceMounts...)
+	for _, part := range append(parts, snapshotEnv()...) {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -190,7 +218,8 @@ func snapshotKey(wasmSum, stdlibSum string) string {
 }
 
 // The file format: snapshotFormat and a newline, the image's length
-// (uint64), the number of stored pages (uint32), then each page that is
+// (uint64), the guest's monotonic clock when it was saved (int64, ns), the
+// number of stored pages (uint32), then each page that is
 // not all zero as its index (uint32) and its bytes; last, the CRC-32C of
 // everything before it (uint32). Little-endian throughout. The file is
 // the user's own (the cache dir is 0700, like wazero's compiled code
@@ -208,6 +237,7 @@ func (s *snapshot) marshal() []byte {
 		}
 	}
 	out.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(s.image))))
+	out.Write(binary.LittleEndian.AppendUint64(nil, uint64(s.nanotime)))
 	out.Write(binary.LittleEndian.AppendUint32(nil, uint32(stored)))
 	for i, z := range s.zero {
 		if !z {
@@ -223,7 +253,7 @@ var errBadSnapshot = errors.New("not a snapshot file of this version, or damaged
 
 func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 	head := snapshotFormat + "\n"
-	if len(b) < len(head)+16 || string(b[:len(head)]) != head {
+	if len(b) < len(head)+24 || string(b[:len(head)]) != head {
 		return nil, errBadSnapshot
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
@@ -231,9 +261,9 @@ func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 		return nil, errBadSnapshot
 	}
 	r := body[len(head):]
-	size, stored := binary.LittleEndian.Uint64(r), binary.LittleEndian.Uint32(r[8:])
-	r = r[12:]
-	if size == 0 || size%wasmPage != 0 || size > limit || uint64(stored) > size/wasmPage || uint64(len(r)) != uint64(stored)*(4+wasmPage) {
+	size, nanotime, stored := binary.LittleEndian.Uint64(r), int64(binary.LittleEndian.Uint64(r[8:])), binary.LittleEndian.Uint32(r[16:])
+	r = r[20:]
+	if nanotime < 0 || size == 0 || size%wasmPage != 0 || size > limit || uint64(stored) > size/wasmPage || uint64(len(r)) != uint64(stored)*(4+wasmPage) {
 		return nil, errBadSnapshot
 	}
 	image := make([]byte, size)
@@ -245,20 +275,29 @@ func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 		copy(image[i*wasmPage:], r[4:4+wasmPage])
 		r = r[4+wasmPage:]
 	}
-	return newSnapshot(image), nil
+	snap := newSnapshot(image)
+	snap.nanotime = nanotime
+	return snap, nil
 }
 
 // snapshotPath is where the engine keeps the snapshot of the module and
 // standard library with these hex sha256s.
 func (s *Engine) snapshotPath(wasmSum, stdlibSum string) string {
-	return SnapshotFile(s.opts.CacheDir, wasmSum, stdlibSum)
+	return snapshotFile(s.opts.CacheDir, wasmSum, stdlibSum, s.preinit())
 }
+
+// preinit is the code the engine's snapshot runs.
+func (s *Engine) preinit() string { return cmp.Or(s.opts.preinit, preinitCode) }
 
 // SnapshotFile is where an engine with cacheDir keeps the interpreter
 // snapshot of the module and standard library with these hex sha256s
 // (doctor shows it).
 func SnapshotFile(cacheDir, wasmSHA256, stdlibSHA256 string) string {
-	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSHA256, stdlibSHA256)[:16]+".bin")
+	return snapshotFile(cacheDir, wasmSHA256, stdlibSHA256, preinitCode)
+}
+
+func snapshotFile(cacheDir, wasmSum, stdlibSum, preinit string) string {
+	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSum, stdlibSum, preinit)[:16]+".bin")
 }
 
 // readSnapshotFile reads and checks the snapshot file at path, and shares
@@ -329,16 +368,10 @@ func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot
 
 // makeSnapshot starts an interpreter with hermes_preinit in an empty
 // sandbox (the same mounts as every instance: see newSandbox) and copies
-// its memory.
+// its memory. Its memory allocator is its own, without the engine's cap:
+// the snapshot serves every cap it fits in.
 func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
-	// An empty dir as the root, so that libMount is mounted too (named
-	// like a staging dir, which the file tools never write: hostfuncs).
-	root, err := os.MkdirTemp(s.opts.TempDir, "hermes-strict-snapshot-")
-	if err != nil {
-		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
-	}
-	defer os.RemoveAll(root)
-	box, err := s.newSandbox(ctx, c, sandboxSpec{root: root})
+	box, err := s.newSandbox(ctx, c, sandboxSpec{})
 	if err != nil {
 		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
 	}
@@ -348,9 +381,13 @@ func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, erro
 	errs := &boundedBuffer{max: maxStartStderr}
 	stdout.discard()
 	stderr.set(errs)
-	mc := box.moduleConfig(&stdout, &stderr).WithArgs("python", "-S", "-u", "-c", preinitCode)
+	// The guest's monotonic clock starts at 0 here; the snapshot keeps its
+	// reading for the instances restored from it (snapshot.clock).
+	start := time.Now()
+	mc := box.moduleConfig(&stdout, &stderr).WithArgs("python", "-S", "-u", "-c", s.preinit()).
+		WithNanotime(func() int64 { return int64(time.Since(start)) }, nanotimeResolution)
 	var snap *snapshot
-	err = s.startWith(box.ctx, c, mc, instanceOptions{entry: func(ctx context.Context, mod api.Module) error {
+	err = s.startWith(box.ctx, c, mc, instanceOptions{mem: newInstanceMemory(0), entry: func(ctx context.Context, mod api.Module) error {
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
 			return err
 		}
@@ -364,11 +401,13 @@ func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, erro
 		mem := mod.Memory()
 		b, _ := mem.Read(0, mem.Size())
 		snap = newSnapshot(bytes.Clone(b))
+		snap.nanotime = int64(time.Since(start))
 		return nil
 	}})
 	stderr.discard()
 	if err != nil {
 		return nil, fmt.Errorf("making the interpreter snapshot: %w", err)
 	}
+	snapshotsMade.Add(1)
 	return snap, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 // snapshotProbe prints what an interpreter takes from its arguments and
 // environment at start-up, and from the C library's environment later.
 const snapshotProbe = `
-import sys, os, time, json
+import sys, os, time, json, locale
+t0 = time.process_time()
+sum(range(200000))
 print(json.dumps({
     "argv": sys.argv, "orig_argv": sys.orig_argv, "path": sys.path,
     "environ": sorted(os.environ.items()), "environb": os.environb.get(b"XDG_FOO", b"").decode(),
@@ -26,7 +29,9 @@ print(json.dumps({
     "flags": [sys.flags.no_site, sys.flags.utf8_mode, sys.flags.dont_write_bytecode, sys.flags.isolated],
     "stdout": [sys.stdout.encoding, sys.stdout.errors, sys.stdout.line_buffering, type(sys.stdout.buffer).__name__],
     "prefix": [sys.prefix, sys.exec_prefix], "main": __name__, "cwd": os.getcwd(),
-    "listdir": sorted(os.listdir(".")),
+    "listdir": sorted(os.listdir(".")), "locale": locale.setlocale(locale.LC_CTYPE),
+    "process_time_grows": time.process_time() > t0, "monotonic": time.monotonic(),
+    "hermes_lib": os.path.isdir("/.hermes-lib"),
 }, sort_keys=True))
 `
 
@@ -60,7 +65,7 @@ func TestSnapshotRestoreMatchesFullStart(t *testing.T) {
 	snap := testEngine(t)
 	require.NotNil(t, snap.snap.Load(), "the test engine has a snapshot")
 	full := fullStartEngine(t)
-	env := engine.ChildEnv([]string{"PATH=/usr/bin", "XDG_FOO=bar"}, engine.EnvOptions{}, []string{"TZ=Europe/Paris"}, nil)
+	env := engine.ChildEnv([]string{"PATH=/usr/bin", "XDG_FOO=bar", "LANG=C.UTF-8", "PYTHONPATH=rel::/abs"}, engine.EnvOptions{}, []string{"TZ=Europe/Paris"}, nil)
 	require.True(t, snapshotEligible(append(env, guestEnv...)))
 
 	workdir := t.TempDir()
@@ -74,24 +79,41 @@ func TestSnapshotRestoreMatchesFullStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got, want map[string]any
+			restored := restores.Load()
 			require.NoError(t, json.Unmarshal([]byte(runOn(t, tc.snap, snapshotProbe, env, workdir).Output), &got))
+			require.Equal(t, restored+1, restores.Load(), "the run was restored from the snapshot")
 			require.NoError(t, json.Unmarshal([]byte(runOn(t, tc.full, snapshotProbe, env, workdir).Output), &want))
-			// The staging dir's name differs between runs.
-			for _, m := range []map[string]any{got, want} {
-				m["argv"] = len(m["argv"].([]any))
-			}
+			require.Equal(t, restored+1, restores.Load(), "the full start was not")
+			// A restored instance's clock continues from the snapshot's
+			// (made by this process or an earlier one, from 0), not from
+			// the host's since boot: clock(), and so process_time, count
+			// from the interpreter's start.
+			require.Less(t, got["monotonic"].(float64), 600.0)
+			delete(got, "monotonic")
+			delete(want, "monotonic")
 			require.Equal(t, want, got)
+			require.Equal(t, true, got["process_time_grows"])
 			require.Equal(t, "bar", got["getenv"])
 			require.Equal(t, []any{[]any{"CET", "CEST"}, -3600.0, "CET"}, got["tz"])
+			require.Equal(t, true, got["hermes_lib"])
 		})
 	}
 }
 
-// TestSnapshotFreshRandomness: restored runs do not share random state.
+// TestSnapshotFreshRandomness: restored runs do not share random state,
+// even when the snapshot imported random (and so seeded it).
 func TestSnapshotFreshRandomness(t *testing.T) {
-	code := "import random, os; print(random.random(), os.urandom(8).hex())"
-	a := run(t, code, nil).Output
-	b := run(t, code, nil).Output
+	e := New(Options{CacheDir: testEngine(t).opts.CacheDir, preinit: "import json, random"})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	require.NoError(t, e.Warm(context.Background(), 0))
+	require.NotNil(t, e.snap.Load())
+	env := engine.ChildEnv([]string{"PATH=/usr/bin"}, engine.EnvOptions{}, nil, nil)
+	code := "import sys, random, os; print('random' in sys.modules, random.random(), os.urandom(8).hex())"
+	restored := restores.Load()
+	a := runOn(t, e, code, env, t.TempDir()).Output
+	b := runOn(t, e, code, env, t.TempDir()).Output
+	require.Equal(t, restored+2, restores.Load())
+	require.True(t, strings.HasPrefix(a, "True "), a)
 	require.NotEqual(t, a, b)
 }
 
@@ -134,11 +156,22 @@ func TestSnapshotFile(t *testing.T) {
 	bad[len(bad)/2] ^= 1
 	_, err = unmarshalSnapshot(bad, maxMemory)
 	require.ErrorIs(t, err, errBadSnapshot)
+
+	// A later engine loads a good file rather than making it again.
+	made := snapshotsMade.Load()
+	loader := New(Options{CacheDir: dir})
+	require.NoError(t, loader.Warm(context.Background(), 0))
+	require.Equal(t, made, snapshotsMade.Load())
+	require.Equal(t, snap.image, loader.snap.Load().image)
+	require.Equal(t, snap.nanotime, loader.snap.Load().nanotime)
+	loader.Close(context.Background())
+
 	require.NoError(t, os.WriteFile(path, bad, 0o600))
 	e2 := New(Options{CacheDir: dir})
 	defer e2.Close(context.Background())
 	require.NoError(t, e2.Warm(context.Background(), 0))
 	require.NotNil(t, e2.snap.Load())
+	require.Equal(t, made+1, snapshotsMade.Load(), "a damaged file is made again")
 	again, err := os.ReadFile(path)
 	require.NoError(t, err)
 	_, err = unmarshalSnapshot(again, maxMemory)
@@ -203,5 +236,34 @@ func TestSnapshotSharedImageIsCopyOnWrite(t *testing.T) {
 		require.NotNil(t, snap.shared, "the image is shared through a memfd")
 		_, err := snap.shared.WriteAt([]byte{1}, 0)
 		require.Error(t, err, "the memfd is sealed")
+	}
+}
+
+// TestSnapshotCopyRestore: where the image is not shared (other systems,
+// or a memory that is not a reservation) restore copies it, with the same
+// result.
+func TestSnapshotCopyRestore(t *testing.T) {
+	e := New(Options{CacheDir: testEngine(t).opts.CacheDir, noSharedSnapshot: true})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	require.NoError(t, e.Warm(context.Background(), 0))
+	env := engine.ChildEnv([]string{"PATH=/usr/bin"}, engine.EnvOptions{}, nil, nil)
+	restored, mapped := restores.Load(), mappedRestores.Load()
+	res := runOn(t, e, "import json, sys; print(json.dumps(sys.argv))", env, t.TempDir())
+	require.Equal(t, "[\"/script.py\"]\n", res.Output)
+	require.Equal(t, restored+1, restores.Load())
+	require.Equal(t, mapped, mappedRestores.Load(), "copied, not mapped")
+}
+
+// TestInstanceMounts: every sandbox mounts instanceMounts in that order,
+// over a staging dir or a working dir (the snapshot depends on it).
+func TestInstanceMounts(t *testing.T) {
+	e := testEngine(t)
+	c, err := e.get(context.Background(), 0)
+	require.NoError(t, err)
+	for _, root := range []string{"", t.TempDir()} {
+		box, err := e.newSandbox(context.Background(), c, sandboxSpec{root: root})
+		require.NoError(t, err)
+		box.close()
+		require.Equal(t, instanceMounts, box.mounts, "root %q", root)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
@@ -57,11 +58,11 @@ func newStdlibFS(name string, data []byte) (stdlibFS, error) {
 	return stdlibFS{oneFileFS: oneFileFS{name: name, data: data}, zones: &zoneFS{sub: sub}}, nil
 }
 
-// mount adds the standard library's mounts to fsc, their opens counted
+// mount adds the standard library's mounts with mount, their opens counted
 // against the instance's open files.
-func (s stdlibFS) mount(fsc sysfs.FSConfig, open *openFiles) sysfs.FSConfig {
-	return fsc.WithSysFSMount(open.limit(&sysfs.AdaptFS{FS: s.oneFileFS}), stdlibMount).(sysfs.FSConfig).
-		WithSysFSMount(open.limit(&sysfs.AdaptFS{FS: s.zones}), zoneinfoMount).(sysfs.FSConfig)
+func (s stdlibFS) mount(mount func(fs experimentalsys.FS, guest string), open *openFiles) {
+	mount(open.limit(&sysfs.AdaptFS{FS: s.oneFileFS}), stdlibMount)
+	mount(open.limit(&sysfs.AdaptFS{FS: s.zones}), zoneinfoMount)
 }
 
 // zoneFS is the zip's time zone directory. A file is decompressed whole

@@ -32,6 +32,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -61,8 +62,10 @@ type Options struct {
 	// interpreterSHA256 and stdlibSHA256 are the hex sha256 of what
 	// Interpreter and Stdlib return, when known without hashing again.
 	interpreterSHA256, stdlibSHA256 string
-	// noSnapshot starts every instance in full (tests compare the two).
-	noSnapshot bool
+	// noSnapshot starts every instance in full, noSharedSnapshot restores
+	// by copying on Linux too, and preinit replaces preinitCode (tests).
+	noSnapshot, noSharedSnapshot bool
+	preinit                      string
 }
 
 // Engine is the strict-mode engine. It is safe for concurrent use; each
@@ -283,9 +286,18 @@ func (s *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	return s.run(ctx, job, "")
 }
 
-// libMount is where the staged files are mounted when the guest's root is
-// the session dir (see OverWorkdir).
+// libMount is where the staged files are mounted: the only way to them
+// when the guest's root is the session dir (see OverWorkdir), and a second
+// way to the staging dir otherwise.
 const libMount = "/.hermes-lib"
+
+// instanceMounts are the guest paths every instance mounts, in the order
+// newSandbox mounts them (so the preopened descriptors 3, 4, 5, 6). An
+// instance restored from the snapshot keeps the snapshot's idea of which
+// descriptor is which path (wasi-libc's preopen table, in linear memory),
+// so every instance mounts the same paths in the same order, and the list
+// is part of the snapshot's key.
+var instanceMounts = []string{stdlibMount, zoneinfoMount, "/", libMount}
 
 // OverWorkdir returns an engine that runs the same sandboxed interpreter
 // with the job's working dir, instead of a fresh staging dir, as the
@@ -416,6 +428,11 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	mem := opts.mem
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	defer mem.done()
+	var snap *snapshot
+	if sn := s.snap.Load(); opts.snapshot && opts.entry == nil && sn != nil && uint64(len(sn.image)) <= c.limit {
+		snap = sn
+		mc = mc.WithNanotime(snap.clock(), nanotimeResolution)
+	}
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
 		return err
@@ -424,7 +441,7 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	if opts.entry != nil {
 		return opts.entry(ctx, mod)
 	}
-	return exitZeroIsNil(s.runInstance(ctx, c, mod, opts))
+	return exitZeroIsNil(s.runInstance(ctx, mod, mem, snap))
 }
 
 // exitZeroIsNil maps the interpreter's exit with status 0 (the entry
@@ -438,11 +455,11 @@ func exitZeroIsNil(err error) error {
 	return err
 }
 
-// runInstance runs an instantiated interpreter from the snapshot or in
-// full (see instanceOptions.snapshot).
-func (s *Engine) runInstance(ctx context.Context, c *compiled, mod api.Module, opts instanceOptions) error {
-	if snap := s.snap.Load(); opts.snapshot && snap != nil && uint64(len(snap.image)) <= c.limit {
-		if err := snap.restore(mod.Memory(), opts.mem); err != nil {
+// runInstance runs an instantiated interpreter from snap, or in full when
+// snap is nil.
+func (s *Engine) runInstance(ctx context.Context, mod api.Module, mem *instanceMemory, snap *snapshot) error {
+	if snap != nil {
+		if err := snap.restore(mod.Memory(), mem, !s.opts.noSharedSnapshot); err != nil {
 			return err
 		}
 		_, err := mod.ExportedFunction("hermes_run").Call(ctx)
@@ -491,6 +508,8 @@ type sandbox struct {
 	// snapshotOK: the instance may start from the snapshot (see
 	// snapshotEligible).
 	snapshotOK bool
+	// mounts are the guest paths mounted, in order (instanceMounts).
+	mounts []string
 }
 
 // args is the interpreter's command line: python, its options, then rest.
@@ -558,12 +577,14 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	// Every mount's opens count against one limit (see openfiles.go).
 	open := newOpenFiles(maxOpenFiles)
 	box.ctx = withOpenFiles(box.ctx, open)
-	// Every instance mounts the same paths in the same order: the standard
-	// library, "/", then libMount when root is set. An instance restored
-	// from the snapshot (snapshot.go) keeps the snapshot's idea of which
-	// file descriptor is which preopened path, so the order is part of the
-	// snapshot's key (snapshotKey).
-	fsc := c.stdlib.mount(wazero.NewFSConfig().(sysfs.FSConfig), open)
+	// Every instance mounts instanceMounts, in that order (wazero numbers
+	// the preopened descriptors in the order of the WithSysFSMount calls).
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig)
+	mount := func(fs experimentalsys.FS, guest string) {
+		fsc = fsc.WithSysFSMount(fs, guest).(sysfs.FSConfig)
+		box.mounts = append(box.mounts, guest)
+	}
+	c.stdlib.mount(mount, open)
 	box.env = append(slices.Clone(spec.env), guestEnv...)
 	if spec.root != "" {
 		rootJail, err := newJailFS(spec.root)
@@ -571,8 +592,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 			return nil, fmt.Errorf("opening the working dir: %w", err)
 		}
 		box.jails = append(box.jails, rootJail)
-		fsc = fsc.WithSysFSMount(open.limit(rootJail), "/").(sysfs.FSConfig).
-			WithSysFSMount(open.limit(jail), libMount).(sysfs.FSConfig)
+		mount(open.limit(rootJail), "/")
+		mount(open.limit(jail), libMount)
 		box.lib = libMount + "/"
 		// The generated modules come first, then the session dir (as the
 		// script's dir comes first for a native python), so a session file
@@ -581,7 +602,9 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		box.env = append(box.env, "PYTHONPATH="+libMount+":/")
 		box.safePath = true
 	} else {
-		fsc = fsc.WithSysFSMount(open.limit(jail), "/").(sysfs.FSConfig)
+		// The staging dir at both: the same mounts as over a session dir.
+		mount(open.limit(jail), "/")
+		mount(open.limit(jail), libMount)
 	}
 	box.fsc = fsc
 	box.snapshotOK = snapshotEligible(box.env)
