@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
@@ -104,6 +105,9 @@ type kernels struct {
 	// there is no pool, no host python or a remote backend.
 	projectPool    *engine.KernelPool
 	projectPoolFor projectPoolKey
+	// evictions counts the kernels closed to make room (LRU) or for being
+	// idle (the reaper): Stats.
+	evictions atomic.Uint64
 }
 
 // projectPoolKey is what a project kernel from the pool was started for.
@@ -375,6 +379,44 @@ func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdi
 		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
 }
 
+// Stats are an executor's session kernels at one moment (for a service's
+// metrics).
+type Stats struct {
+	// Kernels is the number of live session kernels; Running those of them
+	// running a call now.
+	Kernels, Running int
+	// PoolIdle is the number of ready kernels in the warm pools, and
+	// PoolTarget the number they keep ready (0 until StartWarmPool has
+	// made them).
+	PoolIdle, PoolTarget int
+	// Evictions counts the kernels closed since the executor started to
+	// make room (max_session_kernels) or for being idle
+	// (kernel_idle_timeout).
+	Evictions uint64
+}
+
+// Stats returns the executor's kernel counts.
+func (e *Executor) Stats() Stats {
+	ks := e.kernels
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	st := Stats{Kernels: len(ks.entries), Evictions: ks.evictions.Load()}
+	for _, en := range ks.entries {
+		if en.running {
+			st.Running++
+		}
+	}
+	if ks.pool != nil {
+		st.PoolIdle += ks.pool.Idle()
+		st.PoolTarget += ks.poolSize
+	}
+	if ks.projectPool != nil {
+		st.PoolIdle += ks.projectPool.Idle()
+		st.PoolTarget += ks.poolSize
+	}
+	return st
+}
+
 // StartWarmPool keeps code_execution.warm_pool initialized strict
 // interpreters ready and, when project is the configured mode, as many
 // project kernels of the host python for the executor's own working dir,
@@ -520,6 +562,7 @@ func (e *Executor) evict(keep *kernelEntry) {
 		e.log.event(slog.LevelInfo, "kernel evicted",
 			fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
 			"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
+		ks.evictions.Add(1)
 		victim.k.Close()
 	}
 }
@@ -547,6 +590,7 @@ func (e *Executor) startReaper() {
 				return
 			case now := <-t.C:
 				for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }) {
+					ks.evictions.Add(1)
 					e.log.event(slog.LevelInfo, "idle kernel closed",
 						fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
 						"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)

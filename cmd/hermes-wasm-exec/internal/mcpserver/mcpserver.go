@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -56,6 +57,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	mode := fs.String("mode", "", "")
 	workdir := fs.String("workdir", "", "")
 	logLevel := fs.String("log-level", "info", "")
+	logFormat := fs.String("log-format", "text", "")
+	httpAddr := fs.String("http", "", "")
+	tokenFile := fs.String("token-file", "", "")
+	drain := fs.Duration("drain-timeout", DefaultDrainTimeout, "")
 	var skills, skillEnv listFlag
 	fs.Var(&skills, "skill", "")
 	fs.Var(&skillEnv, "skill-env", "")
@@ -67,6 +72,29 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		if _, ok := executor.NormalizeMode(*mode); !ok {
 			return fail("--mode must be strict or project, not %q", *mode)
 		}
+	}
+	if *logFormat != "text" && *logFormat != "json" {
+		return fail("--log-format must be text or json, not %q", *logFormat)
+	}
+	if *drain < 0 {
+		return fail("--drain-timeout must not be negative")
+	}
+	token := ""
+	if *httpAddr != "" {
+		var generated bool
+		var err error
+		if token, generated, err = httpToken(*tokenFile); err != nil {
+			return fail("%v", err)
+		}
+		if generated {
+			defer os.Remove(*tokenFile)
+			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: generated a token in %s (removed when the server exits)\n", absTokenFile(*tokenFile))
+		}
+		if err := checkHTTPAddr(*httpAddr, token); err != nil {
+			return fail("%v", err)
+		}
+	} else if *tokenFile != "" {
+		return fail("--token-file goes with --http")
 	}
 	wd, err := executor.ResolveWorkdir(*workdir)
 	if err != nil {
@@ -110,17 +138,37 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
-	m := New(ex, Options{
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if *logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	opts := Options{
 		Config: cfg, Mode: effective, Workdir: wd, Logf: logf, Version: version,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-	})
+		Logger: slog.New(handler),
+		HTTP:   *httpAddr != "",
+	}
+	if *httpAddr != "" || *logFormat == "json" {
+		// One line per execution, at info level whatever --log-level says.
+		execHandler := slog.Handler(slog.NewTextHandler(stderr, nil))
+		if *logFormat == "json" {
+			execHandler = slog.NewJSONHandler(stderr, nil)
+		}
+		opts.ExecLog = slog.New(execHandler)
+	}
+	if *httpAddr != "" {
+		opts.Metrics = newMetrics(ex)
+	}
+	m := New(ex, opts)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	defer cli.CatchSIGPIPE()()
+	if *httpAddr != "" {
+		return m.mainHTTP(ctx, ex, *httpAddr, token, *drain, sigs, stderr, opts.Logger)
+	}
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -154,6 +202,29 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	return cli.ExitOK
 }
 
+// mainHTTP is Main for --http.
+func (m *Server) mainHTTP(ctx context.Context, ex *executor.Executor, addr, token string, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, logger *slog.Logger) int {
+	defer func() {
+		closeCtx, cancelClose := context.WithTimeout(context.Background(), 30*time.Second)
+		ex.Close(closeCtx)
+		cancelClose()
+	}()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: %v\n", err)
+		return cli.ExitFailed
+	}
+	h := newHTTPService(m, ex, token, m.opts.Config, logger)
+	ex.StartWarmPoolIn(ctx, m.opts.Workdir)
+	auth := "no token (loopback only)"
+	if token != "" {
+		auth = "bearer token required on /mcp and /metrics"
+	}
+	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP over HTTP on http://%s/mcp (tool %s, %s mode, working dir %s; %s; /healthz /readyz /metrics)\n",
+		ln.Addr(), mcpToolName, m.opts.Mode, m.opts.Workdir, auth)
+	return runHTTP(ctx, ln, h, drain, sigs, stderr, m.opts.Config.CodeExecution.WarmPool > 0)
+}
+
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
@@ -172,6 +243,13 @@ type Options struct {
 	Logf    func(string, ...any)
 	Logger  *slog.Logger // the SDK's; nil discards
 	Version string       // the server's version, told to clients
+	// HTTP: sessions come and go over Streamable HTTP (mainHTTP), not one
+	// connection per process: each session's end closes its kernel.
+	HTTP bool
+	// ExecLog, when set, gets one line per execution (session, mode,
+	// status, duration, tool calls); Metrics counts them.
+	ExecLog *slog.Logger
+	Metrics *metrics
 }
 
 // Server is the execute_code tool over MCP: one session kernel per
@@ -190,6 +268,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*mcp.ServerSession]*mcpConn
+
+	metrics *metrics // nil: none
 }
 
 // mcpConn is one MCP connection: its session kernel, and its runs waiting
@@ -228,11 +308,34 @@ func New(ex *executor.Executor, opts Options) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	m := &Server{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}}
+	m := &Server{ex: ex, opts: opts, ctx: ctx, cancel: cancel, conns: map[*mcp.ServerSession]*mcpConn{}, metrics: opts.Metrics}
+	var initialized func(context.Context, *mcp.InitializedRequest)
+	if opts.HTTP {
+		// Over HTTP a session ends when the client deletes it or it idles
+		// out (StreamableHTTPOptions.SessionTimeout): its kernel goes too.
+		initialized = func(_ context.Context, req *mcp.InitializedRequest) {
+			ss := req.Session
+			m.conn(ss)
+			if m.metrics != nil {
+				m.metrics.sessions.Inc()
+			}
+			go func() {
+				_ = ss.Wait()
+				m.disconnect(ss)
+				m.mu.Lock()
+				delete(m.conns, ss)
+				m.mu.Unlock()
+				if m.metrics != nil {
+					m.metrics.sessions.Dec()
+				}
+			}()
+		}
+	}
 	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: opts.Version}, &mcp.ServerOptions{
-		Logger:       logger,
-		Capabilities: &mcp.ServerCapabilities{},
-		Instructions: "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",
+		InitializedHandler: initialized,
+		Logger:             logger,
+		Capabilities:       &mcp.ServerCapabilities{},
+		Instructions:       "Use execute_code to run Python that calls the hermes tools (read_file, search_files, terminal, ...) in loops and prints only what matters: many tool calls, one result.",
 	})
 	// A raw handler: the SDK's typed one validates the arguments against
 	// the schema first and answers a model's mistake with the validator's
@@ -470,7 +573,13 @@ func (m *Server) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput
 		if err != nil {
 			m.opts.Logf("mcp: execute_code: %v", err)
 		}
-		m.opts.Logf("mcp: execute_code session=%s status=%s in %v", c.session, res.Status, time.Since(start).Round(time.Millisecond))
+		took := time.Since(start)
+		m.opts.Logf("mcp: execute_code session=%s status=%s in %v", c.session, res.Status, took.Round(time.Millisecond))
+		m.metrics.observe(res, took)
+		if m.opts.ExecLog != nil {
+			m.opts.ExecLog.Info("execution", "session", c.session, "mcp_session", req.Session.ID(), "mode", res.Mode,
+				"status", res.Status, "duration_ms", took.Milliseconds(), "tool_calls", res.ToolCallsMade)
+		}
 		run.res = res
 		close(run.done)
 	}()
@@ -490,7 +599,19 @@ func (m *Server) approver(req *mcp.CallToolRequest, run *mcpRun) func(context.Co
 	elicit := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
 	mrtr := req.ProtocolVersion() >= MRTRVersion
 	ss := req.Session
-	return func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
+	return func(ctx context.Context, ar executor.ApprovalRequest) (d executor.Decision, err error) {
+		defer func() {
+			switch {
+			case errors.Is(err, errNoElicitation):
+				m.metrics.approval("unavailable")
+			case err != nil:
+				m.metrics.approval("error")
+			case d.Approved:
+				m.metrics.approval("approved")
+			default:
+				m.metrics.approval("denied")
+			}
+		}()
 		if !elicit {
 			return executor.Decision{}, errNoElicitation
 		}

@@ -1,0 +1,364 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+)
+
+// `mcp --http ADDR` serves the same execute_code tool over MCP's Streamable
+// HTTP transport (the official SDK's handler), for agents that reach the
+// executor over a network and for running it as a service: behind a
+// proxy that keeps each Mcp-Session-Id on the replica that issued it, on
+// Kubernetes (deploy/, docs/service.md). One listener serves:
+//
+//	/mcp      the MCP endpoint: each MCP session has its session kernel
+//	/healthz  200 while the process runs
+//	/readyz   200 once the interpreter is loaded and the warm pool has
+//	          filled once, 503 before and while draining
+//	/metrics  Prometheus text format
+//
+// With a token (HERMES_SERVE_TOKEN, or --token-file), /mcp and /metrics
+// need "Authorization: Bearer <token>"; the probes do not. Without one the
+// listener must be a loopback address.
+
+// tokenEnv holds the bearer token, as for serve.
+const tokenEnv = "HERMES_SERVE_TOKEN"
+
+// maxHTTPBody bounds a request body, read or not, authenticated or not: a
+// script is at most cli.MaxScript, and JSON escaping can double it.
+const maxHTTPBody = 2*cli.MaxScript + 1<<20
+
+// DefaultDrainTimeout is how long a draining server lets running calls
+// finish before it interrupts them (--drain-timeout).
+const DefaultDrainTimeout = 30 * time.Second
+
+// drainReason is the interrupt reason of the calls a drain cuts short.
+const drainReason = "the server is shutting down (drained: --drain-timeout passed)"
+
+// checkHTTPAddr validates --http: a host:port, and a token unless the host
+// is a loopback address.
+func checkHTTPAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: %v (give HOST:PORT, e.g. 127.0.0.1:8080 or :8080)", addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %q is not a loopback address, and there is no token: set %s, or give --token-file FILE (read, or generated and written there when it does not exist); the endpoint runs code", addr, tokenEnv)
+	}
+	return nil
+}
+
+// httpToken returns the bearer token: $HERMES_SERVE_TOKEN, else the
+// contents of tokenFile, else (tokenFile given but missing) a new one
+// written there (0600). generated reports the last case: the caller
+// removes the file when it exits.
+func httpToken(tokenFile string) (token string, generated bool, err error) {
+	if t := os.Getenv(tokenEnv); t != "" {
+		return t, false, nil
+	}
+	if tokenFile == "" {
+		return "", false, nil
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err == nil {
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", false, fmt.Errorf("--token-file %s is empty: put the token in it, or remove it to have one generated", tokenFile)
+		}
+		return t, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("--token-file: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", false, err
+	}
+	t := hex.EncodeToString(raw)
+	f, err := os.OpenFile(tokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("--token-file: %w", err)
+	}
+	_, werr := f.WriteString(t + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(tokenFile)
+		return "", false, fmt.Errorf("--token-file: %w", werr)
+	}
+	return t, true, nil
+}
+
+// metrics are the service's Prometheus metrics, in their own registry.
+type metrics struct {
+	reg        *prometheus.Registry
+	executions *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	toolCalls  *prometheus.CounterVec
+	approvals  *prometheus.CounterVec
+	sessions   prometheus.Gauge
+}
+
+func newMetrics(ex *executor.Executor) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hermes_executions_total", Help: "execute_code calls, by mode and result status.",
+		}, []string{"mode", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hermes_execution_duration_seconds", Help: "Wall time of execute_code calls, by mode.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"mode"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hermes_tool_calls_total", Help: "Tool calls made by scripts, by tool and outcome (ok or error).",
+		}, []string{"tool", "outcome"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hermes_approvals_total", Help: "Approval questions for dangerous commands, by outcome (approved, denied, unavailable, error).",
+		}, []string{"outcome"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hermes_mcp_sessions", Help: "Open MCP sessions.",
+		}),
+	}
+	stat := func(f func(executor.Stats) float64) func() float64 {
+		return func() float64 { return f(ex.Stats()) }
+	}
+	m.reg.MustRegister(m.executions, m.duration, m.toolCalls, m.approvals, m.sessions,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_kernels", Help: "Live session kernels."},
+			stat(func(s executor.Stats) float64 { return float64(s.Kernels) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_kernels_running", Help: "Session kernels running a call."},
+			stat(func(s executor.Stats) float64 { return float64(s.Running) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_warm_pool_kernels", Help: "Ready kernels in the warm pools."},
+			stat(func(s executor.Stats) float64 { return float64(s.PoolIdle) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hermes_kernel_evictions_total", Help: "Kernels closed to make room (max_session_kernels) or for being idle (kernel_idle_timeout)."},
+			stat(func(s executor.Stats) float64 { return float64(s.Evictions) })),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// observe counts one finished execution.
+func (m *metrics) observe(res executor.Result, took time.Duration) {
+	if m == nil {
+		return
+	}
+	mode := res.Mode
+	if mode == "" {
+		mode = "unknown"
+	}
+	m.executions.WithLabelValues(mode, res.Status).Inc()
+	m.duration.WithLabelValues(mode).Observe(took.Seconds())
+	for _, tc := range res.ToolCalls {
+		outcome := "ok"
+		if !tc.OK {
+			outcome = "error"
+		}
+		m.toolCalls.WithLabelValues(tc.Tool, outcome).Inc()
+	}
+}
+
+func (m *metrics) approval(outcome string) {
+	if m != nil {
+		m.approvals.WithLabelValues(outcome).Inc()
+	}
+}
+
+// httpService is the listener's handler and its state.
+type httpService struct {
+	m       *Server
+	ex      *executor.Executor
+	token   string
+	metrics *metrics
+	mcp     *mcp.StreamableHTTPHandler
+
+	ready    atomic.Bool // the interpreter is loaded and the pool filled once
+	draining atomic.Bool
+}
+
+func newHTTPService(m *Server, ex *executor.Executor, token string, cfg config.Config, logger *slog.Logger) *httpService {
+	h := &httpService{m: m, ex: ex, token: token, metrics: m.metrics}
+	idle := time.Duration(cfg.CodeExecution.KernelIdleTimeout) * time.Second
+	if idle <= 0 {
+		idle = 30 * time.Minute
+	}
+	h.mcp = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.server }, &mcp.StreamableHTTPOptions{
+		Logger: logger,
+		// A session nobody has used for as long as its kernel would be
+		// kept idle ends, and its kernel with it.
+		SessionTimeout: idle,
+	})
+	return h
+}
+
+// ServeHTTP routes the listener's requests; every body is bounded first,
+// before anything (authentication included) could read it.
+func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
+	switch r.URL.Path {
+	case "/healthz":
+		writeText(w, http.StatusOK, "ok\n")
+	case "/readyz":
+		switch {
+		case h.draining.Load():
+			writeText(w, http.StatusServiceUnavailable, "draining\n")
+		case !h.ready.Load():
+			writeText(w, http.StatusServiceUnavailable, "starting: loading the interpreter and filling the warm pool\n")
+		default:
+			writeText(w, http.StatusOK, "ready\n")
+		}
+	case "/metrics":
+		if h.authorized(w, r) {
+			promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		}
+	case "/mcp":
+		if !h.authorized(w, r) {
+			return
+		}
+		if h.draining.Load() && r.Header.Get("Mcp-Session-Id") == "" {
+			// A new session: this replica is going away.
+			w.Header().Set("Retry-After", "1")
+			writeText(w, http.StatusServiceUnavailable, "this server is draining (shutting down): it takes no new MCP sessions; connect again (a proxy sends you to another replica)\n")
+			return
+		}
+		h.mcp.ServeHTTP(w, r)
+	default:
+		writeText(w, http.StatusNotFound, "not found: the MCP endpoint is /mcp (also /healthz, /readyz, /metrics)\n")
+	}
+}
+
+// authorized checks the bearer token (constant time) and answers 401
+// when it is missing or wrong.
+func (h *httpService) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if h.token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.token)) == 1 {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="hermes-wasm-exec"`)
+	writeText(w, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token> (the server's "+tokenEnv+" or --token-file)\n")
+	return false
+}
+
+func writeText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, text)
+}
+
+// becomeReady loads the interpreter and waits for the warm pool to fill
+// once (or to fail: then the service is ready without it, and says why),
+// then marks the service ready.
+func (h *httpService) becomeReady(ctx context.Context, pool bool, warnf func(string, ...any)) {
+	if err := h.ex.Warm(ctx); err != nil && ctx.Err() == nil {
+		warnf("loading the strict interpreter: %v (strict runs will fail)", err)
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for pool {
+		if st := h.ex.Stats(); st.PoolTarget > 0 && st.PoolIdle >= st.PoolTarget {
+			break
+		}
+		if time.Now().After(deadline) {
+			warnf("the warm pool did not fill in 2 minutes; ready without it")
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	h.ready.Store(true)
+}
+
+// runHTTP serves the listener until a signal (or ctx) ends it: the first
+// SIGTERM or interrupt drains (readyz 503, no new sessions, running calls
+// finish within drain, then are interrupted), a second one ends at once.
+// It returns the exit code.
+func runHTTP(ctx context.Context, ln net.Listener, h *httpService, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, pool bool) int {
+	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...) }
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	readyCtx, stopReady := context.WithCancel(ctx)
+	defer stopReady()
+	go h.becomeReady(readyCtx, pool, func(f string, a ...any) { infof("warning: "+f, a...) })
+
+	select {
+	case err := <-served:
+		infof("%v", err)
+		return cli.ExitFailed
+	case <-ctx.Done():
+	case sig := <-sigs:
+		infof("%v: draining (readyz 503, no new sessions; running calls get %v to finish; send it again to stop at once)", sig, drain)
+	}
+	h.draining.Store(true)
+	idle := make(chan struct{})
+	go func() {
+		h.m.runs.Wait()
+		close(idle)
+	}()
+	timer := time.NewTimer(drain)
+	defer timer.Stop()
+	code := cli.ExitOK
+	select {
+	case <-idle:
+		infof("no calls running: stopping")
+	case <-timer.C:
+		infof("drain timeout (%v): interrupting the calls still running", drain)
+		h.m.cancel(&executor.InterruptError{Reason: drainReason})
+	case sig := <-sigs:
+		infof("%v again: stopping at once", sig)
+		h.m.cancel(&executor.InterruptError{Reason: "the server is shutting down"})
+		code = cli.ExitFailed
+	}
+	// The calls have ended or been interrupted: their results go out
+	// before the connections close.
+	h.m.Stop()
+	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		srv.Close() // SSE streams that stay open
+	}
+	return code
+}
+
+// absTokenFile resolves --token-file for messages.
+func absTokenFile(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}

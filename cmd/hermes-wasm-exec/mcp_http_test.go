@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// httpMCP is a `mcp --http` process (the test binary acting as the CLI).
+type httpMCP struct {
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:PORT
+	workdir string
+	tmp     string
+	stderr  *syncBuffer
+	exited  chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`serving MCP over HTTP on http://(\S+)/mcp`)
+
+// startHTTPMCP starts `mcp --http 127.0.0.1:0` with args and env, and
+// returns once it listens (the line that says where).
+func startHTTPMCP(t *testing.T, env []string, args ...string) *httpMCP {
+	t.Helper()
+	home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
+	conf := filepath.Join(home, "config.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 1\n"), 0o600))
+	cmd := exec.Command(os.Args[0], append([]string{"mcp", "--http", "127.0.0.1:0", "--mode", "strict", "--workdir", workdir, "--config", conf}, args...)...)
+	cmd.Env = append(append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+home, "TMPDIR="+tmp), env...)
+	pr, pw := io.Pipe()
+	s := &httpMCP{cmd: cmd, workdir: workdir, tmp: tmp, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(s.stderr, pw)
+	require.NoError(t, cmd.Start())
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.exited
+	})
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+			s.base = "http://" + m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	require.NotEmpty(t, s.base, "the server did not say where it listens: %s", s.stderr.String())
+	return s
+}
+
+// get does a GET of path with token (none when empty).
+func (s *httpMCP) get(t *testing.T, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.base+path, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitReady waits for /readyz to say 200 (the interpreter loaded, the
+// pool filled once).
+func (s *httpMCP) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, body := s.get(t, "/readyz", "")
+		if code == http.StatusOK {
+			return
+		}
+		require.Equal(t, http.StatusServiceUnavailable, code, body)
+		require.True(t, time.Now().Before(deadline), "not ready: %s\n%s", body, s.stderr.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bearer adds a token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// session opens an MCP session over HTTP.
+func (s *httpMCP) session(t *testing.T, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}
+	return client.Connect(context.Background(), tr, nil)
+}
+
+// TestMCPHTTP: `mcp --http` serves execute_code over Streamable HTTP with
+// a bearer token: a kernel per MCP session, health, readiness, metrics,
+// one JSON log line per execution, and 401 without the token.
+func TestMCPHTTP(t *testing.T) {
+	t.Parallel()
+	const token = "test-token-123"
+	s := startHTTPMCP(t, []string{"HERMES_SERVE_TOKEN=" + token}, "--log-format", "json")
+	require.NoError(t, os.WriteFile(filepath.Join(s.workdir, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+
+	code, body := s.get(t, "/healthz", "")
+	require.Equal(t, http.StatusOK, code, body)
+	s.waitReady(t)
+
+	// Without the token, or with a wrong one: 401, and nothing served.
+	for _, tok := range []string{"", "wrong"} {
+		code, body = s.get(t, "/metrics", tok)
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		req, err := http.NewRequest(http.MethodPost, s.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+	}
+	_, err := s.session(t, "wrong")
+	require.Error(t, err)
+
+	// Two sessions, two kernels: state persists within one, not across.
+	a, err := s.session(t, token)
+	require.NoError(t, err)
+	b, err := s.session(t, token)
+	require.NoError(t, err)
+	text, res, isErr := callCode(t, a, map[string]any{"code": "from hermes_tools import read_file\nn = read_file('notes.txt')['total_lines']\nprint(n)"})
+	require.False(t, isErr, text)
+	require.Equal(t, "2\n", text)
+	require.Equal(t, "strict", res.Mode)
+	text, _, _ = callCode(t, a, map[string]any{"code": "print(n * 21)"})
+	require.Equal(t, "42\n", text)
+	text, _, _ = callCode(t, b, map[string]any{"code": "print('n' in globals())"})
+	require.Equal(t, "False\n", text)
+
+	code, body = s.get(t, "/metrics", token)
+	require.Equal(t, http.StatusOK, code, body)
+	for _, want := range []string{
+		`hermes_executions_total{mode="strict",status="success"} 3`,
+		`hermes_tool_calls_total{outcome="ok",tool="read_file"} 1`,
+		`hermes_mcp_sessions 2`,
+		`hermes_kernels 2`,
+		"hermes_execution_duration_seconds_bucket",
+		"hermes_kernel_evictions_total 0",
+		"hermes_warm_pool_kernels",
+		"process_resident_memory_bytes",
+	} {
+		require.Contains(t, body, want)
+	}
+
+	// A session's end closes its kernel.
+	require.NoError(t, a.Close())
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, body = s.get(t, "/metrics", token)
+		if strings.Contains(body, "\nhermes_kernels 1\n") && strings.Contains(body, "\nhermes_mcp_sessions 1\n") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), body)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, b.Close())
+
+	// One JSON line per execution.
+	var lines []map[string]any
+	for _, l := range strings.Split(s.stderr.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "execution" {
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 3, s.stderr.String())
+	require.Equal(t, "strict", lines[0]["mode"])
+	require.Equal(t, "success", lines[0]["status"])
+	require.EqualValues(t, 1, lines[0]["tool_calls"])
+	require.NotEmpty(t, lines[0]["session"])
+	require.NotEmpty(t, lines[0]["mcp_session"])
+	require.Contains(t, lines[0], "duration_ms")
+
+	code, _ = s.get(t, "/nope", token)
+	require.Equal(t, http.StatusNotFound, code)
+}
+
+// TestMCPHTTPRefusals: a non-loopback listener needs a token, and
+// --token-file generates one when the file does not exist.
+func TestMCPHTTPRefusals(t *testing.T) {
+	t.Parallel()
+	env := []string{"HERMES_HOME=" + t.TempDir()}
+	code, _, stderr := child(t, env, "", "mcp", "--http", "0.0.0.0:0")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "is not a loopback address, and there is no token: set HERMES_SERVE_TOKEN")
+	code, _, stderr = child(t, env, "", "mcp", "--http", "nonsense")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--http \"nonsense\"")
+	code, _, stderr = child(t, env, "", "mcp", "--token-file", filepath.Join(t.TempDir(), "t"))
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--token-file goes with --http")
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	code, _, stderr = child(t, env, "", "mcp", "--http", "0.0.0.0:0", "--token-file", empty)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "is empty")
+
+	// A generated token: written 0600, needed, removed at exit.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	s := startHTTPMCP(t, nil, "--token-file", tokenFile)
+	b, err := os.ReadFile(tokenFile)
+	require.NoError(t, err)
+	fi, err := os.Stat(tokenFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	tok := strings.TrimSpace(string(b))
+	require.Len(t, tok, 64)
+	code, _ = s.get(t, "/metrics", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, _ = s.get(t, "/metrics", tok)
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, s.cmd.Process.Signal(os.Interrupt))
+	<-s.exited
+	require.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	_, err = os.Stat(tokenFile)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
