@@ -1,0 +1,132 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// waitScript tells the test it runs (started.txt), then waits for go.txt.
+const waitScript = `from hermes_tools import write_file, read_file
+import time
+write_file('started.txt', 'x')
+while read_file('go.txt').get('error'):
+    time.sleep(0.02)
+print('finished')`
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// startWaitingCall starts waitScript in a new session of s and returns
+// once the script runs.
+func startWaitingCall(t *testing.T, s *httpMCP) <-chan callResult {
+	t.Helper()
+	cs, err := s.session(t, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	done := make(chan callResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": waitScript}})
+		done <- callResult{res, err}
+	}()
+	waitFile(t, filepath.Join(s.workdir, "started.txt"), s)
+	return done
+}
+
+func waitFile(t *testing.T, path string, s *httpMCP) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s never appeared: %s", path, s.stderr.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDraining waits for /readyz to turn 503 "draining".
+func waitDraining(t *testing.T, s *httpMCP) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body := s.get(t, "/readyz", "")
+		if code == http.StatusServiceUnavailable && body == "draining\n" {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "not draining: %d %s", code, body)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMCPHTTPDrain: on SIGTERM the server turns unready and refuses new
+// sessions, lets the running call finish, then exits 0.
+func TestMCPHTTPDrain(t *testing.T) {
+	t.Parallel()
+	s := startHTTPMCP(t, nil, "--drain-timeout", "2m")
+	s.waitReady(t)
+	done := startWaitingCall(t, s)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	waitDraining(t, s)
+	code, _ := s.get(t, "/healthz", "")
+	require.Equal(t, http.StatusOK, code)
+	_, err := s.session(t, "")
+	require.Error(t, err, "no new session while draining")
+	require.NoError(t, os.WriteFile(filepath.Join(s.workdir, "go.txt"), []byte("go"), 0o600))
+	r := <-done
+	require.NoError(t, r.err)
+	require.False(t, r.res.IsError)
+	require.Equal(t, "finished\n", r.res.Content[0].(*mcp.TextContent).Text)
+	<-s.exited
+	require.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	require.Contains(t, s.stderr.String(), "terminated: draining")
+	left, _ := os.ReadDir(s.tmp)
+	require.Empty(t, left, "temp dirs left behind")
+}
+
+// TestMCPHTTPDrainTimeout: a call still running when the drain timeout
+// passes is interrupted with a reason that says so; the exit is clean.
+func TestMCPHTTPDrainTimeout(t *testing.T) {
+	t.Parallel()
+	s := startHTTPMCP(t, nil, "--drain-timeout", "500ms")
+	s.waitReady(t)
+	done := startWaitingCall(t, s)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	r := <-done
+	require.NoError(t, r.err)
+	require.True(t, r.res.IsError)
+	text := r.res.Content[0].(*mcp.TextContent).Text
+	require.Contains(t, text, "drained: --drain-timeout passed")
+	<-s.exited
+	require.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	require.Contains(t, s.stderr.String(), "drain timeout (500ms): interrupting the calls still running")
+	left, _ := os.ReadDir(s.tmp)
+	require.Empty(t, left, "temp dirs left behind")
+}
+
+// TestMCPHTTPSecondSignal: a second SIGTERM while draining stops at once.
+func TestMCPHTTPSecondSignal(t *testing.T) {
+	t.Parallel()
+	s := startHTTPMCP(t, nil, "--drain-timeout", "10m")
+	s.waitReady(t)
+	startWaitingCall(t, s)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	waitDraining(t, s)
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	<-s.exited
+	require.Equal(t, 1, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	require.Contains(t, s.stderr.String(), "terminated again: stopping at once")
+	left, _ := os.ReadDir(s.tmp)
+	require.Empty(t, left, "temp dirs left behind")
+}
