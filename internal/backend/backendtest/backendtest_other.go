@@ -36,3 +36,10 @@ func Main(m *testing.M) int {
 // PrepareImage does nothing off Linux, where the remote backend tests fail
 // saying they run on Linux only.
 func PrepareImage() (string, error) { return "", nil }
+
+// Program fails tb: these tests run on Linux only.
+func Program(tb testing.TB, name, path, pkg string) string {
+	tb.Helper()
+	tb.Fatal(linuxOnly)
+	return ""
+}

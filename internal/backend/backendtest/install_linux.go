@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // tool is a program an engine needs and the Debian package that has it.
@@ -95,4 +96,16 @@ func apt(args ...string) error {
 	fmt.Fprintf(os.Stderr, "+ %s\n", commandLine("apt-get", args))
 	_, err := command(stopCtx, []string{"DEBIAN_FRONTEND=noninteractive"}, nil, "apt-get", args...)
 	return err
+}
+
+// Program returns the path of the program name (or path, where its Debian
+// package pkg puts it), installing pkg first when it is missing, as the
+// engines' tools are; tb fails saying what to install when it cannot be.
+func Program(tb testing.TB, name, path, pkg string) string {
+	tb.Helper()
+	paths, err := ensure("these tests", tool{name, path, pkg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return paths[name]
 }

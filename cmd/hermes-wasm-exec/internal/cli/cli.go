@@ -43,8 +43,8 @@ commands:
   serve [flags]             serve execute/open_session/register_skill/describe/interrupt/
                             close_session over JSON-RPC 2.0 (one JSON object per line;
                             session kernels persist)
-  mcp [flags]               serve the execute_code tool to an MCP client on stdin/stdout
-                            (one session kernel per connection)
+  mcp [flags]               serve the execute_code tool to an MCP client on stdin/stdout,
+                            or over HTTP with --http (one session kernel per MCP session)
   doctor [--config [FILE]]  show the interpreter, caches, config and modes; with --config,
                             also which keys of the config file are used and which ignored
   bench [-n N]              measure start-up and tool round trips (prints a table)
@@ -85,6 +85,17 @@ mcp flags:
                             dir); repeatable. Host-managed credentials are refused
   --skill-env NAME[,NAME]   pass through these skill variables; repeatable
   --log-level LEVEL         info (default) or debug; logs go to stderr (stdout is the protocol)
+  --log-format text|json    log lines as text (default) or JSON; json (and --http) also logs
+                            one line per execution (session, mode, status, duration, tool calls)
+  --http HOST:PORT          serve MCP's Streamable HTTP transport at /mcp instead of stdio,
+                            with /healthz, /readyz and /metrics (Prometheus) on the same listener
+                            (docs/service.md); PORT 0: any free port
+  --token-file FILE         with --http and no $HERMES_SERVE_TOKEN: the bearer token clients
+                            must send (Authorization: Bearer ...) is read from FILE, or generated
+                            and written there (0600) when FILE does not exist. A non-loopback
+                            HOST needs a token
+  --drain-timeout DURATION  with --http, on SIGTERM: how long running calls may finish before
+                            they are interrupted (default 30s; a second SIGTERM stops at once)
                             Dangerous terminal() commands are asked about through the client
                             (MCP elicitation); a client without it cannot approve them, so
                             they are blocked unless approvals.mode is off.
