@@ -5,7 +5,7 @@ BIN := bin/hermes-wasm-exec
 # compiled once per machine rather than once per package.
 TEST_CACHE := $(CURDIR)/.cache/wasm
 
-.PHONY: all assets assets-rebuild build release test demo bench vet fuzz clean
+.PHONY: all assets assets-rebuild build release image test demo bench vet fuzz clean
 
 all: build
 
@@ -64,6 +64,12 @@ fuzz: assets
 # bin/release (.ci/release says how; VERSION=... to name them).
 release:
 	GO=$(GO) bash .ci/release
+
+# A container image (deploy/Dockerfile) with the local Docker engine:
+# TARGET=strict (default; the static binary alone) or TARGET=project
+# PYTHON_BASE=IMAGE (with python3); IMAGE names it (docs/service.md).
+image: assets
+	GO=$(GO) bash .ci/image
 
 bench: build
 	./$(BIN) bench
