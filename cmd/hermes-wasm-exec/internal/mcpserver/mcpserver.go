@@ -578,7 +578,7 @@ func (m *Server) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput
 		m.metrics.observe(res, took)
 		if m.opts.ExecLog != nil {
 			m.opts.ExecLog.Info("execution", "session", c.session, "mcp_session", req.Session.ID(), "mode", res.Mode,
-				"status", res.Status, "duration_ms", took.Milliseconds(), "tool_calls", res.ToolCallsMade)
+				"status", res.Status, "duration_ms", float64(took.Microseconds())/1000, "tool_calls", res.ToolCallsMade)
 		}
 		run.res = res
 		close(run.done)
