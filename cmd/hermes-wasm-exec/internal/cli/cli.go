@@ -7,6 +7,8 @@
 package cli
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -222,4 +224,44 @@ func CatchSIGPIPE() (restore func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGPIPE)
 	return func() { signal.Stop(ch) }
+}
+
+// TokenEnv holds the token clients of serve (over TCP) and mcp --http
+// authenticate with.
+const TokenEnv = "HERMES_SERVE_TOKEN"
+
+// NewToken returns a new random token (32 bytes, hex) for serve and mcp
+// --http clients to authenticate with.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// WriteTokenFile writes a generated token to path, readable by its owner
+// only.
+func WriteTokenFile(path, token string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+			return fmt.Errorf("cannot write the token file: %s exists and is not a file", path)
+		}
+		// Replace it (a symlink itself, never its target): a token file
+		// left by an earlier server, or a file the caller chose.
+		os.Remove(path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot write the token file: %w", err)
+	}
+	_, err = f.WriteString(token + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("cannot write the token file: %w", err)
+	}
+	return nil
 }

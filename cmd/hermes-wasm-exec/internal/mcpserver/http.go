@@ -2,9 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +42,7 @@ import (
 // listener must be a loopback address.
 
 // tokenEnv holds the bearer token, as for serve.
-const tokenEnv = "HERMES_SERVE_TOKEN"
+const tokenEnv = cli.TokenEnv
 
 // maxHTTPBody bounds a request body, read or not, authenticated or not: a
 // script is at most cli.MaxScript, and JSON escaping can double it.
@@ -98,22 +96,12 @@ func httpToken(tokenFile string) (token string, generated bool, err error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", false, fmt.Errorf("--token-file: %w", err)
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	t, err := cli.NewToken()
+	if err != nil {
 		return "", false, err
 	}
-	t := hex.EncodeToString(raw)
-	f, err := os.OpenFile(tokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := cli.WriteTokenFile(tokenFile, t); err != nil {
 		return "", false, fmt.Errorf("--token-file: %w", err)
-	}
-	_, werr := f.WriteString(t + "\n")
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(tokenFile)
-		return "", false, fmt.Errorf("--token-file: %w", werr)
 	}
 	return t, true, nil
 }

@@ -14,8 +14,6 @@ package serve
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -32,7 +30,7 @@ import (
 
 // tokenEnv holds the token TCP clients must authenticate with; when it is
 // unset, serve generates one and writes it to --token-file.
-const tokenEnv = "HERMES_SERVE_TOKEN"
+const tokenEnv = cli.TokenEnv
 
 // maxRPCLine bounds one line (one JSON-RPC message, its newline not
 // counted) of a client that needs no authentication or has authenticated:
@@ -97,13 +95,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	generated := false
 	if network != "" {
 		if network == "tcp" && token == "" {
-			b := make([]byte, 32)
-			if _, err := rand.Read(b); err != nil {
+			var err error
+			if token, err = cli.NewToken(); err != nil {
 				infof("cannot generate a token: %v", err)
 				return cli.ExitFailed
 			}
-			token = hex.EncodeToString(b)
-			if err := writeTokenFile(*tokenFile, token); err != nil {
+			if err := cli.WriteTokenFile(*tokenFile, token); err != nil {
 				infof("%v", err)
 				return cli.ExitFailed
 			}
@@ -211,30 +208,4 @@ func listenOn(network, address string) (net.Listener, error) {
 		}
 	}
 	return ln, nil
-}
-
-// writeTokenFile writes a generated token to path, readable by its owner
-// only.
-func writeTokenFile(path, token string) error {
-	if fi, err := os.Lstat(path); err == nil {
-		if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
-			return fmt.Errorf("cannot write the token file: %s exists and is not a file", path)
-		}
-		// Replace it (a symlink itself, never its target): a token file
-		// left by an earlier server, or a file the caller chose.
-		os.Remove(path)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot write the token file: %w", err)
-	}
-	_, err = f.WriteString(token + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("cannot write the token file: %w", err)
-	}
-	return nil
 }
