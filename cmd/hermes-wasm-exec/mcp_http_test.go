@@ -107,9 +107,49 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // session opens an MCP session over HTTP.
 func (s *httpMCP) session(t *testing.T, token string) (*mcp.ClientSession, error) {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
+	return s.sessionWith(token, nil, nil)
+}
+
+// sessionWith opens an MCP session over HTTP with a client's options.
+func (s *httpMCP) sessionWith(token string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}
-	return client.Connect(context.Background(), tr, nil)
+	return client.Connect(context.Background(), tr, sopts)
+}
+
+// TestMCPHTTPApprovals: a dangerous command is approved through the
+// client over HTTP, by both of MCP's ways: an input request in the call's
+// result (the latest protocol), and an elicitation request of the server
+// on the session's stream (2025-11-25).
+func TestMCPHTTPApprovals(t *testing.T) {
+	t.Parallel()
+	s := startHTTPMCP(t, nil)
+	s.waitReady(t)
+	const rm = "from hermes_tools import terminal\nprint(terminal('rm -rf ./build').get('error'))\nprint('after')\n"
+	for _, protocol := range []string{"", "2025-11-25"} {
+		build := filepath.Join(s.workdir, "build")
+		require.NoError(t, os.MkdirAll(build, 0o755))
+		asked := make(chan string, 2)
+		opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"scope": "once"}}, nil
+		}}
+		var sopts *mcp.ClientSessionOptions
+		if protocol != "" {
+			sopts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
+		}
+		cs, err := s.sessionWith("", opts, sopts)
+		require.NoError(t, err)
+		text, res, isErr := callCode(t, cs, map[string]any{"code": rm})
+		require.False(t, isErr, text)
+		require.Equal(t, "success", res.Status)
+		require.Equal(t, "None\nafter\n", text, "protocol %q", protocol)
+		require.Contains(t, <-asked, "rm -rf ./build")
+		require.NoDirExists(t, build)
+		require.NoError(t, cs.Close())
+	}
+	_, body := s.get(t, "/metrics", "")
+	require.Contains(t, body, `hermes_approvals_total{outcome="approved"} 2`)
 }
 
 // TestMCPHTTP: `mcp --http` serves execute_code over Streamable HTTP with
