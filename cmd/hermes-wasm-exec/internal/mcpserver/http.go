@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,6 +191,46 @@ type httpService struct {
 
 	ready    atomic.Bool // the interpreter is loaded and the pool filled once
 	draining atomic.Bool
+	// posts counts the /mcp POSTs being answered: a drain waits for them,
+	// so that a call that has ended has also been answered.
+	posts inflight
+}
+
+// inflight counts requests in progress; wait's channel closes when none
+// is.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero []chan struct{}
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		for _, ch := range f.zero {
+			close(ch)
+		}
+		f.zero = nil
+	}
+}
+
+func (f *inflight) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan struct{})
+	if f.n == 0 {
+		close(ch)
+	} else {
+		f.zero = append(f.zero, ch)
+	}
+	return ch
 }
 
 func newHTTPService(m *Server, ex *executor.Executor, token string, cfg config.Config, logger *slog.Logger) *httpService {
@@ -236,6 +277,10 @@ func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "1")
 			writeText(w, http.StatusServiceUnavailable, "this server is draining (shutting down): it takes no new MCP sessions; connect again (a proxy sends you to another replica)\n")
 			return
+		}
+		if r.Method == http.MethodPost {
+			h.posts.add()
+			defer h.posts.done()
 		}
 		h.mcp.ServeHTTP(w, r)
 	default:
@@ -315,7 +360,9 @@ func runHTTP(ctx context.Context, ln net.Listener, h *httpService, drain time.Du
 	h.draining.Store(true)
 	idle := make(chan struct{})
 	go func() {
+		// The calls end, then their answers go out.
 		h.m.runs.Wait()
+		<-h.posts.wait()
 		close(idle)
 	}()
 	timer := time.NewTimer(drain)
