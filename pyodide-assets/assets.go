@@ -37,6 +37,8 @@ import (
 	"path/filepath"
 	"sync"
 	"unsafe"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // Description says what the interpreter is, for `doctor`.
@@ -204,11 +206,11 @@ func loadAsset(override string, embedded func(name string) ([]byte, error), name
 	if override != "" {
 		b, err = os.ReadFile(override)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &missingError{fmt.Sprintf("pyodideassets: %s %q (from %s) does not exist: point %s at a python.wasm with %s beside it, or unset it to use the embedded interpreter",
-				name, override, InterpreterEnv, InterpreterEnv, StdlibName)}
+			return nil, &missingError{fmt.Sprintf("pyodideassets: %s %s (from %s) does not exist: point %s at a python.wasm with %s beside it, or unset it to use the embedded interpreter",
+				name, humanpath.Quote(override), InterpreterEnv, InterpreterEnv, StdlibName)}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pyodideassets: reading %s %q (from %s): %w", name, override, InterpreterEnv, err)
+			return nil, fmt.Errorf("pyodideassets: reading %s %s (from %s): %w", name, humanpath.Quote(override), InterpreterEnv, err)
 		}
 	} else {
 		b, err = embedded("dist/" + name)
@@ -230,7 +232,7 @@ func loadAsset(override string, embedded func(name string) ([]byte, error), name
 		return b, nil
 	}
 	if err := verify(b); err != nil {
-		return nil, fmt.Errorf("pyodideassets: %s %q (from %s): %w", name, override, InterpreterEnv, err)
+		return nil, fmt.Errorf("pyodideassets: %s %s (from %s): %w", name, humanpath.Quote(override), InterpreterEnv, err)
 	}
 	return b, nil
 }
