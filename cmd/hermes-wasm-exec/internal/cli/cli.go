@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -224,6 +225,16 @@ func CatchSIGPIPE() (restore func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGPIPE)
 	return func() { signal.Stop(ch) }
+}
+
+// IsLoopbackHost reports whether host (of a HOST:PORT listen address) is
+// a loopback address: 127.0.0.0/8, ::1 or "localhost".
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // TokenEnv holds the token clients of serve (over TCP) and mcp --http

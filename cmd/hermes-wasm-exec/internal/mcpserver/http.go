@@ -63,13 +63,7 @@ func checkHTTPAddr(addr, token string) error {
 	if err != nil {
 		return fmt.Errorf("--http %q: %v (give HOST:PORT, e.g. 127.0.0.1:8080 or :8080)", addr, err)
 	}
-	if token != "" {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if token == "" && !cli.IsLoopbackHost(host) {
 		return fmt.Errorf("--http %q is not a loopback address, and there is no token: set %s, or give --token-file FILE (read, or generated and written there when it does not exist); the endpoint runs code", addr, tokenEnv)
 	}
 	return nil
@@ -183,11 +177,10 @@ func (m *metrics) approval(outcome string) {
 
 // httpService is the listener's handler and its state.
 type httpService struct {
-	m       *Server
-	ex      *executor.Executor
-	token   string
-	metrics *metrics
-	mcp     *mcp.StreamableHTTPHandler
+	m     *Server
+	ex    *executor.Executor
+	token string
+	mcp   *mcp.StreamableHTTPHandler
 
 	ready    atomic.Bool // the interpreter is loaded and the pool filled once
 	draining atomic.Bool
@@ -234,7 +227,7 @@ func (f *inflight) wait() <-chan struct{} {
 }
 
 func newHTTPService(m *Server, ex *executor.Executor, token string, cfg config.Config, logger *slog.Logger) *httpService {
-	h := &httpService{m: m, ex: ex, token: token, metrics: m.metrics}
+	h := &httpService{m: m, ex: ex, token: token}
 	idle := time.Duration(cfg.CodeExecution.KernelIdleTimeout) * time.Second
 	if idle <= 0 {
 		idle = 30 * time.Minute
@@ -266,7 +259,7 @@ func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/metrics":
 		if h.authorized(w, r) {
-			promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+			promhttp.HandlerFor(h.m.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		}
 	case "/mcp":
 		if !h.authorized(w, r) {

@@ -71,7 +71,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				host = "127.0.0.1"
 				address = net.JoinHostPort(host, port)
 			}
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			if !cli.IsLoopbackHost(host) {
 				return fail("--listen %q: only loopback addresses (127.0.0.1, ::1) are allowed: serve runs code and must not be reachable from the network", *listen)
 			}
 		}
