@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -36,7 +37,10 @@ func startHTTPMCP(t *testing.T, env []string, args ...string) *httpMCP {
 	t.Helper()
 	home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
 	conf := filepath.Join(home, "config.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 1\n"), 0o600))
+	// Room for every session's kernel: the replica test moves sessions
+	// between replicas, and an evicted kernel (least recently used past
+	// max_session_kernels, 4 by default) loses its state.
+	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 1\n  max_session_kernels: 32\n"), 0o600))
 	cmd := exec.Command(os.Args[0], append([]string{"mcp", "--http", "127.0.0.1:0", "--mode", "strict", "--workdir", workdir, "--config", conf}, args...)...)
 	cmd.Env = append(append(os.Environ(), "HERMES_CLI_MAIN=1", "HERMES_HOME="+home, "TMPDIR="+tmp), env...)
 	pr, pw := io.Pipe()
@@ -79,20 +83,31 @@ func (s *httpMCP) get(t *testing.T, path, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// pollUntil checks cond until it holds, and fails t with why() when it
+// has not within timeout: for what a process shows only when asked (an
+// endpoint's answer, a file it writes).
+func pollUntil(t *testing.T, timeout time.Duration, cond func() bool, why func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), why())
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitReady waits for /readyz to say 200 (the interpreter loaded, the
 // pool filled once).
 func (s *httpMCP) waitReady(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		code, body := s.get(t, "/readyz", "")
-		if code == http.StatusOK {
-			return
+	var body string
+	pollUntil(t, 2*time.Minute, func() bool {
+		var code int
+		code, body = s.get(t, "/readyz", "")
+		if code != http.StatusOK {
+			require.Equal(t, http.StatusServiceUnavailable, code, body)
 		}
-		require.Equal(t, http.StatusServiceUnavailable, code, body)
-		require.True(t, time.Now().Before(deadline), "not ready: %s\n%s", body, s.stderr.String())
-		time.Sleep(20 * time.Millisecond)
-	}
+		return code == http.StatusOK
+	}, func() string { return fmt.Sprintf("not ready: %s\n%s", body, s.stderr.String()) })
 }
 
 // bearer adds a token to every request.
@@ -215,15 +230,10 @@ func TestMCPHTTP(t *testing.T) {
 
 	// A session's end closes its kernel.
 	require.NoError(t, a.Close())
-	deadline := time.Now().Add(time.Minute)
-	for {
+	pollUntil(t, time.Minute, func() bool {
 		_, body = s.get(t, "/metrics", token)
-		if strings.Contains(body, "\nhermes_kernels 1\n") && strings.Contains(body, "\nhermes_mcp_sessions 1\n") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), body)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(body, "\nhermes_kernels 1\n") && strings.Contains(body, "\nhermes_mcp_sessions 1\n")
+	}, func() string { return body })
 	require.NoError(t, b.Close())
 
 	// One JSON line per execution.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,28 +47,21 @@ func startWaitingCall(t *testing.T, s *httpMCP) <-chan callResult {
 
 func waitFile(t *testing.T, path string, s *httpMCP) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "%s never appeared: %s", path, s.stderr.String())
-		time.Sleep(10 * time.Millisecond)
-	}
+	pollUntil(t, 2*time.Minute, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}, func() string { return fmt.Sprintf("%s never appeared: %s", path, s.stderr.String()) })
 }
 
 // waitDraining waits for /readyz to turn 503 "draining".
 func waitDraining(t *testing.T, s *httpMCP) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		code, body := s.get(t, "/readyz", "")
-		if code == http.StatusServiceUnavailable && body == "draining\n" {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "not draining: %d %s", code, body)
-		time.Sleep(10 * time.Millisecond)
-	}
+	var code int
+	var body string
+	pollUntil(t, time.Minute, func() bool {
+		code, body = s.get(t, "/readyz", "")
+		return code == http.StatusServiceUnavailable && body == "draining\n"
+	}, func() string { return fmt.Sprintf("not draining: %d %s", code, body) })
 }
 
 // TestMCPHTTPDrain: on SIGTERM the server turns unready and refuses new

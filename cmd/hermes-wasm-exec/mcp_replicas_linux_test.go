@@ -97,17 +97,14 @@ func TestMCPHTTPReplicas(t *testing.T) {
 		_ = hp.Wait()
 	})
 	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), stderr: &hlog}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if resp, err := http.Get(proxy.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+	pollUntil(t, time.Minute, func() bool {
+		resp, err := http.Get(proxy.base + "/readyz")
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "haproxy is not up: %s", hlog.String())
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return "haproxy is not up: " + hlog.String() })
 
 	connect := func(s *replicaSession) {
 		cs, err := proxy.session(t, "")
