@@ -570,3 +570,55 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 }
+
+// closeDuringCompile signals on the engine's first progress line, which
+// compile writes just before it builds the runtime on the shared
+// compilation cache.
+type closeDuringCompile struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func (w *closeDuringCompile) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	return len(p), nil
+}
+
+// Regression: `mcp --http` warms the interpreter in the background; a
+// SIGTERM at that moment closed the engine, whose compilation cache
+// wazero was still using (panic: assignment to entry in nil map). Close
+// now waits for the compile, and the warm-up reports ErrClosed.
+func TestStrictCloseDuringCompile(t *testing.T) {
+	// A cache dir with the compiled code but without the "compiled"
+	// marker: compile loads from the cache (fast) and still prints the
+	// progress line first.
+	src := testEngine(t).opts.CacheDir
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "wazero-") {
+			require.NoError(t, os.CopyFS(filepath.Join(dir, e.Name()), os.DirFS(filepath.Join(src, e.Name()))))
+		}
+	}
+	for range 3 {
+		w := &closeDuringCompile{started: make(chan struct{})}
+		e := New(Options{CacheDir: dir, TempDir: t.TempDir(), Progress: w})
+		warmed := make(chan error, 1)
+		go func() { warmed <- e.Warm(context.Background(), 0) }()
+		<-w.started
+		require.NoError(t, e.Close(context.Background()))
+		err := <-warmed
+		if err != nil {
+			require.ErrorIs(t, err, ErrClosed)
+		}
+		_, err = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+		require.ErrorIs(t, err, ErrClosed)
+		// Remove the marker the compile may have written, so the next
+		// round prints its line again.
+		markers, _ := filepath.Glob(filepath.Join(dir, "compiled-*"))
+		for _, m := range markers {
+			require.NoError(t, os.Remove(m))
+		}
+	}
+}

@@ -82,6 +82,10 @@ type Engine struct {
 	closing     context.Context
 	stopRunning context.CancelFunc
 	running     sync.WaitGroup
+	// preparing counts calls in get (compiling the interpreter, making
+	// its snapshot): Close waits for them before it closes the runtimes
+	// and the compilation cache they use.
+	preparing sync.WaitGroup
 
 	// snap is the interpreter snapshot instances start from (nil: none;
 	// see snapshot.go), set once by ensureSnapshot.
@@ -156,6 +160,8 @@ func (s *Engine) get(ctx context.Context, memoryLimitMB int) (*compiled, error) 
 		c = &compiled{}
 		s.compiled[p] = c
 	}
+	s.preparing.Add(1)
+	defer s.preparing.Done()
 	s.mu.Unlock()
 	c.once.Do(func() { c.err = s.compile(context.WithoutCancel(ctx), p, c) })
 	s.mu.Lock()
@@ -759,6 +765,9 @@ func (s *Engine) Close(ctx context.Context) error {
 	s.closed = true
 	s.stopRunning()
 	s.mu.Unlock()
+	// A compile in progress uses the cache's engine: closing the cache
+	// under it crashes wazero. Compiling ends on its own (seconds at most).
+	s.preparing.Wait()
 	stopped := make(chan struct{})
 	go func() { s.running.Wait(); close(stopped) }()
 	select {
