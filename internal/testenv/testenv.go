@@ -1,0 +1,31 @@
+// Package testenv tells tests about the platform they run on where that
+// decides what they can check: the Windows stage (.ci/windows) runs the
+// Windows test binaries under wine, which lacks some of what Windows has
+// (AF_UNIX sockets, a Windows CPython to install, git, go).
+package testenv
+
+import (
+	"os"
+	"runtime"
+	"testing"
+)
+
+// WineEnv is set to 1 by .ci/windows for every test binary it runs under
+// wine.
+const WineEnv = "HERMES_TEST_WINE"
+
+// UnderWine reports whether this is a Windows test binary run by
+// .ci/windows under wine.
+func UnderWine() bool {
+	return runtime.GOOS == "windows" && os.Getenv(WineEnv) == "1"
+}
+
+// SkipUnderWine skips t under wine, saying what wine lacks and where that
+// path is tested instead. why must name both: "wine has no AF_UNIX; the
+// Unix-socket transport is tested on Linux".
+func SkipUnderWine(t testing.TB, why string) {
+	t.Helper()
+	if UnderWine() {
+		t.Skip("Windows under wine: " + why)
+	}
+}
