@@ -140,7 +140,20 @@ func (t *Tools) realOrSelf(p string) string {
 }
 
 // realPathIn is realPath in fsys, whose paths have syntax px.
+//
+// On Windows it also undoes the spellings under which one file goes by
+// several names, so that the path judged is the file the OS opens: a
+// \\?\ or \\.\ device prefix, trailing dots and spaces of a name (which
+// Win32 drops), an NTFS stream suffix (name:stream, name::$DATA: a write
+// to a stream of a protected file is judged as a write to the file),
+// 8.3 short names (RUNNER~1), and directory junctions, which an
+// unprivileged user can create and Go's Lstat does not report as
+// symlinks.
 func realPathIn(fsys backend.FS, px pathSyntax, p string) (string, error) {
+	win := px.windows()
+	if win {
+		p = winStripDevicePrefix(p)
+	}
 	vol := px.volumeName(p)
 	resolved := vol + px.sep()
 	pending := px.split(p[len(vol):])
@@ -148,6 +161,11 @@ func realPathIn(fsys backend.FS, px pathSyntax, p string) (string, error) {
 	for len(pending) > 0 {
 		name := pending[0]
 		pending = pending[1:]
+		if win {
+			if name = winName(name); name == "" {
+				continue
+			}
+		}
 		switch name {
 		case ".":
 			continue
@@ -160,18 +178,31 @@ func realPathIn(fsys backend.FS, px pathSyntax, p string) (string, error) {
 		if err != nil {
 			// Missing (or unreadable): nothing below it can be a link the
 			// OS would follow, so the rest is lexical.
-			return px.join(append([]string{next}, pending...)...), nil
+			return finishRealPath(px, px.join(append([]string{next}, pending...)...)), nil
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		var dest string
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if dest, err = fsys.Readlink(next); err != nil {
+				return "", err
+			}
+		case fi.Mode()&fs.ModeIrregular != 0 && fi.IsDir():
+			// A Windows junction (mount point) is a directory the OS
+			// redirects like a symlink; another reparse point that is not
+			// a link (a cloud placeholder) has no link target.
+			if dest, err = fsys.Readlink(next); err != nil {
+				resolved = next
+				continue
+			}
+		default:
 			resolved = next
 			continue
 		}
 		if hops++; hops > maxSymlinkHops {
 			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
 		}
-		dest, err := fsys.Readlink(next)
-		if err != nil {
-			return "", err
+		if win {
+			dest = winStripDevicePrefix(dest)
 		}
 		if px.isAbs(dest) {
 			v := px.volumeName(dest)
@@ -180,7 +211,16 @@ func realPathIn(fsys backend.FS, px pathSyntax, p string) (string, error) {
 		}
 		pending = append(px.split(dest), pending...)
 	}
-	return resolved, nil
+	return finishRealPath(px, resolved), nil
+}
+
+// finishRealPath expands Windows 8.3 short names in p (see longPathName);
+// other paths are returned as they are.
+func finishRealPath(px pathSyntax, p string) string {
+	if px.windows() && strings.Contains(p, "~") {
+		return longPathName(p)
+	}
+	return p
 }
 
 // foldCase reports whether paths compare case-insensitively: the default

@@ -45,18 +45,6 @@ func (e safetyEnv) tools(t *testing.T, opt func(*Options)) *Tools {
 	return tl
 }
 
-// symlink makes link point at target, skipping the test where the host
-// cannot create symlinks.
-func symlink(t *testing.T, target, link string) {
-	t.Helper()
-	if err := os.Symlink(target, link); err != nil {
-		if runtime.GOOS == "windows" {
-			t.Skipf("cannot create symlinks here: %v", err)
-		}
-		require.NoError(t, err)
-	}
-}
-
 func protectedMsg(path string) string {
 	return "Write denied: '" + path + "' is a protected system/credential file."
 }
@@ -204,17 +192,23 @@ func TestWriteSafeRoot(t *testing.T) {
 		assert.NotContains(t, res, "error", p)
 	}
 	writeTestFile(t, e.workdir, "top.txt", "old")
-	symlink(t, e.workdir, filepath.Join(rootA, "up"))
+	outsideMsg := func(real string) string {
+		return "Write denied: '" + real + "' is outside HERMES_WRITE_SAFE_ROOT (" + wantRoots +
+			"). Unset the variable or add this path's directory prefix."
+	}
 	for p, real := range map[string]string{
-		"top.txt":      filepath.Join(e.workdir, "top.txt"),
-		"ab/x.txt":     filepath.Join(e.workdir, "ab", "x.txt"),
-		"a/up/top.txt": filepath.Join(e.workdir, "top.txt"),
-		"~/x.txt":      filepath.Join(e.home, "x.txt"),
+		"top.txt":  filepath.Join(e.workdir, "top.txt"),
+		"ab/x.txt": filepath.Join(e.workdir, "ab", "x.txt"),
+		"~/x.txt":  filepath.Join(e.home, "x.txt"),
 	} {
 		res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "new"})
-		assert.Equal(t, "Write denied: '"+real+"' is outside HERMES_WRITE_SAFE_ROOT ("+wantRoots+
-			"). Unset the variable or add this path's directory prefix.", res["error"], p)
+		assert.Equal(t, outsideMsg(real), res["error"], p)
 	}
+	t.Run("through a link", func(t *testing.T) {
+		symlink(t, e.workdir, filepath.Join(rootA, "up"))
+		res := callJSON(t, tl, "write_file", map[string]any{"path": "a/up/top.txt", "content": "new"})
+		assert.Equal(t, outsideMsg(filepath.Join(e.workdir, "top.txt")), res["error"])
+	})
 	res := callJSON(t, tl, "patch", map[string]any{"path": "top.txt", "old_string": "old", "new_string": "new"})
 	assert.Contains(t, res["error"], "is outside HERMES_WRITE_SAFE_ROOT")
 	got, err := os.ReadFile(filepath.Join(e.workdir, "top.txt"))
@@ -255,14 +249,15 @@ func TestReadFileRefusesSecrets(t *testing.T) {
 		assert.Equal(t, "1|API_KEY=", res["content"], name)
 	}
 
-	// Links count by either name.
-	symlink(t, filepath.Join(e.workdir, ".env"), filepath.Join(e.workdir, "settings.txt"))
-	require.NoError(t, os.Mkdir(filepath.Join(e.workdir, "linked"), 0o755))
-	symlink(t, filepath.Join(e.workdir, "env"), filepath.Join(e.workdir, "linked", ".env"))
-	for _, name := range []string{"settings.txt", "linked/.env"} {
-		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
-		assert.Contains(t, res["error"], envMsg, name)
-	}
+	t.Run("links count by either name", func(t *testing.T) {
+		symlink(t, filepath.Join(e.workdir, ".env"), filepath.Join(e.workdir, "settings.txt"))
+		require.NoError(t, os.Mkdir(filepath.Join(e.workdir, "linked"), 0o755))
+		symlink(t, filepath.Join(e.workdir, "env"), filepath.Join(e.workdir, "linked", ".env"))
+		for _, name := range []string{"settings.txt", "linked/.env"} {
+			res := callJSON(t, tl, "read_file", map[string]any{"path": name})
+			assert.Contains(t, res["error"], envMsg, name)
+		}
+	})
 
 	for _, name := range []string{"auth.json", "auth.lock", ".anthropic_oauth.json", ".env", "webhook_subscriptions.json", "auth/google_oauth.json", "cache/bws_cache.json"} {
 		p := writeTestFile(t, e.hermes, name, "{\"token\": \"secret\"}\n")
@@ -329,26 +324,32 @@ func TestConfineToolsToWorkdir(t *testing.T) {
 	e := newSafetyEnv(t)
 	outside := writeTestFile(t, e.home, "outside.txt", "out\n")
 	writeTestFile(t, e.workdir, "inside.txt", "in\n")
-	symlink(t, e.home, filepath.Join(e.workdir, "escape"))
+	if symlinksUnavailable() == "" {
+		symlink(t, e.home, filepath.Join(e.workdir, "escape"))
+	}
 
 	calls := []struct {
 		tool string
 		args map[string]any
 		verb string
 		path string
+		link bool // through the link "escape"
 	}{
-		{"read_file", map[string]any{"path": outside}, "Read", outside},
-		{"read_file", map[string]any{"path": "escape/outside.txt"}, "Read", "escape/outside.txt"},
-		{"write_file", map[string]any{"path": "~/new.txt", "content": "x"}, "Write", "~/new.txt"},
-		{"write_file", map[string]any{"path": "escape/new.txt", "content": "x"}, "Write", "escape/new.txt"},
-		{"patch", map[string]any{"path": outside, "old_string": "out", "new_string": "in"}, "Write", outside},
-		{"search_files", map[string]any{"pattern": "out", "path": "escape"}, "Search", "escape"},
-		{"search_files", map[string]any{"pattern": "out", "path": ".."}, "Search", ".."},
+		{"read_file", map[string]any{"path": outside}, "Read", outside, false},
+		{"read_file", map[string]any{"path": "escape/outside.txt"}, "Read", "escape/outside.txt", true},
+		{"write_file", map[string]any{"path": "~/new.txt", "content": "x"}, "Write", "~/new.txt", false},
+		{"write_file", map[string]any{"path": "escape/new.txt", "content": "x"}, "Write", "escape/new.txt", true},
+		{"patch", map[string]any{"path": outside, "old_string": "out", "new_string": "in"}, "Write", outside, false},
+		{"search_files", map[string]any{"pattern": "out", "path": "escape"}, "Search", "escape", true},
+		{"search_files", map[string]any{"pattern": "out", "path": ".."}, "Search", "..", false},
 	}
 	on := e.tools(t, func(o *Options) { o.ConfineToWorkdir = true })
 	off := e.tools(t, nil)
 	for _, c := range calls {
 		t.Run(c.tool+" "+c.path, func(t *testing.T) {
+			if c.link {
+				skipWithoutSymlinks(t)
+			}
 			res := callJSON(t, on, c.tool, c.args)
 			msg, _ := res["error"].(string)
 			assert.True(t, strings.HasPrefix(msg, c.verb+" denied: '"+c.path+"' resolves to "), msg)
@@ -432,26 +433,40 @@ func TestWriteRefusesExecutorCache(t *testing.T) {
 	require.NoError(t, os.MkdirAll(wasmReal, 0o700))
 	wasmReal, err := filepath.EvalSymlinks(wasmReal)
 	require.NoError(t, err)
-	symlink(t, wasmReal, wasmLink)
-	// The option names the cache dir through a link: its target is protected.
-	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = wasmLink })
+	links := symlinksUnavailable() == ""
+	// The option names the cache dir through a link: its target is
+	// protected. Without links it names the dir itself.
+	wasmOpt := wasmReal
+	if links {
+		symlink(t, wasmReal, wasmLink)
+		wasmOpt = wasmLink
+	}
+	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = wasmOpt })
 	compiled := writeTestFile(t, wasmReal, "wazero-v1-amd64-linux/0a1b2c", "compiled code\n")
 	pyc := writeTestFile(t, e.hermes, "cache/wasm/pyc-k/hermes_tools.pyc", "bytecode\n")
 	sums := writeTestFile(t, e.hermes, "cache/wasm/pyc-k/SHA256SUMS", "abc  hermes_tools.pyc\n")
-	symlink(t, compiled, filepath.Join(e.workdir, "innocent.txt"))
+	if links {
+		symlink(t, compiled, filepath.Join(e.workdir, "innocent.txt"))
+	}
 
-	for _, tc := range []struct{ path, shown, dir string }{
-		{compiled, compiled, wasmReal},
-		{filepath.Join(wasmLink, "wazero-v1-amd64-linux", "0a1b2c"), compiled, wasmReal},
-		{"innocent.txt", compiled, wasmReal},
-		{filepath.Join(wasmReal, "new-dir", "x"), filepath.Join(wasmReal, "new-dir", "x"), wasmReal},
-		{pyc, pyc, filepath.Join(e.hermes, "cache")},
-		{sums, sums, filepath.Join(e.hermes, "cache")},
-		{filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache")},
-		{filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache")},
-		{"~/.hermes/cache/wasm/x", filepath.Join(e.home, ".hermes", "cache", "wasm", "x"), filepath.Join(e.home, ".hermes", "cache")},
+	for _, tc := range []struct {
+		path, shown, dir string
+		link             bool // through a link
+	}{
+		{compiled, compiled, wasmReal, false},
+		{filepath.Join(wasmLink, "wazero-v1-amd64-linux", "0a1b2c"), compiled, wasmReal, true},
+		{"innocent.txt", compiled, wasmReal, true},
+		{filepath.Join(wasmReal, "new-dir", "x"), filepath.Join(wasmReal, "new-dir", "x"), wasmReal, false},
+		{pyc, pyc, filepath.Join(e.hermes, "cache"), false},
+		{sums, sums, filepath.Join(e.hermes, "cache"), false},
+		{filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache", "web", "page.md"), filepath.Join(e.hermes, "cache"), false},
+		{filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache", "exec", "out.txt"), filepath.Join(e.hermes, "cache"), false},
+		{"~/.hermes/cache/wasm/x", filepath.Join(e.home, ".hermes", "cache", "wasm", "x"), filepath.Join(e.home, ".hermes", "cache"), false},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
+			if tc.link {
+				skipWithoutSymlinks(t)
+			}
 			res := callJSON(t, tl, "write_file", map[string]any{"path": tc.path, "content": "native code"})
 			assert.Equal(t, map[string]any{"error": cacheMsg("Write", tc.shown, tc.dir)}, res)
 			res = callJSON(t, tl, "patch", map[string]any{"path": tc.path, "old_string": "code", "new_string": "evil"})

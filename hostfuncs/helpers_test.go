@@ -5,10 +5,57 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
+
+// wineNoSymlinks says why the symlink tests skip under wine, and where
+// what they check is tested instead.
+const wineNoSymlinks = "wine has no symbolic links (CreateSymbolicLinkW reports success and creates nothing, " +
+	"FSCTL_SET_REPARSE_POINT is unsupported); link resolution is tested on Linux and macOS and on a Windows " +
+	"that may create symlinks, Windows junctions and path spellings by TestRealPathJunction and TestRealPathWindowsSpellings"
+
+// symlinksUnavailable returns why this host cannot make symlinks, or ""
+// when it can; probed once per test binary.
+var symlinksUnavailable = sync.OnceValue(func() string {
+	if testenv.UnderWine() {
+		return wineNoSymlinks
+	}
+	dir, err := os.MkdirTemp("", "symlink-probe")
+	if err != nil {
+		return ""
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Symlink("target", filepath.Join(dir, "link")); err != nil && runtime.GOOS == "windows" {
+		return "Windows without the symlink privilege (Developer Mode off, not elevated): " + err.Error() +
+			"; link resolution is tested on Linux and macOS and on a Windows that may create symlinks"
+	}
+	return ""
+})
+
+// skipWithoutSymlinks skips t where the host cannot make symlinks, saying
+// why.
+func skipWithoutSymlinks(t *testing.T) {
+	t.Helper()
+	if why := symlinksUnavailable(); why != "" {
+		testenv.SkipUnderWine(t, why)
+		t.Skip(why)
+	}
+}
+
+// symlink makes link point at target, skipping the test where the host
+// cannot make symlinks.
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	skipWithoutSymlinks(t)
+	require.NoError(t, os.Symlink(target, link))
+	_, err := os.Lstat(link)
+	require.NoError(t, err, "the link must exist once made")
+}
 
 // newTestTools returns tools working in a fresh temp dir, with PATH passed
 // through so terminal can find commands.

@@ -50,6 +50,10 @@ func (s pathSyntax) base(p string) string {
 	return filepath.Base(p)
 }
 
+// windows reports whether the syntax is this host's and the host is
+// Windows (see realPathIn).
+func (s pathSyntax) windows() bool { return !s.posix && filepath.Separator == '\\' }
+
 // sep is the separator, as a string.
 func (s pathSyntax) sep() string {
 	if s.posix {

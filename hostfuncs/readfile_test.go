@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -133,6 +134,13 @@ func TestReadFileErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "case-different name" && runtime.GOOS == "windows" {
+				// NTFS names are case-insensitive: the file tools open what
+				// the OS opens (docs/behaviour.md §11).
+				res := callJSON(t, tl, "read_file", tc.args)
+				assert.Equal(t, "1|a: 1", res["content"], res["error"])
+				return
+			}
 			res := callJSON(t, tl, "read_file", tc.args)
 			require.Contains(t, res, "error")
 			for _, s := range tc.errHas {
@@ -157,16 +165,16 @@ func TestReadFileErrors(t *testing.T) {
 func TestReadFileSymlinkAndAbsolute(t *testing.T) {
 	tl, dir := newTestTools(t)
 	target := writeTestFile(t, dir, "real.txt", "hello\n")
-	if err := os.Symlink("real.txt", filepath.Join(dir, "link.txt")); err != nil {
-		t.Skipf("symlinks unavailable: %v", err)
-	}
-	for _, p := range []string{"link.txt", target, filepath.Join(dir, "link.txt")} {
+	res := callJSON(t, tl, "read_file", map[string]any{"path": target})
+	assert.Equal(t, "1|hello", res["content"], target)
+	symlink(t, "real.txt", filepath.Join(dir, "link.txt"))
+	for _, p := range []string{"link.txt", filepath.Join(dir, "link.txt")} {
 		res := callJSON(t, tl, "read_file", map[string]any{"path": p})
 		assert.Equal(t, "1|hello", res["content"], p)
 	}
 	// A dangling link is reported as not found.
-	require.NoError(t, os.Symlink("gone.txt", filepath.Join(dir, "dangling.txt")))
-	res := callJSON(t, tl, "read_file", map[string]any{"path": "dangling.txt"})
+	symlink(t, "gone.txt", filepath.Join(dir, "dangling.txt"))
+	res = callJSON(t, tl, "read_file", map[string]any{"path": "dangling.txt"})
 	assert.Equal(t, "File not found: dangling.txt", res["error"])
 }
 
