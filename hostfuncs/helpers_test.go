@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,4 +97,17 @@ func writeTestFile(t *testing.T, dir, rel, content string) string {
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	return p
+}
+
+// pyUnquote is the value of the Python string literal lit (see pyStr): a
+// raw r"..." string or a "..." one with the escapes Go shares with Python.
+func pyUnquote(t *testing.T, lit string) string {
+	t.Helper()
+	if raw, ok := strings.CutPrefix(lit, "r"); ok {
+		require.True(t, len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"', lit)
+		return raw[1 : len(raw)-1]
+	}
+	s, err := strconv.Unquote(lit)
+	require.NoError(t, err, lit)
+	return s
 }

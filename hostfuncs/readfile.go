@@ -71,7 +71,7 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 	}
 	if info.IsDir() {
 		return result{"error": fmt.Sprintf("Cannot read '%s': it is a directory. "+
-			"List it with search_files(pattern=\"*\", target=\"files\", path=%q) or terminal(\"ls\").", a.Path, a.Path)}
+			"List it with search_files(pattern=\"*\", target=\"files\", path=%s) or terminal(\"ls\").", a.Path, pyStr(a.Path))}
 	}
 	if !info.Mode().IsRegular() {
 		return result{"error": fmt.Sprintf("Cannot read '%s': it is %s, not a regular file, and reading it could block. "+

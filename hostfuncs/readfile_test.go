@@ -122,7 +122,7 @@ func TestReadFileErrors(t *testing.T) {
 			errHas: []string{"File not found: sub/missing/notes.txt"}, simHas: filepath.Join("sub", "notes.txt")},
 		{name: "nothing similar", args: map[string]any{"path": "zzzzzzzzqq"},
 			errHas: []string{"File not found: zzzzzzzzqq"}, similar: []string{}},
-		{name: "directory", args: map[string]any{"path": "adir"}, errHas: []string{"'adir'", "directory", "search_files"}},
+		{name: "directory", args: map[string]any{"path": "adir"}, errHas: []string{"'adir'", "directory", `search_files(pattern="*", target="files", path="adir")`}},
 		{name: "binary NUL", args: map[string]any{"path": "bin.dat"}, errHas: []string{"Binary file", "binary data, 7 bytes", "terminal"}},
 		{name: "binary png", args: map[string]any{"path": "img.png"}, errHas: []string{"Binary file (PNG image"}},
 		{name: "invalid utf-8", args: map[string]any{"path": "latin1.txt"}, errHas: []string{"Binary file"}},

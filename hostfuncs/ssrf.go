@@ -80,8 +80,14 @@ func (g *ssrfGuard) resolve(ctx context.Context, host string) ([]netip.Addr, err
 			}
 			host = ascii
 		}
-		if !g.allowPrivate && isLocalhostName(host) {
-			return nil, errBlocked
+		if isLocalhostName(host) {
+			if !g.allowPrivate {
+				return nil, errBlocked
+			}
+			// RFC 6761 §6.3: localhost names are loopback, answered
+			// without the resolver (a host without a hosts file, as
+			// wine's minimal chroot, cannot resolve them otherwise).
+			return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
 		}
 		var err error
 		if g.lookup != nil {
@@ -169,8 +175,8 @@ func isASCII(s string) bool {
 }
 
 // isLocalhostName reports whether host is "localhost" or a name under it
-// (RFC 6761 reserves them for loopback), so they are refused without
-// trusting the resolver.
+// (RFC 6761 reserves them for loopback), so they are refused, or resolved
+// to loopback, without trusting the resolver.
 func isLocalhostName(host string) bool {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")

@@ -118,7 +118,7 @@ func publicTestHost(t *testing.T, h http.Handler) (*httptest.Server, WebOptions,
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("cannot listen on 127.0.0.2: %v", err)
+		t.Skipf("cannot listen on 127.0.0.2 (only Linux routes all of 127/8 to loopback by default, macOS and Windows only 127.0.0.1): %v", err)
 	}
 	var lookups atomic.Int64
 	srv := httptest.NewUnstartedServer(h)
@@ -263,4 +263,23 @@ func TestExtractTransportHasNoProxy(t *testing.T) {
 	assert.NotNil(t, f.transport.DialContext)
 	assert.Nil(t, f.transport.DialTLSContext)
 	assert.True(t, strings.HasPrefix(extractUserAgent, "hermes-wasm-exec/"))
+}
+
+// TestSSRFResolveLocalhost: localhost names are loopback without asking the
+// resolver (RFC 6761), refused unless private networks are allowed.
+func TestSSRFResolveLocalhost(t *testing.T) {
+	g := &ssrfGuard{lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+		t.Errorf("the resolver was asked for %s", host)
+		return nil, errors.New("no resolver")
+	}}
+	for _, host := range []string{"localhost", "LOCALHOST.", "app.localhost"} {
+		_, err := g.resolve(context.Background(), host)
+		assert.ErrorIs(t, err, errBlocked, host)
+	}
+	g.allowPrivate = true
+	for _, host := range []string{"localhost", "LOCALHOST.", "app.localhost"} {
+		addrs, err := g.resolve(context.Background(), host)
+		require.NoError(t, err, host)
+		assert.Equal(t, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, addrs, host)
+	}
 }

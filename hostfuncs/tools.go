@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // result is a tool's answer: the JSON object the script receives as a dict.
@@ -91,7 +92,7 @@ type Tools struct {
 func New(opts Options) (*Tools, error) {
 	abs := opts.Workdir
 	if !filepath.IsAbs(abs) {
-		return nil, fmt.Errorf("hostfuncs: the working dir %q is not absolute", abs)
+		return nil, fmt.Errorf("hostfuncs: the working dir %s is not absolute", humanpath.Quote(abs))
 	}
 	abs = filepath.Clean(abs)
 	b := opts.Backend
@@ -102,7 +103,7 @@ func New(opts Options) (*Tools, error) {
 	if b.Remote() {
 		abs = b.Cwd()
 		if !px.isAbs(abs) {
-			return nil, fmt.Errorf("hostfuncs: the working dir %q of the %s backend is not absolute", abs, b.Name())
+			return nil, fmt.Errorf("hostfuncs: the working dir %s of the %s backend is not absolute", humanpath.Quote(abs), b.Name())
 		}
 		abs = px.clean(abs)
 	}

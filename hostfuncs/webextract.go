@@ -159,8 +159,8 @@ func (t *Tools) limitContent(rawURL, content string, limit int) string {
 		return b.String()
 	}
 	omittedLine := strings.Count(head, "\n") + 1
-	fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. Full text saved to %s — page it with read_file(%q, offset=%d, limit=500): the omitted part starts at line %d.]",
-		limit, total, path, path, omittedLine, omittedLine)
+	fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. Full text saved to %s — page it with read_file(%s, offset=%d, limit=500): the omitted part starts at line %d.]",
+		limit, total, path, pyStr(path), omittedLine, omittedLine)
 	return b.String()
 }
 

@@ -334,7 +334,7 @@ func TestWebExtractCharLimit(t *testing.T) {
 	tl := newExtractTools(t, w)
 
 	noticeRe := regexp.MustCompile(`\n\n\.\.\. \[(\d+) characters omitted\] \.\.\.\n\n`)
-	pathRe := regexp.MustCompile(`Full text saved to (.+?) — page it with read_file\("(.+?)", offset=(\d+), limit=500\)`)
+	pathRe := regexp.MustCompile(`Full text saved to (.+?) — page it with read_file\((r?"(?:[^"\\]|\\.)*"), offset=(\d+), limit=500\)`)
 	check := func(t *testing.T, content string, limit int) (path string, offset int) {
 		t.Helper()
 		m := noticeRe.FindStringSubmatchIndex(content)
@@ -355,7 +355,7 @@ func TestWebExtractCharLimit(t *testing.T) {
 		assert.NotContains(t, footer, "\n", "the path line is the last line")
 		pm := pathRe.FindStringSubmatch(footer)
 		require.NotNil(t, pm, footer)
-		assert.Equal(t, pm[1], pm[2])
+		assert.Equal(t, pm[1], pyUnquote(t, pm[2]), "read_file's argument is a Python literal of the path")
 		fmt.Sscan(pm[3], &offset)
 		return pm[1], offset
 	}

@@ -69,7 +69,7 @@ func assertNoTempFiles(t *testing.T, dir string) {
 
 func TestWriteFileKeepsMode(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("no POSIX permission bits")
+		t.Skip("Windows has no POSIX permission bits (os.Chmod only sets the read-only attribute): the kept mode is tested on Linux and macOS")
 	}
 	tl, dir := newTestTools(t)
 	p := writeTestFile(t, dir, "script.sh", "#!/bin/sh\n")
@@ -151,8 +151,11 @@ func TestWriteFileErrors(t *testing.T) {
 }
 
 func TestWriteFileFailureLeavesOriginal(t *testing.T) {
-	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
-		t.Skip("needs POSIX permissions enforced (not root)")
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no POSIX directory permissions to make the rename fail (a read-only attribute on a directory does not stop writes into it): tested on Linux and macOS")
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores POSIX permissions, which this test needs to make the rename fail: it runs as an ordinary user")
 	}
 	tl, dir := newTestTools(t)
 	p := writeTestFile(t, dir, "ro/file.txt", "original")

@@ -9,8 +9,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
+
+// installGit says how to install git on this platform.
+func installGit() string {
+	switch runtime.GOOS {
+	case "windows":
+		return "winget install Git.Git"
+	case "darwin":
+		return "xcode-select --install, or brew install git"
+	}
+	return "apt-get install git, or your distribution's git package"
+}
 
 // CopyTracked copies every regular file that git tracks in the checkout at
 // root (`git ls-files`, with the working tree's contents, so uncommitted
@@ -20,11 +34,11 @@ import (
 func CopyTracked(root, dst string) (int, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
-		return 0, fmt.Errorf("git is not on PATH (install it: apt-get install git): %w", err)
+		return 0, fmt.Errorf("git is not on PATH (install it: %s): %w", installGit(), err)
 	}
 	ls, err := exec.Command(git, "-C", root, "ls-files", "-z").Output()
 	if err != nil {
-		return 0, fmt.Errorf("git ls-files in %s: %w", root, err)
+		return 0, fmt.Errorf("git ls-files in %s: %w", humanpath.Quote(root), err)
 	}
 	n := 0
 	for _, name := range strings.Split(strings.TrimRight(string(ls), "\x00"), "\x00") {

@@ -4,12 +4,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
 func TestCopyTracked(t *testing.T) {
+	testenv.SkipUnderWine(t, "wine has no git (and no Git for Windows to install); CopyTracked is tested on Linux, macOS and a Windows with Git for Windows, and its missing-git error by TestCopyTrackedWithoutGit")
 	repo := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()
@@ -44,10 +47,23 @@ func TestCopyTracked(t *testing.T) {
 	require.FileExists(t, filepath.Join(dst, "sub", "b.txt"))
 	require.NoFileExists(t, filepath.Join(dst, "untracked.txt"))
 	require.NoFileExists(t, filepath.Join(dst, "gone.txt"))
-	fi, err := os.Stat(filepath.Join(dst, "run.sh"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+	t.Run("keeps the executable bit", func(t *testing.T) {
+		if runtime.GOOS == "windows" {
+			t.Skip("Windows has no POSIX permission bits (no executable bit to keep): tested on Linux and macOS")
+		}
+		fi, err := os.Stat(filepath.Join(dst, "run.sh"))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+	})
 
 	_, err = CopyTracked(t.TempDir(), dst)
 	require.ErrorContains(t, err, "git ls-files")
+}
+
+// TestCopyTrackedWithoutGit says what to install when git is missing.
+func TestCopyTrackedWithoutGit(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := CopyTracked(t.TempDir(), t.TempDir())
+	require.ErrorContains(t, err, "git is not on PATH (install it: "+installGit()+")")
+	require.ErrorIs(t, err, exec.ErrNotFound)
 }
