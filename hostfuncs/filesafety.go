@@ -511,7 +511,7 @@ func stagingDirOf(px pathSyntax, path string, tempRoots []string) string {
 		}
 		first, _, _ := strings.Cut(px.toSlash(rel), "/")
 		for _, prefix := range stagingPrefixes {
-			if strings.HasPrefix(first, prefix) {
+			if strings.HasPrefix(px.key(first), prefix) {
 				return px.join(root, first)
 			}
 		}
@@ -544,7 +544,7 @@ func hermesDirs(hermesHome, home string) []string {
 	}
 	add(hh)
 	if hh != "" {
-		if parent := filepath.Dir(filepath.Clean(expandHome(hh))); filepath.Base(parent) == "profiles" {
+		if parent := filepath.Dir(filepath.Clean(expandHome(hh))); (pathSyntax{}).key(filepath.Base(parent)) == "profiles" {
 			add(filepath.Dir(parent))
 		}
 	}

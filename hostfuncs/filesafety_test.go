@@ -618,3 +618,46 @@ func TestWriteRefusesLiteralTildeCacheDir(t *testing.T) {
 		require.NoFileExists(t, target)
 	}
 }
+
+// TestFileSafetyFoldsCase: Windows's and macOS's file systems fold case,
+// so ~/.SSH is ~/.ssh there; every protected location, and the
+// directories a write is confined to, match in any case.
+func TestFileSafetyFoldsCase(t *testing.T) {
+	if !foldCase {
+		t.Skip("Linux file names are case-sensitive: ~/.SSH is another directory than ~/.ssh, so the checks compare exactly (TestWriteFileRefusesProtectedPaths)")
+	}
+	e := newSafetyEnv(t)
+	wasm := filepath.Join(e.workdir, "wasm")
+	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = wasm })
+	upper := func(p string) string { return strings.ToUpper(p) }
+	staging, err := os.MkdirTemp("", "hermes-kernel-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(staging) })
+	for p, want := range map[string]string{
+		filepath.Join(e.home, ".SSH", "Authorized_Keys"):                                       "is a protected system/credential file.",
+		filepath.Join(e.home, ".Netrc"):                                                        "is a protected system/credential file.",
+		filepath.Join(e.home, ".Config", "GH", "hosts.yml"):                                    "is a protected system/credential file.",
+		upper(filepath.Join(e.hermes, ".env")):                                                 "is a protected system/credential file.",
+		filepath.Join(e.hermes, "Config.YAML"):                                                 "Refusing to write to Hermes config file",
+		filepath.Join(e.hermes, "CACHE", "wasm", "x"):                                          "is in the executor's cache",
+		upper(filepath.Join(wasm, "x")):                                                        "is in the executor's cache",
+		filepath.Join(filepath.Dir(staging), upper(filepath.Base(staging)), "hermes_tools.py"): "is in a run's private staging dir",
+	} {
+		res := callJSON(t, tl, "write_file", map[string]any{"path": p, "content": "x"})
+		assert.Contains(t, res["error"], want, p)
+	}
+	res := callJSON(t, tl, "read_file", map[string]any{"path": upper(filepath.Join(e.hermes, "auth.json"))})
+	assert.Contains(t, res["error"], "is a Hermes credential store", res)
+
+	// HERMES_WRITE_SAFE_ROOT and confinement hold the same directory in
+	// another case.
+	tl = e.tools(t, func(o *Options) {
+		o.WriteSafeRoot = upper(e.workdir)
+		o.ConfineToWorkdir = true
+		o.Workdir = upper(e.workdir)
+	})
+	res = callJSON(t, tl, "write_file", map[string]any{"path": filepath.Join(e.workdir, "ok.txt"), "content": "ok"})
+	assert.Nil(t, res["error"], res)
+	res = callJSON(t, tl, "read_file", map[string]any{"path": filepath.Join(e.workdir, "ok.txt")})
+	assert.Equal(t, "1|ok", res["content"], res)
+}
