@@ -11,10 +11,11 @@ package hostfuncs
 // as the same user and can read or write every one of these files. The
 // checks give a model that respects tool errors a clear refusal, and make a
 // script that reaches for credentials visible in the tool-call log. Paths
-// are judged after symlinks are resolved; what can still get through is a
-// symlink swapped between the check and the write (the tools do not hold
-// the path open), a hard link to a protected file, and anything terminal
-// does.
+// are judged after symlinks (and Windows junctions) are resolved, in any
+// letter case where the file system folds case, and on Windows as the file
+// the OS opens (see realPathIn); what can still get through is a symlink
+// swapped between the check and the write (the tools do not hold the path
+// open), a hard link to a protected file, and anything terminal does.
 
 import (
 	"fmt"
