@@ -215,7 +215,10 @@ func (s *searcher) walk(abs, rel, srel string, stack ignoreStack) error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || e.Type()&fs.ModeSymlink != 0 {
+		// No link is followed: neither a symlink nor a Windows junction
+		// (a directory Go reports as irregular), which could lead out of
+		// the root, or round in a loop.
+		if strings.HasPrefix(name, ".") || e.Type()&fs.ModeSymlink != 0 || e.IsDir() && e.Type()&fs.ModeIrregular != 0 {
 			continue
 		}
 		childRel, childSrel := joinRel(rel, name), joinRel(srel, name)

@@ -175,3 +175,30 @@ func TestRealPathWindowsSpellings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, strings.ToLower(filepath.Join(long, "new", "file.txt")), strings.ToLower(got), "from %s", short)
 }
+
+// ReadDir reports the junctions among name's entries as Go 1.23+ does on
+// Windows: a directory with ModeIrregular.
+func (f junctionFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := f.FS.ReadDir(name)
+	for i, e := range entries {
+		if _, ok := f.junctions[filepath.Join(name, e.Name())]; ok {
+			entries[i] = fs.FileInfoToDirEntry(junctionInfo{e.Name()})
+		}
+	}
+	return entries, err
+}
+
+// TestSearchFilesSkipsJunctions: search_files follows no link, so a
+// junction in the tree (to ~/.hermes, say, or to its own parent) is not
+// walked into, as a symlink is not.
+func TestSearchFilesSkipsJunctions(t *testing.T) {
+	tl, dir := newTestTools(t)
+	writeTestFile(t, dir, "top.txt", "needle\n")
+	writeTestFile(t, dir, "j/inner.txt", "needle\n")
+	tl.fs = junctionFS{FS: backend.LocalFS, junctions: map[string]string{filepath.Join(dir, "j"): dir}}
+	res := callJSON(t, tl, "search_files", map[string]any{"pattern": "needle"})
+	require.NotContains(t, res, "error")
+	assert.Equal(t, float64(1), res["total_count"], res)
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "*.txt", "target": "files"})
+	assert.Equal(t, []any{"top.txt"}, res["files"])
+}
