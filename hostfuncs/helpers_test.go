@@ -99,7 +99,7 @@ func writeTestFile(t *testing.T, dir, rel, content string) string {
 	return p
 }
 
-// pyUnquote is the value of the Python string literal lit (see pyStr): a
+// pyUnquote is the value of the Python string literal lit (see humanpath.PyLiteral): a
 // raw r"..." string or a "..." one with the escapes Go shares with Python.
 func pyUnquote(t *testing.T, lit string) string {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/textdist"
 )
 
@@ -71,7 +72,7 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 	}
 	if info.IsDir() {
 		return result{"error": fmt.Sprintf("Cannot read '%s': it is a directory. "+
-			"List it with search_files(pattern=\"*\", target=\"files\", path=%s) or terminal(\"ls\").", a.Path, pyStr(a.Path))}
+			"List it with search_files(pattern=\"*\", target=\"files\", path=%s) or terminal(\"ls\").", a.Path, humanpath.PyLiteral(a.Path))}
 	}
 	if !info.Mode().IsRegular() {
 		return result{"error": fmt.Sprintf("Cannot read '%s': it is %s, not a regular file, and reading it could block. "+

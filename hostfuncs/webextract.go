@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // webMaxExtractURLs caps the URLs of one web_extract call.
@@ -160,7 +161,7 @@ func (t *Tools) limitContent(rawURL, content string, limit int) string {
 	}
 	omittedLine := strings.Count(head, "\n") + 1
 	fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. Full text saved to %s — page it with read_file(%s, offset=%d, limit=500): the omitted part starts at line %d.]",
-		limit, total, path, pyStr(path), omittedLine, omittedLine)
+		limit, total, path, humanpath.PyLiteral(path), omittedLine, omittedLine)
 	return b.String()
 }
 

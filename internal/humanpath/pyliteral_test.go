@@ -1,4 +1,4 @@
-package hostfuncs
+package humanpath
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestPyStr(t *testing.T) {
+func TestPyLiteral(t *testing.T) {
 	for in, want := range map[string]string{
 		`/tmp/cache/web/web-1.md`:         `"/tmp/cache/web/web-1.md"`,
 		`C:\Users\me\cache\web\web-1.md`:  `r"C:\Users\me\cache\web\web-1.md"`,
@@ -20,6 +20,6 @@ func TestPyStr(t *testing.T) {
 		"/tmp/caf\xe9":                    `"/tmp/caf\udce9"`,
 		"":                                `""`,
 	} {
-		assert.Equal(t, want, pyStr(in), in)
+		assert.Equal(t, want, PyLiteral(in), in)
 	}
 }
