@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // defaultTimeout is the run timeout when a request sets none.
@@ -90,7 +91,8 @@ func InterruptMarker(reason string) string {
 // with the full output saved at spillPath, "execute_code stdout was
 // truncated (head/tail shown); the script did run. FULL output saved to
 // {path} — page it with read_file(path="{path}", offset=...) instead of
-// re-running."; without (spillPath ""), "execute_code stdout was
+// re-running." (the read_file call's path a Python literal: r"C:\..." on
+// Windows); without (spillPath ""), "execute_code stdout was
 // truncated; the script did run, but only the captured head/tail output is
 // included. Re-run only with narrower output if the omitted data is
 // required.".
@@ -99,7 +101,7 @@ func truncatedWarning(spillPath string) string {
 		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
 	}
 	return "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to " + spillPath +
-		` — page it with read_file(path="` + spillPath + `", offset=...) instead of re-running.`
+		" — page it with read_file(path=" + humanpath.PyLiteral(spillPath) + ", offset=...) instead of re-running."
 }
 
 // seconds renders d in seconds, without a fraction when it is whole.

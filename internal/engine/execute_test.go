@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -251,8 +252,16 @@ func TestExecuteResultTexts(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.StdoutTruncated)
 		require.Equal(t, filepath.Join(r.SpillDir, "stdout-"+sha12(strings.Repeat("x", 60_000))+".txt"), res.StdoutSpillPath)
+		literal := `"` + res.StdoutSpillPath + `"` // a Python literal of the path
+		if runtime.GOOS == "windows" {
+			literal = `r"` + res.StdoutSpillPath + `"`
+		}
 		require.Equal(t, "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to "+res.StdoutSpillPath+
-			` — page it with read_file(path="`+res.StdoutSpillPath+`", offset=...) instead of re-running.`, res.Warning)
+			` — page it with read_file(path=`+literal+`, offset=...) instead of re-running.`, res.Warning)
+		// The model is told to call read_file: a Windows path is a raw
+		// string there, since "C:\Users" is a syntax error in Python.
+		require.Contains(t, truncatedWarning(`C:\Users\me\.hermes\cache\exec\stdout-1.txt`),
+			`FULL output saved to C:\Users\me\.hermes\cache\exec\stdout-1.txt — page it with read_file(path=r"C:\Users\me\.hermes\cache\exec\stdout-1.txt", offset=...)`)
 
 		r.SpillDir = "" // nowhere to save it
 		res, _ = Execute(ctx, fakeEngine{print(60_000)}, r)
