@@ -18,9 +18,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 var transports = []string{TransportUnix, TransportTCP}
+
+// skipTransport skips a subtest of transport tr where the platform lacks
+// it: wine has no AF_UNIX (Windows 10 does).
+func skipTransport(t *testing.T, tr string) {
+	t.Helper()
+	if tr == TransportUnix {
+		testenv.SkipUnderWine(t, "wine has no AF_UNIX; the Unix-socket transport is tested on Linux")
+	}
+}
 
 // rpcClient is a test client of the wire protocol on one connection.
 type rpcClient struct {
@@ -121,6 +131,7 @@ func listen(t *testing.T, transport string, b *engine.Broker) *Server {
 func TestServerAddressAndToken(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			srv := listen(t, tr, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.Len(t, srv.Token(), 64, "32 random bytes, hex")
 			other := listen(t, tr, engine.NewBroker((&callRecorder{}).tool, 1, nil))
@@ -137,6 +148,7 @@ func TestServerAddressAndToken(t *testing.T) {
 func TestServerGoodCall(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			b := engine.NewBroker(rec.tool, 10, nil)
 			srv := listen(t, tr, b)
@@ -167,6 +179,7 @@ func TestServerGoodCall(t *testing.T) {
 func TestServerUnauthorized(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			b := engine.NewBroker(rec.tool, 10, nil)
 			srv := listen(t, tr, b)
@@ -210,6 +223,7 @@ func TestServerUnauthorized(t *testing.T) {
 func TestServerMalformed(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			srv := listen(t, tr, engine.NewBroker(rec.tool, 10, nil))
 			c := dial(t, srv)
@@ -234,6 +248,7 @@ func TestServerOversizeFrame(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			srv := listen(t, tr, engine.NewBroker(rec.tool, 10, nil))
 			c := dial(t, srv)
@@ -281,6 +296,7 @@ func TestServerOversizeFrame(t *testing.T) {
 func TestServerParallelConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			b := engine.NewBroker(rec.tool, 1000, nil)
 			srv := listen(t, tr, b)
@@ -322,6 +338,7 @@ func TestServerParallelConnections(t *testing.T) {
 func TestServerBudgetAcrossConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			const max, callers = 5, 8
 			var entered atomic.Int64
 			all := make(chan struct{})
@@ -377,6 +394,7 @@ func TestServerBudgetAcrossConnections(t *testing.T) {
 func TestServerExitOp(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			rec := &callRecorder{}
 			b := engine.NewBroker(rec.tool, 0, nil)
 			srv := listen(t, tr, b)
@@ -400,6 +418,7 @@ func TestServerExitOp(t *testing.T) {
 func TestServerCloseWhileCallBlocked(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			entered := make(chan struct{})
 			toolErr := make(chan error, 1)
 			b := engine.NewBroker(func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
@@ -467,6 +486,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 func TestServerCloseWithoutConnections(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			srv, err := listenRPC(context.Background(), tr, t.TempDir(), engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.NoError(t, err)
 			require.NoError(t, srv.Close())
@@ -478,6 +498,7 @@ func TestServerCloseWithoutConnections(t *testing.T) {
 func TestServerParentContextCancelsCalls(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			entered := make(chan struct{})
@@ -516,6 +537,7 @@ func TestServerUnknownTransport(t *testing.T) {
 }
 
 func TestServerUnixDirMissing(t *testing.T) {
+	skipTransport(t, TransportUnix)
 	dir := t.TempDir() + "/does-not-exist"
 	_, err := listenRPC(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
@@ -550,6 +572,7 @@ func settledGoroutines() int {
 func TestServerNoGoroutineLeak(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			before := settledGoroutines()
 
 			entered := make(chan struct{}, 1)
@@ -598,6 +621,7 @@ func TestServerNoGoroutineLeak(t *testing.T) {
 func TestServerPeerGoneMidCall(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			skipTransport(t, tr)
 			entered := make(chan struct{}, 1)
 			release := make(chan struct{})
 			returned := make(chan struct{}, 1)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -153,10 +154,26 @@ func run(t *testing.T, c Command) (code int, out, errOut string) {
 	return code, o.String(), e.String()
 }
 
+// shell is the command line for the local shell: unix for sh -c, windows
+// for cmd /d /s /c, which has neither ";" nor sh's loops and programs.
+// The commands run with an empty environment (no PATH): a Windows
+// program is named by its path under %SystemRoot%, which os/exec always
+// passes on.
+func shell(unix, windows string) string {
+	if runtime.GOOS == "windows" {
+		return windows
+	}
+	return unix
+}
+
+// lines turns cmd's CRLF line ends into LF.
+func lines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
 func TestLocalStdinReader(t *testing.T) {
-	code, out, _ := run(t, Command{Shell: "cat; echo done", Stdin: strings.NewReader("abc\n")})
+	// sort, the one Windows program that copies its input to its output.
+	code, out, _ := run(t, Command{Shell: shell("cat; echo done", `%SystemRoot%\System32\sort.exe& echo done`), Stdin: strings.NewReader("abc\n")})
 	assert.Equal(t, 0, code)
-	assert.Equal(t, "abc\ndone\n", out)
+	assert.Equal(t, "abc\ndone\n", lines(out))
 }
 
 func TestLocalNilWritersDiscard(t *testing.T) {
@@ -170,9 +187,9 @@ func TestLocalNilWritersDiscard(t *testing.T) {
 
 func TestLocalWaitAfterStopIsQuick(t *testing.T) {
 	var out syncBuffer
-	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: "echo started; sleep 30", Stdout: &out})
+	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: shell("echo started; sleep 30", `echo started& %SystemRoot%\System32\ping.exe -n 31 127.0.0.1 >nul`), Stdout: &out})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return out.String() == "started\n" }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return lines(out.String()) == "started\n" }, 10*time.Second, 10*time.Millisecond)
 	start := time.Now()
 	p.Stop(time.Second)
 	code, err := p.Wait()
@@ -186,12 +203,12 @@ func TestLocalOutputNotWrittenAfterWait(t *testing.T) {
 	// Many writes racing the end of the process; the race detector and
 	// the buffer's unguarded use after Wait tell whether one came late.
 	var out bytes.Buffer
-	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: "i=0; while [ $i -lt 200 ]; do echo line $i; i=$((i+1)); done", Stdout: &out})
+	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: shell("i=0; while [ $i -lt 200 ]; do echo line $i; i=$((i+1)); done", "for /l %i in (0,1,199) do @echo line %i"), Stdout: &out})
 	require.NoError(t, err)
 	_, err = p.Wait()
 	require.NoError(t, err)
 	n := out.Len()
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, n, out.Len())
-	assert.Contains(t, out.String(), "line 199\n")
+	assert.Contains(t, lines(out.String()), "line 199\n")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(backendtest.Main(m)) }
 
+// linuxOnly skips t off Linux: the engines are Linux daemons (a private
+// dockerd, an sshd) installed with apt-get, and these tests of them run on
+// Linux.
+func linuxOnly(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skipf("on %s: the Docker engine and sshd that backendtest starts are Linux daemons installed with apt-get; they are tested on Linux", runtime.GOOS)
+	}
+}
+
 func TestDocker(t *testing.T) {
+	linuxOnly(t)
 	began := time.Now()
 	// Concurrent callers get the one engine.
 	engines := make([]*backendtest.DockerEngine, 3)
@@ -58,6 +69,7 @@ func TestDocker(t *testing.T) {
 }
 
 func TestSSH(t *testing.T) {
+	linuxOnly(t)
 	began := time.Now()
 	s := backendtest.SSH(t)
 	t.Logf("sshd was ready in %v", time.Since(began))
