@@ -3,38 +3,20 @@
 package native
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
-// fakePythonEnv selects a behaviour of the test binary acting as the
-// engine's python child (see fakePythonMain). It is only ever set in the
-// child's environment (job.Env), never in the test process's.
-const fakePythonEnv = "HERMES_FAKE_PYTHON"
-
-// fakeMarker is the file (in the child's working dir) the host's tool func
-// creates when a call has reached it, for behaviours that must know.
-const fakeMarker = "tool-call-arrived"
-
-func TestMain(m *testing.M) {
-	if b := os.Getenv(fakePythonEnv); b != "" {
-		os.Exit(fakePythonMain(b))
-	}
-	os.Exit(m.Run())
-}
-
 // fakePythonMain is the child the engine starts as
 // `<test binary> -u RUNNER SCRIPT`: it talks the wire protocol directly.
+// The Windows behaviours are in fakepython_windows_test.go.
 func fakePythonMain(behaviour string) int {
 	switch behaviour {
 	case "roundtrip":
@@ -157,25 +139,4 @@ func fakePythonMain(behaviour string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown fake python behaviour %q\n", behaviour)
 	return 99
-}
-
-func fakeDial() (net.Conn, *bufio.Reader) {
-	c, err := dialAddress(os.Getenv("HERMES_RPC_SOCKET"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dial:", err)
-		os.Exit(89)
-	}
-	return c, bufio.NewReader(c)
-}
-
-func fakeRoundtrip(c net.Conn, r *bufio.Reader, req map[string]any) string {
-	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return fmt.Sprintf("write error: %v\n", err)
-	}
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return fmt.Sprintf("read error: %v\n", err)
-	}
-	return line
 }
