@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 func requireEmptyDir(t *testing.T, dir string) {
@@ -33,6 +34,7 @@ func requireEmptyDir(t *testing.T, dir string) {
 // version-manager shim), or skips the test.
 func realPython(t testing.TB) string {
 	t.Helper()
+	testenv.SkipUnderWine(t, "wine has no Windows CPython; the real-python tests run on Linux, and project mode is covered here by the fake child over loopback TCP")
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 on PATH")
