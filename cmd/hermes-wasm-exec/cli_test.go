@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend/backendtest"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
@@ -52,16 +53,26 @@ type runMode struct {
 	name string   // subtest name
 	mode string   // the result's mode
 	args []string // run flags
+	// fallback: project mode on a host with no python, so the run uses the
+	// embedded interpreter and its result carries the fallback warning.
+	fallback bool
 }
 
 var (
-	strictMode  = runMode{"strict", "strict", []string{"--mode", "strict"}}
-	projectUnix = runMode{"project", "project", []string{"--mode", "project", "--rpc-transport", "unix"}}
-	projectTCP  = runMode{"project-tcp", "project", []string{"--mode", "project", "--rpc-transport", "tcp"}}
+	strictMode  = runMode{name: "strict", mode: "strict", args: []string{"--mode", "strict"}}
+	projectUnix = runMode{name: "project", mode: "project", args: []string{"--mode", "project", "--rpc-transport", "unix"}}
+	projectTCP  = runMode{name: "project-tcp", mode: "project", args: []string{"--mode", "project", "--rpc-transport", "tcp"}}
+	// projectFallback is project mode where no python is on PATH: wine has
+	// no Windows CPython, so under wine it is what project mode does.
+	projectFallback = runMode{name: "project-fallback", mode: "project", args: []string{"--mode", "project"}, fallback: true}
 	// allModes: strict, and project over both RPC transports (the TCP one
 	// is Windows' default; it runs here too). Python on Windows has no
-	// AF_UNIX sockets.
+	// AF_UNIX sockets. Under wine the project-tcp variants skip (no
+	// Windows CPython) and project-fallback runs the scenarios instead.
 	allModes = func() []runMode {
+		if testenv.UnderWine() {
+			return []runMode{strictMode, projectTCP, projectFallback}
+		}
 		if goruntime.GOOS == "windows" {
 			return []runMode{strictMode, projectTCP}
 		}
@@ -69,10 +80,28 @@ var (
 	}()
 )
 
+// fallbackWarning is the note in the warning of a project-mode run that
+// fell back to the embedded interpreter.
+const fallbackWarning = "No usable python on this host (no python3 or python on PATH), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
+
+// needsPython is why m cannot run here, or "": project mode with a real
+// python needs one, and wine has no Windows CPython.
+func (m runMode) needsPython() string {
+	if m.mode == "project" && !m.fallback && testenv.UnderWine() {
+		return "wine has no Windows CPython for project mode's " + m.name + " variant; it runs on Linux and on a real Windows, and project-fallback runs these scenarios here"
+	}
+	return ""
+}
+
 // forModes runs fn as a subtest in each mode.
 func forModes(t *testing.T, modes []runMode, fn func(t *testing.T, m runMode)) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) { fn(t, m) })
+		t.Run(m.name, func(t *testing.T) {
+			if why := m.needsPython(); why != "" {
+				testenv.SkipUnderWine(t, why)
+			}
+			fn(t, m)
+		})
 	}
 }
 
@@ -124,6 +153,14 @@ func (e *env) run(script string, args ...string) (int, result, string) {
 	if out.Len() > 0 {
 		require.NoError(e.t, json.Unmarshal(out.Bytes(), &res), "stdout must be one JSON object: %s", out.String())
 	}
+	if e.mode.fallback && out.Len() > 0 && res.Error != engine.NoCodeMessage {
+		// The fallback says so in the result of every script it runs (an
+		// empty one is refused before an interpreter is chosen); the rest
+		// is checked as in any other mode.
+		require.Contains(e.t, res.Warning, fallbackWarning, "the fallback's warning")
+		require.Contains(e.t, errb.String(), "no usable python on this host: project mode runs the embedded WASI CPython", "the fallback is logged")
+		res.Warning = strings.TrimSpace(strings.Replace(res.Warning, fallbackWarning, "", 1))
+	}
 	return code, res, errb.String()
 }
 
@@ -154,7 +191,9 @@ func examples(t *testing.T, m runMode) {
 		require.NoError(t, json.Unmarshal([]byte(res.Output), &got))
 		require.Equal(t, 4, got.Files)
 		require.Equal(t, 6, got.Functions)
-		require.Equal(t, []string{"load_user", "load_users", "display_name"}, got.ByFile["app/users.py"])
+		// search_files gives host paths relative to the working dir
+		// (app\users.py on Windows).
+		require.Equal(t, []string{"load_user", "load_users", "display_name"}, got.ByFile[filepath.Join("app", "users.py")], res.Output)
 		require.Equal(t, 5, res.ToolCallsMade)
 		require.Equal(t, m.mode, res.Mode)
 	})
@@ -163,13 +202,17 @@ func examples(t *testing.T, m runMode) {
 		e.copyProject()
 		code, res, _ := e.runFile("../../testdata/examples/bulk_refactor.py")
 		require.Equal(t, 0, code, res.Output)
-		require.JSONEq(t, `{"files_fixed": 3, "fixed": ["app/orders.py", "app/users.py", "app/util.py"], "remaining": 0}`, res.Output)
+		fixed, _ := json.Marshal([]string{filepath.Join("app", "orders.py"), filepath.Join("app", "users.py"), filepath.Join("app", "util.py")})
+		require.JSONEq(t, `{"files_fixed": 3, "fixed": `+string(fixed)+`, "remaining": 0}`, res.Output)
 		b, err := os.ReadFile(filepath.Join(e.workdir, "app", "users.py"))
 		require.NoError(t, err)
 		require.Equal(t, 2, strings.Count(string(b), "get_json("))
 		require.NotContains(t, string(b), "fetch_json(")
 	})
 	t.Run("build and test", func(t *testing.T) {
+		if goruntime.GOOS == "windows" {
+			t.Skip("Windows: the example runs tests/test.sh with sh, and terminal() runs cmd there, which has no sh (Hermes itself needs Git Bash on Windows); it runs on Linux and macOS")
+		}
 		e := newEnvIn(t, m)
 		e.copyProject()
 		code, res, _ := e.runFile("../../testdata/examples/build_and_test.py")
@@ -202,10 +245,16 @@ func envScrubbing(t *testing.T, m runMode) {
 	script := `import os, json
 from hermes_tools import terminal
 names = ["DB_PASSWORD", "HERMES_BASE_URL", "OPENAI_API_KEY", "MY_TOKEN", "HERMES_HOME", "LANG", "RANDOM_THING"]
-shell = terminal("env")["output"]
+shell = terminal("%s")["output"]
 print(json.dumps({"guest": sorted(n for n in names if n in os.environ),
                   "terminal": sorted(n for n in names if n + "=" in shell)}))
 `
+	// The terminal's environment: env in sh, set in cmd (Windows).
+	listEnv := "env"
+	if goruntime.GOOS == "windows" {
+		listEnv = "set"
+	}
+	script = fmt.Sprintf(script, listEnv)
 	for name, tc := range map[string]struct {
 		config string
 		want   string
@@ -253,6 +302,7 @@ func TestJail(t *testing.T) {
 from hermes_tools import terminal, shell_quote
 OUT = ` + "%q" + `
 TMP = ` + "%q" + `
+PLANT = ` + "%q" + `
 results = {}
 def attempt(name, fn):
     try:
@@ -268,19 +318,26 @@ attempt("write abs", lambda: open(OUT + "/written.txt", "w").write("x"))
 attempt("write dotdot", lambda: open("/../../../../../" + OUT + "/written2.txt", "w").write("x"))
 attempt("symlink", lambda: os.symlink(OUT, "/esc"))
 attempt("hardlink", lambda: os.link(OUT + "/secret.txt", "/hard"))
-# Plant symlinks into the staging dir from the host, then try them.
-r = terminal("for d in " + shell_quote(TMP) + "/hermes-strict-*; do ln -s " + shell_quote(OUT) + " $d/planted; ln -s " + shell_quote(OUT + "/secret.txt") + " $d/planted-file; done")
-attempt("planted dir", lambda: open("/planted/secret.txt").read())
-attempt("planted file", lambda: open("/planted-file").read())
-attempt("planted write", lambda: open("/planted/new.txt", "w").write("x"))
-attempt("planted list", lambda: os.listdir("/planted"))
+if PLANT:
+    # Plant symlinks into the staging dir from the host, then try them.
+    r = terminal("for d in " + shell_quote(TMP) + "/hermes-strict-*; do ln -s " + shell_quote(OUT) + " $d/planted; ln -s " + shell_quote(OUT + "/secret.txt") + " $d/planted-file; done")
+    attempt("planted dir", lambda: open("/planted/secret.txt").read())
+    attempt("planted file", lambda: open("/planted-file").read())
+    attempt("planted write", lambda: open("/planted/new.txt", "w").write("x"))
+    attempt("planted list", lambda: os.listdir("/planted"))
 attempt("own file", lambda: open("/mine.txt", "w").write("ok"))
 print(json.dumps(results, sort_keys=True))
 print(sorted(os.listdir("/")))
 `
 	// --yes: the planting command (ln with run-time arguments) would
 	// otherwise need approval; here it plays a hostile host process.
-	code, res, _ := e.run(strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1), "--yes")
+	// Planting needs ln in sh. On Windows terminal() runs cmd, whose mklink
+	// needs administrator rights or developer mode (and makes nothing
+	// under wine).
+	plant := goruntime.GOOS != "windows"
+	script = strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1)
+	script = strings.Replace(script, "%q", map[bool]string{true: "True", false: "False"}[plant], 1)
+	code, res, _ := e.run(script, "--yes")
 	require.Equal(t, 0, code, res.Output)
 	lines := strings.SplitN(res.Output, "\n", 2)
 	var got map[string]string
@@ -292,8 +349,15 @@ print(sorted(os.listdir("/")))
 		}
 		require.NotContains(t, v, "ALLOWED", name)
 	}
-	require.Equal(t, "PermissionError", got["planted dir"])
-	require.Equal(t, "PermissionError", got["planted file"])
+	t.Run("planted symlinks", func(t *testing.T) {
+		if !plant {
+			t.Skip("Windows: planting a symlink from the host needs mklink, which needs administrator rights or developer mode (and makes no link under wine); the planted-symlink escapes are tried on Linux and macOS")
+		}
+		require.Equal(t, "PermissionError", got["planted dir"])
+		require.Equal(t, "PermissionError", got["planted file"])
+		require.Contains(t, got, "planted write")
+		require.Contains(t, got, "planted list")
+	})
 	b, err := os.ReadFile(secret)
 	require.NoError(t, err)
 	require.Equal(t, "host secret", string(b))
@@ -393,6 +457,69 @@ print(json.dumps({
 	})
 }
 
+// rmShim gives cmd an rm in dir, where the approval tests' terminal
+// commands run (cmd looks in the current dir first): they ask about
+// `rm -rf ./build`, whose dangerous pattern the approval check knows in sh
+// syntax, and check its effect. On Windows terminal() runs cmd, which has
+// no rm; the shim does what rm -rf does. Elsewhere it writes nothing.
+func rmShim(t *testing.T, dir string) {
+	t.Helper()
+	if goruntime.GOOS != "windows" {
+		return
+	}
+	shim := "@echo off\r\nrem rm -rf PATH for the approval tests: cmd has no rm\r\n" +
+		"set \"p=%~2\"\r\nset \"p=%p:/=\\%\"\r\nif exist \"%p%\" rmdir /s /q \"%p%\"\r\nexit /b 0\r\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rm.cmd"), []byte(shim), 0o644))
+}
+
+// listDir is a terminal command listing the names in dir, one a line: ls in
+// sh, dir /b in cmd (Windows).
+func listDir(dir string) string {
+	if goruntime.GOOS == "windows" {
+		return "dir /b " + dir
+	}
+	return "ls " + dir
+}
+
+// sleepCommand is a terminal command that waits secs seconds: sleep in sh;
+// in cmd (Windows), which has no sleep, ping's one-second pauses between
+// its echo requests.
+func sleepCommand(secs int) string {
+	if goruntime.GOOS == "windows" {
+		return fmt.Sprintf("ping -n %d 127.0.0.1 >nul", secs+1)
+	}
+	return fmt.Sprintf("sleep %d", secs)
+}
+
+// echoVars is a terminal command printing the named variables joined by
+// "/": $NAME in sh, %NAME% in cmd (Windows).
+func echoVars(names ...string) string {
+	refs := make([]string, len(names))
+	for i, n := range names {
+		if goruntime.GOOS == "windows" {
+			refs[i] = "%" + n + "%"
+		} else {
+			refs[i] = "$" + n
+		}
+	}
+	return "echo " + strings.Join(refs, "/")
+}
+
+// echoedVars is what echoVars(names...) prints when only the variables in
+// set have values: sh expands an unset variable to nothing, cmd leaves its
+// %NAME% as it is.
+func echoedVars(names []string, set map[string]string) string {
+	vals := make([]string, len(names))
+	for i, n := range names {
+		v, ok := set[n]
+		if !ok && goruntime.GOOS == "windows" {
+			v = "%" + n + "%"
+		}
+		vals[i] = v
+	}
+	return strings.Join(vals, "/")
+}
+
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -442,7 +569,7 @@ func limits(t *testing.T, m runMode) {
 	})
 	t.Run("timeout during a tool call", func(t *testing.T) {
 		e := newEnvIn(t, m)
-		code, res, _ := e.run("from hermes_tools import terminal\nterminal('sleep 30')\n", "--timeout", "2")
+		code, res, _ := e.run("from hermes_tools import terminal\nterminal('"+sleepCommand(30)+"')\n", "--timeout", "2")
 		require.Equal(t, 1, code)
 		require.Equal(t, "timeout", res.Status)
 		require.Less(t, res.DurationSeconds, 15.0)

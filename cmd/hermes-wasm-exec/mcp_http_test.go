@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,7 @@ func TestMCPHTTPApprovals(t *testing.T) {
 	t.Parallel()
 	s := startHTTPMCP(t, nil)
 	s.waitReady(t)
+	rmShim(t, s.workdir)
 	const rm = "from hermes_tools import terminal\nprint(terminal('rm -rf ./build').get('error'))\nprint('after')\n"
 	for _, protocol := range []string{"", "2025-11-25"} {
 		build := filepath.Join(s.workdir, "build")
@@ -281,15 +283,18 @@ func TestMCPHTTPRefusals(t *testing.T) {
 	s := startHTTPMCP(t, nil, "--token-file", tokenFile)
 	b, err := os.ReadFile(tokenFile)
 	require.NoError(t, err)
-	fi, err := os.Stat(tokenFile)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	tok := strings.TrimSpace(string(b))
 	require.Len(t, tok, 64)
 	code, _ = s.get(t, "/metrics", "")
 	require.Equal(t, http.StatusUnauthorized, code)
 	code, _ = s.get(t, "/metrics", tok)
 	require.Equal(t, http.StatusOK, code)
+	if goruntime.GOOS == "windows" {
+		t.Skip("Windows: no POSIX file modes (the token file's access is the ACL it inherits from its dir) and no SIGINT to send a child without a console; the token file's 0600 mode and its removal at exit are checked on Linux and macOS")
+	}
+	fi, err := os.Stat(tokenFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.NoError(t, s.cmd.Process.Signal(os.Interrupt))
 	<-s.exited
 	require.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())

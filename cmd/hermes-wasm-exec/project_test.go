@@ -41,6 +41,12 @@ print(json.dumps({"bad": bad}))
 			require.Contains(t, res.Hint, "no threads")
 			return
 		}
+		if m.fallback {
+			// The embedded interpreter has no threads in project mode either.
+			require.Equal(t, 1, code, res.Output)
+			require.Contains(t, res.Error, "RuntimeError: can't start new thread")
+			return
+		}
 		require.Equal(t, 0, code, res.Output)
 		require.JSONEq(t, `{"bad": []}`, res.Output)
 		require.Equal(t, 48, res.ToolCallsMade)
@@ -77,6 +83,10 @@ func TestSameResultInBothModes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var first string
 			for _, m := range allModes {
+				if why := m.needsPython(); why != "" {
+					t.Logf("%s not compared: %s", m.name, why)
+					continue
+				}
 				e := newEnvIn(t, m)
 				e.copyProject()
 				// Only the timeout case runs into its limit; the others get a
@@ -169,4 +179,34 @@ print(sorted(n for n in os.listdir(".") if not n.startswith(".")))
 		require.NoError(t, err)
 		require.Equal(t, "hi", string(b))
 	})
+}
+
+// TestProjectFallbackCLI: `run --mode project` on a host with no python on
+// PATH (on every platform, Windows included) runs the script in the
+// embedded interpreter over the working dir, says so in the result's
+// warning and on stderr, and gives the script's result.
+func TestProjectFallbackCLI(t *testing.T) {
+	home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(workdir, "notes.txt"), []byte("alpha\n"), 0o644))
+	script := `import os
+from hermes_tools import read_file
+print(open("notes.txt").read().strip(), read_file("notes.txt")["content"].strip())
+open("made-by-script.txt", "w").write("hi")
+print(sorted(n for n in os.listdir(".") if not n.startswith(".")))
+`
+	code, stdout, stderr := child(t, []string{"PATH=" + t.TempDir(), "VIRTUAL_ENV=", "CONDA_PREFIX=", "HERMES_HOME=" + home, "TMPDIR=" + tmp},
+		script, "run", "--mode", "project", "--workdir", workdir, "-")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	var res result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res), stdout)
+	require.Equal(t, "success", res.Status)
+	require.Equal(t, "project", res.Mode)
+	require.Equal(t, "alpha 1|alpha\n['made-by-script.txt', 'notes.txt']\n", res.Output)
+	require.Equal(t, fallbackWarning, res.Warning)
+	require.Contains(t, stderr, "no usable python on this host: project mode runs the embedded WASI CPython over the session dir")
+	b, err := os.ReadFile(filepath.Join(workdir, "made-by-script.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "hi", string(b))
+	left, _ := os.ReadDir(tmp)
+	require.Empty(t, left, "temp dirs left behind")
 }

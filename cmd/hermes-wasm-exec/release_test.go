@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/gittree"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // TestReleaseReproducible runs `make release`'s script for one target twice:
@@ -23,6 +24,7 @@ import (
 // runs: `version` names the release, and a strict script runs on the
 // embedded interpreter.
 func TestReleaseReproducible(t *testing.T) {
+	testenv.SkipUnderWine(t, "wine has no git, bash or go to build the release with .ci/release; the release is built twice and compared on Linux")
 	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
@@ -71,6 +73,7 @@ func TestReleaseReproducible(t *testing.T) {
 // installs): `version` names it, and a strict script runs on the embedded
 // interpreter compiled for arm64 by wazero.
 func TestReleaseArm64(t *testing.T) {
+	testenv.SkipUnderWine(t, "wine has no qemu-aarch64-static (Linux user-mode emulation) or go to build the arm64 release; it runs on Linux")
 	t.Parallel()
 	qemu, err := exec.LookPath("qemu-aarch64-static")
 	require.NoError(t, err, "qemu-aarch64-static runs the arm64 binary: install qemu-user-static (make test does, as root)")

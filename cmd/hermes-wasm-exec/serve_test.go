@@ -836,6 +836,7 @@ func approvalsEnv(t *testing.T, configYAML string, answer func(approveParams) ma
 	t.Helper()
 	e := newServeEnv(t, defaultServeConfig+configYAML)
 	require.NoError(t, os.MkdirAll(filepath.Join(e.workdir, "build", "obj"), 0o755))
+	rmShim(t, e.workdir)
 	p := e.start()
 	p.setAnswer(answer)
 	return e, p
@@ -962,7 +963,7 @@ func TestServeApprovals(t *testing.T) {
 	t.Run("harmless commands are not asked about", func(t *testing.T) {
 		t.Parallel()
 		e, p := approvalsEnv(t, "", denied)
-		res := p.exec(t, map[string]any{"code": "from hermes_tools import terminal\nprint(terminal('ls build')['output'].split())", "mode": "strict", "workdir": e.workdir, "session": "h"})
+		res := p.exec(t, map[string]any{"code": "from hermes_tools import terminal\nprint(terminal('" + listDir("build") + "')['output'].split())", "mode": "strict", "workdir": e.workdir, "session": "h"})
 		require.Equal(t, "['obj']\n", res.Output)
 		require.Zero(t, p.asked.Load())
 	})
@@ -1037,6 +1038,7 @@ func TestServeApprovals(t *testing.T) {
 func TestRunApprovals(t *testing.T) {
 	e := newEnv(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(e.workdir, "build"), 0o755))
+	rmShim(t, e.workdir)
 	code, res, _ := e.run(sideEffect, "--kind", "gateway")
 	require.Equal(t, 1, code)
 	require.True(t, res.Blocked)
@@ -1807,9 +1809,12 @@ func TestServeDescribe(t *testing.T) {
 
 // skillProbe prints what the script and a terminal command see of the
 // skill variable and of a managed credential.
-const skillProbe = `import os, json
+var skillProbe = `import os, json
 from hermes_tools import terminal
-print(json.dumps([os.environ.get("SKILL_TOKEN"), os.environ.get("OPENAI_API_KEY"), terminal("echo $SKILL_TOKEN/$OPENAI_API_KEY")["output"].strip()]))`
+print(json.dumps([os.environ.get("SKILL_TOKEN"), os.environ.get("OPENAI_API_KEY"), terminal("` + echoVars(skillProbeVars...) + `")["output"].strip()]))`
+
+// skillProbeVars are the variables skillProbe's terminal command prints.
+var skillProbeVars = []string{"SKILL_TOKEN", "OPENAI_API_KEY"}
 
 // TestServeSkills: a skill's variables reach a session through
 // register_skill (names, a SKILL.md path or its content), open_session's
@@ -1837,7 +1842,9 @@ func TestServeSkills(t *testing.T) {
 				require.Equal(t, "success", res.Status, res.Output)
 				return strings.TrimSpace(res.Output)
 			}
-			const none, passed, terminalOnly = `[null, null, "/"]`, `["tok-1", null, "tok-1/"]`, `[null, null, "tok-1/"]`
+			unset := jsonString(echoedVars(skillProbeVars, nil))
+			token := jsonString(echoedVars(skillProbeVars, map[string]string{"SKILL_TOKEN": "tok-1"}))
+			none, passed, terminalOnly := `[null, null, `+unset+`]`, `["tok-1", null, `+token+`]`, `[null, null, `+token+`]`
 			require.JSONEq(t, none, probe("a", nil))
 
 			m := p.call(t, "register_skill", map[string]any{"session": "a-" + mode, "path": skillDir})
