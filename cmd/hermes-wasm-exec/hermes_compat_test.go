@@ -243,8 +243,14 @@ func checkCompat(t *testing.T, mode string, res result) {
 	require.Nil(t, got.Unlisted)
 
 	// The top-level timezone: TZ for the script and for its terminal commands. As in Hermes,
-	// not on Windows, whose programs do not read IANA names in TZ.
+	// not on Windows, whose programs do not read IANA names in TZ, except for a strict-mode
+	// guest, which reads them itself.
 	if goruntime.GOOS == "windows" {
+		if mode == "strict" {
+			require.NotNil(t, got.TZ, "a strict guest sees TZ on every system")
+			require.Equal(t, "Asia/Tokyo", *got.TZ)
+			return
+		}
 		require.Nil(t, got.TZ)
 		return
 	}

@@ -262,7 +262,7 @@ func WriteTokenFile(path, token string) error {
 		// left by an earlier server, or a file the caller chose.
 		os.Remove(path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := createPrivate(path)
 	if err != nil {
 		return fmt.Errorf("cannot write the token file: %w", err)
 	}
