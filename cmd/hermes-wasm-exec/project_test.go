@@ -122,7 +122,7 @@ func realPython(t *testing.T) string {
 
 func TestProjectInterpreter(t *testing.T) {
 	if goruntime.GOOS == "windows" {
-		t.Skip("builds POSIX venv layouts")
+		t.Skip("Windows: these cases build POSIX venv layouts (bin/python symlinks, a #!/bin/sh python) and need a host python; the fallback with no python is TestProjectFallbackCLI, on every platform")
 	}
 	const whoami = "import sys, os, json\nprint(json.dumps({'exe': sys.executable, 'cwd': os.getcwd()}))\n"
 	t.Run("venv chosen", func(t *testing.T) {
