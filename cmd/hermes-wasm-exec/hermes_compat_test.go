@@ -114,6 +114,9 @@ func TestHermesCompat(t *testing.T) {
 		outR, outW := io.Pipe()
 		var stderr syncBuffer
 		exit := make(chan int, 1)
+		// The sessions' dirs are made before the cleanup that ends the server,
+		// so removed after it (Windows removes no dir a process still has open).
+		workdirs := []string{t.TempDir(), t.TempDir()}
 		go func() {
 			code := Run([]string{"serve", "--log-level", "debug"}, inR, outW, &stderr)
 			outW.Close()
@@ -131,8 +134,8 @@ func TestHermesCompat(t *testing.T) {
 		// together.
 		modes := []string{"strict", "project"}
 		var pending []<-chan testMsg
-		for _, mode := range modes {
-			pending = append(pending, c.start("execute", map[string]any{"code": compatChecks, "mode": mode, "workdir": t.TempDir(), "session": "compat-" + mode}))
+		for i, mode := range modes {
+			pending = append(pending, c.start("execute", map[string]any{"code": compatChecks, "mode": mode, "workdir": workdirs[i], "session": "compat-" + mode}))
 		}
 		for i, mode := range modes {
 			checkCompat(t, mode, execResult(t, wait(t, pending[i])))
@@ -164,8 +167,11 @@ func TestHermesCompat(t *testing.T) {
 			outR, outW := io.Pipe()
 			var stderr syncBuffer
 			exit := make(chan int, 1)
+			// Made before the cleanup that ends the server, so removed after it
+			// (Windows removes no dir a process still has open).
+			workdir := t.TempDir()
 			go func() {
-				code := Run([]string{"mcp", "--mode", mode, "--workdir", t.TempDir()}, inR, outW, &stderr)
+				code := Run([]string{"mcp", "--mode", mode, "--workdir", workdir}, inR, outW, &stderr)
 				outW.Close()
 				exit <- code
 			}()
