@@ -1,6 +1,7 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,13 +167,16 @@ func rejectTerminalExtras(raw json.RawMessage) result {
 		strings.Join(extra, ", "))}
 }
 
-// outputCapture collects a command's output in bounded memory: ANSI escape
-// sequences are stripped as the bytes stream in, the first headChars
+// outputCapture collects a command's output in bounded memory: line ends
+// are made "\n" ("\r\n" and a lone "\r" alike, as Hermes's text-mode read
+// of the shell's output makes them: cmd.exe ends its lines with "\r\n"),
+// ANSI escape sequences are stripped as the bytes stream in, the first headChars
 // characters are kept, and a byte window large enough for the last
 // tailChars characters. It is safe for concurrent use.
 type outputCapture struct {
 	mu        sync.Mutex
 	done      bool
+	afterCR   bool // the last byte written was '\r'
 	strip     ansiStripper
 	headChars int
 	tailChars int
@@ -192,9 +196,30 @@ func (c *outputCapture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.done {
-		c.strip.feed(p, c.keep)
+		c.strip.feed(c.newlines(p), c.keep)
 	}
 	return len(p), nil
+}
+
+// newlines turns p's "\r\n" and lone "\r" into "\n", a "\r\n" split
+// between two writes too.
+func (c *outputCapture) newlines(p []byte) []byte {
+	if !c.afterCR && bytes.IndexByte(p, '\r') < 0 {
+		return p
+	}
+	out := make([]byte, 0, len(p))
+	for _, b := range p {
+		switch {
+		case b == '\r':
+			out = append(out, '\n')
+		case b == '\n' && c.afterCR:
+			// already given as the '\r'
+		default:
+			out = append(out, b)
+		}
+		c.afterCR = b == '\r'
+	}
+	return out
 }
 
 // keep stores stripped bytes b.

@@ -135,6 +135,11 @@ func TestOutputCapture(t *testing.T) {
 		{"escape split across writes", 10, 10, []string{"x\x1b", "[3", "1my"}, "xy"},
 		{"many small writes", 2, 3, strings.Split(strings.Repeat("z", 50)+"END", ""),
 			"zz\n\n... [OUTPUT TRUNCATED - 48 chars omitted out of 53 total] ...\n\nEND"},
+		// Line ends as Hermes's text-mode read gives them.
+		{"crlf is a newline", 100, 100, []string{"one\r\ntwo\r\n"}, "one\ntwo\n"},
+		{"lone cr is a newline", 100, 100, []string{"50%\r100%\n"}, "50%\n100%\n"},
+		{"crlf split across writes", 100, 100, []string{"a\r", "\nb\r", "\r\n"}, "a\nb\n\n"},
+		{"newlines counted after", 3, 2, []string{"a\r\nb\r\nc"}, "a\nb\nc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
