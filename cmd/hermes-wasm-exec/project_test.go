@@ -45,6 +45,7 @@ print(json.dumps({"bad": bad}))
 			// The embedded interpreter has no threads in project mode either.
 			require.Equal(t, 1, code, res.Output)
 			require.Contains(t, res.Error, "RuntimeError: can't start new thread")
+			require.Contains(t, res.Hint, "this project-mode run used the embedded WASI CPython, which has no threads")
 			return
 		}
 		require.Equal(t, 0, code, res.Output)

@@ -168,6 +168,11 @@ func TestHint(t *testing.T) {
 	require.Contains(t, failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'terminal' from 'hermes_tools' (/hermes_tools.py)"), []string{}), "Importable tools here: none.")
 	require.Contains(t, failureHint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
 	require.Contains(t, failureHint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
+	// A project-mode run that fell back to the embedded interpreter.
+	require.Contains(t, failureHint(modeProjectEmbedded, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "used the embedded CPython, which has the standard library only")
+	require.Equal(t, "With no python on this host, this project-mode run used the embedded WASI CPython, which has no threads: call tools one after another (each call is fast), or install Python 3.8+ for threads.",
+		failureHint(modeProjectEmbedded, exc("RuntimeError", "can't start new thread"), nil))
+	require.Empty(t, failureHint(config.ModeProject, exc("RuntimeError", "can't start new thread"), nil), "a real python's thread error is its own")
 	require.Contains(t, failureHint(config.ModeStrict, exc("TypeError", "the JSON object must be str, bytes or bytearray, not dict"), nil), "return dicts")
 	require.Contains(t, failureHint(config.ModeStrict, exc("OSError", "[Errno 51] No space left on device"), nil), "code_execution.disk_limit_mb")
 	require.Empty(t, failureHint(config.ModeProject, exc("OSError", "[Errno 28] No space left on device"), nil), "project mode has no disk limit: a full host disk is not the config's doing")

@@ -197,7 +197,11 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	case report != nil && report.Kind == "exception":
 		res.Status = config.StatusError
 		res.Error = strings.TrimRight(report.Traceback, "\n")
-		res.Hint = failureHint(req.Mode, report, broker.Enabled())
+		hintMode := req.Mode
+		if req.Embedded && req.Mode == config.ModeProject {
+			hintMode = modeProjectEmbedded
+		}
+		res.Hint = failureHint(hintMode, report, broker.Enabled())
 		res.ExitCode = intPtr(outcome.ExitCode)
 	case outcome.Crash != "":
 		res.Status = config.StatusError

@@ -44,6 +44,10 @@ var dictAsString = []string{
 
 // failureHint returns a one-line hint for an uncaught exception that is a common
 // agent mistake, or "". enabled is the execution's tool set (nil: all).
+// modeProjectEmbedded is failureHint's mode for a project-mode run that
+// fell back to the embedded interpreter.
+const modeProjectEmbedded = "project (embedded interpreter)"
+
 func failureHint(mode string, rep *ExitReport, enabled []string) string {
 	if rep == nil || rep.Kind != "exception" {
 		return ""
@@ -58,9 +62,14 @@ func failureHint(mode string, rep *ExitReport, enabled []string) string {
 		if mode == config.ModeStrict {
 			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
 		}
+		if mode == modeProjectEmbedded {
+			return "Module " + name + " is not available: with no python on this host, this project-mode run used the embedded CPython, which has the standard library only. Install Python 3.8+ (or activate the project's virtualenv) for installed packages, or use terminal() for host commands."
+		}
 		return "Module " + name + " is not installed in the interpreter running this script; install it in the project's environment or avoid it."
 	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == config.ModeStrict:
 		return "Strict mode's WASI interpreter has no threads: call tools one after another (each call is fast), or use project mode for threads."
+	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == modeProjectEmbedded:
+		return "With no python on this host, this project-mode run used the embedded WASI CPython, which has no threads: call tools one after another (each call is fast), or install Python 3.8+ for threads."
 	case mode == config.ModeStrict && strings.Contains(msg, "No space left on device"):
 		// The strict engine's disk budget: the jail fails writes, and new
 		// files and directories, past it with ENOSPC (errno 51 in WASI, 28 on

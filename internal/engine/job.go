@@ -23,6 +23,10 @@ type Request struct {
 	Code string
 	// Mode is config.ModeStrict or config.ModeProject; it is echoed in the result.
 	Mode string
+	// Embedded is set when a project-mode run uses the embedded
+	// interpreter (no python on the host): a failure's hint then speaks of
+	// that interpreter.
+	Embedded bool
 	// Workdir is the absolute session working directory the tools act on.
 	Workdir string
 	// Timeout is the wall-clock limit of the whole run. Zero means 300 s.

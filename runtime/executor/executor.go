@@ -604,6 +604,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 	return engine.Request{
 		Code:          code,
 		Mode:          c.mode,
+		Embedded:      c.mode == config.ModeProject && c.usesWasm(),
 		Workdir:       c.workdir,
 		Timeout:       c.timeout,
 		MaxToolCalls:  c.maxCalls,
