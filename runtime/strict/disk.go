@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -60,6 +60,11 @@ type diskBudget struct {
 	mu   sync.Mutex
 	used int64
 	open map[fileID]int // open descriptors per file, for unlink-while-open
+	// doomed are open files whose last link was removed: their size is
+	// released at their last close. Kept here rather than read from the
+	// link count at close, which Windows leaves at 1 while a deleted file
+	// is still open (delete pending).
+	doomed map[fileID]bool
 
 	// full is set when a write was refused for lack of room, and taken by
 	// the WASI function that made it (see wasiWrapped).
@@ -73,7 +78,7 @@ type fileID struct{ dev, ino uint64 }
 
 func statID(st sys.Stat_t) fileID {
 	if st.Ino == 0 {
-		return fileID{} // Windows: wazero reports no inode
+		return fileID{} // unknown (see identify)
 	}
 	return fileID{st.Dev, st.Ino}
 }
@@ -93,23 +98,29 @@ func newDiskBudget(dir string, limitMB int) (*diskBudget, error) {
 	if limitMB <= 0 {
 		return nil, nil
 	}
-	b := &diskBudget{limit: int64(limitMB) << 20, open: map[fileID]int{}}
+	b := &diskBudget{limit: int64(limitMB) << 20, open: map[fileID]int{}, doomed: map[fileID]bool{}}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("measuring the staging dir: %w", err)
+	}
+	defer root.Close()
 	seen := map[fileID]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != dir {
+		if p != "." {
 			b.used += entryCost(d.Name())
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		fi, err := d.Info()
+		// rootStat, not d.Info(): on Windows only it has the file's
+		// identity, to count each file once however many links it has.
+		st, err := rootStat(root, p, false)
 		if err != nil {
 			return err
 		}
-		st := sys.NewStat_t(fi)
 		if id := statID(st); id != (fileID{}) {
 			if seen[id] {
 				return nil // another link to a file already counted
@@ -191,7 +202,8 @@ func (b *diskBudget) removed(st sys.Stat_t) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id != (fileID{}) && b.open[id] > 0 {
-		return // released by close
+		b.doomed[id] = true // released by the last close
+		return
 	}
 	b.used -= st.Size
 }
@@ -299,11 +311,13 @@ func (f *budgetFile) Close() experimentalsys.Errno {
 		st, errno := f.File.Stat()
 		f.b.mu.Lock()
 		f.b.open[f.id]--
-		last := f.b.open[f.id] <= 0
-		if last {
+		if f.b.open[f.id] <= 0 {
 			delete(f.b.open, f.id)
-			if errno == 0 && st.Nlink == 0 {
-				f.b.used -= st.Size
+			if f.b.doomed[f.id] {
+				delete(f.b.doomed, f.id)
+				if errno == 0 {
+					f.b.used -= st.Size
+				}
 			}
 		}
 		f.b.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"time"
 
@@ -35,11 +36,32 @@ import (
 //
 // With a budget, it also counts what the guest stores, data and directory
 // entries (see diskBudget).
+//
+// # Windows
+//
+//   - Names follow the host's rules: NTFS is case-insensitive (and
+//     case-preserving), so "A.txt" and "a.txt" are one file in the jail, as
+//     on macOS's default APFS; the budget sees one file and one entry.
+//   - A name Windows cannot hold (a drive letter or alternate data stream
+//     "a:b", one of <>"|?* or a control character, a trailing dot or space,
+//     which Windows strips so "a." would be "a", or a device name such as
+//     NUL, CON or COM1, with or without an extension) names nothing: a
+//     lookup reports ENOENT, an operation that would create it EINVAL.
+//     Without this "a:b" would write an alternate data stream the budget
+//     cannot see, and "NUL" would open the device.
+//   - Junctions (mount points, which Go reports as irregular files) are
+//     refused like symlinks.
+//   - File identity (same-file check, hard links, unlink while open) is the
+//     volume serial number and file index, asked from a handle (see
+//     identify): an os.FileInfo has no inode there.
 type jailFS struct {
 	experimentalsys.UnimplementedFS
 	dir  string
 	root *os.Root
 	fs   experimentalsys.FS
+	// winNames applies Windows' file-name rules (see the type's doc): set
+	// on Windows, and by tests elsewhere.
+	winNames bool
 	// budget caps the bytes stored under dir; nil means no cap.
 	budget *diskBudget
 }
@@ -50,7 +72,59 @@ func newJailFS(dir string) (*jailFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jailFS{dir: dir, root: root, fs: sysfs.DirFS(dir)}, nil
+	return &jailFS{dir: dir, root: root, fs: sysfs.DirFS(dir), winNames: runtime.GOOS == "windows"}, nil
+}
+
+// windowsName reports whether name, one path component, can name a file on
+// Windows: no drive letter or stream (":"), none of <>"|?\* or control
+// characters, no trailing dot or space, and no device name (CON, PRN, AUX,
+// NUL, COM0-9, LPT0-9 and their superscript forms, CONIN$, CONOUT$), with
+// or without an extension (Windows before 11 opens "nul.txt" as NUL too).
+func windowsName(name string) bool {
+	if strings.ContainsAny(name, `<>:"|?*\`) || strings.HasSuffix(name, ".") || strings.HasSuffix(name, " ") {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 {
+			return false
+		}
+	}
+	base, _, _ := strings.Cut(name, ".")
+	base = strings.ToUpper(strings.TrimRight(base, " "))
+	switch base {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return false
+	}
+	if len(base) > 3 && (strings.HasPrefix(base, "COM") || strings.HasPrefix(base, "LPT")) {
+		switch base[3:] {
+		case "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "\u00b9", "\u00b2", "\u00b3":
+			return false
+		}
+	}
+	return true
+}
+
+// badName reports whether the clean path p has a component the host
+// cannot name (only on Windows; see the type's doc).
+func (j *jailFS) badName(p string) bool {
+	if !j.winNames || p == "." {
+		return false
+	}
+	for part := range strings.SplitSeq(p, "/") {
+		if !windowsName(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// creatable refuses, with EINVAL, a path to create that the host cannot
+// name (see badName).
+func (j *jailFS) creatable(p string) experimentalsys.Errno {
+	if j.badName(p) {
+		return experimentalsys.EINVAL
+	}
+	return 0
 }
 
 func (j *jailFS) close() error { return j.root.Close() }
@@ -73,6 +147,9 @@ func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
 	if p == "." {
 		return 0
 	}
+	if j.badName(p) {
+		return experimentalsys.ENOENT // no such file can exist
+	}
 	parts := strings.Split(p, "/")
 	for i := range parts {
 		fi, err := j.root.Lstat(strings.Join(parts[:i+1], "/"))
@@ -82,7 +159,8 @@ func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
 			}
 			return experimentalsys.UnwrapOSError(err)
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 && (i < len(parts)-1 || follow) {
+		// ModeIrregular: a Windows junction (mount point), a link too.
+		if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 && (i < len(parts)-1 || follow) {
 			return experimentalsys.EACCES
 		}
 	}
@@ -92,6 +170,11 @@ func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
 // OpenFile implements experimentalsys.FS.
 func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	p = clean(p)
+	if flag&experimentalsys.O_CREAT != 0 {
+		if errno := j.creatable(p); errno != 0 {
+			return nil, errno
+		}
+	}
 	if errno := j.check(p, flag&experimentalsys.O_NOFOLLOW == 0); errno != 0 {
 		return nil, errno
 	}
@@ -172,15 +255,32 @@ func (j *jailFS) sameFile(p string, f experimentalsys.File) experimentalsys.Errn
 	if errno != 0 {
 		return errno
 	}
-	fi, err := j.root.Stat(p)
+	want, err := rootStat(j.root, p, true)
 	if err != nil {
 		return experimentalsys.EACCES
 	}
-	want := sys.NewStat_t(fi)
-	if got.Ino != 0 && want.Ino != 0 && (got.Ino != want.Ino || got.Dev != want.Dev) {
+	if got.Ino != want.Ino || got.Dev != want.Dev {
 		return experimentalsys.EACCES
 	}
 	return 0
+}
+
+// rootStat stats p through root (following a last symlink when follow),
+// with the file's identity and link count on every platform (see
+// identify).
+func rootStat(root *os.Root, p string, follow bool) (sys.Stat_t, error) {
+	if follow {
+		return rootStatFollow(root, p)
+	}
+	fi, err := root.Lstat(p)
+	if err != nil {
+		return sys.Stat_t{}, err
+	}
+	st := sys.NewStat_t(fi)
+	if st.Ino == 0 && fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) == 0 {
+		identify(root, p, &st)
+	}
+	return st, nil
 }
 
 // Lstat implements experimentalsys.FS.
@@ -189,11 +289,11 @@ func (j *jailFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	if errno := j.check(p, false); errno != 0 {
 		return sys.Stat_t{}, errno
 	}
-	fi, err := j.root.Lstat(p)
+	st, err := rootStat(j.root, p, false)
 	if err != nil {
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
-	return sys.NewStat_t(fi), 0
+	return st, 0
 }
 
 // Stat implements experimentalsys.FS.
@@ -202,11 +302,13 @@ func (j *jailFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	if errno := j.check(p, true); errno != 0 {
 		return sys.Stat_t{}, errno
 	}
-	fi, err := j.root.Stat(p)
+	// With the identity a handle reports (fstat): SQLite compares the
+	// two to tell whether its database was moved.
+	st, err := rootStat(j.root, p, true)
 	if err != nil {
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
-	return sys.NewStat_t(fi), 0
+	return st, 0
 }
 
 // Mkdir implements experimentalsys.FS.
@@ -214,6 +316,9 @@ func (j *jailFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 	p = clean(p)
 	if p == "." {
 		return experimentalsys.EEXIST
+	}
+	if errno := j.creatable(p); errno != 0 {
+		return errno
 	}
 	if errno := j.check(p, false); errno != 0 {
 		return errno
@@ -241,6 +346,9 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	if errno := j.check(from, false); errno != 0 {
 		return errno
 	}
+	if errno := j.creatable(to); errno != 0 {
+		return errno
+	}
 	if errno := j.check(to, false); errno != 0 {
 		return errno
 	}
@@ -256,7 +364,10 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 		switch {
 		case err1 != nil, err2 == nil && os.SameFile(fromInfo, toInfo):
 		case err2 == nil:
-			st := sys.NewStat_t(toInfo)
+			st, err := rootStat(j.root, to, false)
+			if err != nil {
+				return experimentalsys.UnwrapOSError(err)
+			}
 			replaced = &st
 			delta = -entryCost(path.Base(from))
 		default:
@@ -306,18 +417,18 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 	if errno := j.check(p, false); errno != 0 {
 		return errno
 	}
-	fi, err := j.root.Lstat(p)
+	st, err := rootStat(j.root, p, false)
 	if err != nil {
 		return experimentalsys.UnwrapOSError(err)
 	}
-	if fi.IsDir() {
+	if st.Mode.IsDir() {
 		return experimentalsys.EISDIR
 	}
 	if errno := experimentalsys.UnwrapOSError(j.root.Remove(p)); errno != 0 {
 		return errno
 	}
 	if j.budget != nil {
-		j.budget.removed(sys.NewStat_t(fi))
+		j.budget.removed(st)
 		j.budget.shrink(entryCost(path.Base(p)))
 	}
 	return 0
@@ -327,6 +438,9 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 func (j *jailFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	oldPath, newPath = clean(oldPath), clean(newPath)
 	if errno := j.check(oldPath, true); errno != 0 {
+		return errno
+	}
+	if errno := j.creatable(newPath); errno != 0 {
 		return errno
 	}
 	if errno := j.check(newPath, false); errno != 0 {
