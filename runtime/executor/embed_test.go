@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/gittree"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // TestEmbedProgram is an embedder's first five minutes: testdata/embed, a
@@ -27,6 +28,7 @@ import (
 // JSON of a strict script that calls it.
 func TestEmbedProgram(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderWine(t, "wine has no go command (nor git) to build the embedding program; it is built and run by this test on Linux")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is not on PATH, so the embedding program cannot be built: install Go (https://go.dev/dl) or put it on PATH: %v", err)

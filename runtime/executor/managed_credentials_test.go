@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -32,6 +33,10 @@ func TestManagedCredentialsRefusedBySkills(t *testing.T) {
 	require.Empty(t, rec.find("skill environment variables registered"), "nothing was registered")
 }
 
+// envCommand lists the environment as NAME=value lines: env under sh, set
+// under cmd (what terminal() runs on Windows).
+var envCommand = map[bool]string{false: "env", true: "set"}[goruntime.GOOS == "windows"]
+
 // TestManagedCredentialsNeverReachScripts: the credentials the issue names, set in the host
 // environment and listed in terminal.env_passthrough and by a skill, reach neither a script
 // nor its terminal commands, while a third-party key listed the same way does.
@@ -55,7 +60,7 @@ func TestManagedCredentialsNeverReachScripts(t *testing.T) {
 from hermes_tools import terminal
 names = ` + string(names) + `
 seen = [n for n in names if n in os.environ]
-out = terminal("env")["output"]
+out = terminal("` + envCommand + `")["output"]
 print(json.dumps({"script": seen, "terminal": [n for n in names if n + "=" in out]}))`
 	res := run(t, ex, Request{Code: code, Mode: config.ModeStrict})
 	require.JSONEq(t, `{"script": ["TENOR_API_KEY"], "terminal": ["TENOR_API_KEY"]}`, res.Output)

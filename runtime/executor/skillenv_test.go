@@ -76,13 +76,27 @@ func testEnviron(vars ...string) []string {
 }
 
 // envProbe prints what the script and a terminal command see of the skill
-// variable and of a managed credential.
-const envProbe = `import os, json
+// variable and of a managed credential. terminal() runs sh on Unix and
+// cmd on Windows, where a variable is %NAME% (an unset one is printed as
+// is, which the probe removes) and | must be escaped as ^|.
+var envProbe = `import os, json
 from hermes_tools import terminal
-print(json.dumps({
-    "script": [os.environ.get("SKILL_TOKEN"), os.environ.get("OPENAI_API_KEY"), os.environ.get("MY_SEARCH_KEY")],
-    "terminal": terminal("echo \"$SKILL_TOKEN|$OPENAI_API_KEY|$MY_SEARCH_KEY\"")["output"].strip(),
-}))`
+names = ("SKILL_TOKEN", "OPENAI_API_KEY", "MY_SEARCH_KEY")
+if ` + pyBool(goruntime.GOOS == "windows") + `:
+    out = terminal("echo %SKILL_TOKEN%^|%OPENAI_API_KEY%^|%MY_SEARCH_KEY%")["output"].strip()
+    for n in names:
+        out = out.replace("%" + n + "%", "")
+else:
+    out = terminal("echo \"$SKILL_TOKEN|$OPENAI_API_KEY|$MY_SEARCH_KEY\"")["output"].strip()
+print(json.dumps({"script": [os.environ.get(n) for n in names], "terminal": out}))`
+
+// pyBool is b as a Python literal.
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
 
 const (
 	notPassed = `{"script": [null, null, null], "terminal": "||"}`
