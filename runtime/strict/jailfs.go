@@ -151,6 +151,11 @@ func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
 		return experimentalsys.ENOENT // no such file can exist
 	}
 	parts := strings.Split(p, "/")
+	if !follow {
+		// The last component may be a symlink: the operation looks at
+		// (or removes, or makes) the link itself.
+		parts = parts[:len(parts)-1]
+	}
 	for i := range parts {
 		fi, err := j.root.Lstat(strings.Join(parts[:i+1], "/"))
 		if err != nil {
@@ -160,7 +165,7 @@ func (j *jailFS) check(p string, follow bool) experimentalsys.Errno {
 			return experimentalsys.UnwrapOSError(err)
 		}
 		// ModeIrregular: a Windows junction (mount point), a link too.
-		if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 && (i < len(parts)-1 || follow) {
+		if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 {
 			return experimentalsys.EACCES
 		}
 	}
