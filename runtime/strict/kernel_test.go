@@ -477,7 +477,7 @@ func vmRSS() (int64, bool) {
 // each).
 func TestStrictKernelRSS(t *testing.T) {
 	if goruntime.GOOS != "linux" {
-		t.Skip("reads /proc/self/status")
+		t.Skip("Linux only: reads the resident memory from /proc/self/status, which " + goruntime.GOOS + " does not have; strict memory limits are tested on every platform (memory_test.go)")
 	}
 	e := testEngine(t)
 	const n = 8
