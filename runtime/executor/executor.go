@@ -344,8 +344,11 @@ func (e *Executor) run(ctx context.Context, req Request, q *fifo, place chan str
 	}
 	res, err := e.execute(ctx, req, q, place)
 	err = e.asClosed(err)
-	done()
+	// Logged before the call counts as ended: once Close has returned no
+	// call logs any more, so an embedder may close its log sink then (on
+	// Windows an open log file cannot be removed).
 	e.logDone(req, res, err, time.Since(start))
+	done()
 	return res, err
 }
 
