@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -281,8 +282,12 @@ func TestResultTexts(t *testing.T) {
 				warning, fallback, _ = strings.Cut(warning, " No usable python on this host")
 				require.NotEmpty(t, fallback, res.Warning)
 			}
+			literal := `"` + res.StdoutSpillPath + `"` // the path as a Python literal
+			if runtime.GOOS == "windows" {
+				literal = `r"` + res.StdoutSpillPath + `"`
+			}
 			require.Equal(t, "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to "+res.StdoutSpillPath+
-				` — page it with read_file(path="`+res.StdoutSpillPath+`", offset=...) instead of re-running.`, warning)
+				` — page it with read_file(path=`+literal+`, offset=...) instead of re-running.`, warning)
 			// stderr: the head only, 10,000 bytes.
 			_, stderr, ok := strings.Cut(res.Output, "\n--- stderr ---\n")
 			require.True(t, ok, res.Output)
