@@ -50,6 +50,9 @@ type Engine struct {
 	// RemotePython is the interpreter run on a remote backend; empty means
 	// python3 (found on the target's PATH).
 	RemotePython string
+
+	// drain overrides drainTimeout (tests).
+	drain time.Duration
 }
 
 func (e *Engine) remotePython() string {
@@ -76,8 +79,8 @@ type proc interface {
 	// kill ends the tree at once and returns once the interpreter exited.
 	kill()
 	// drain waits for the exit and for the output readers (read is closed
-	// when they are done), for at most drainTimeout after the exit.
-	drain(read <-chan struct{})
+	// when they are done), for at most wait after the exit.
+	drain(read <-chan struct{}, wait time.Duration)
 	release()
 	// result is how the interpreter ended; call it once done.
 	result() engine.Outcome
@@ -161,7 +164,7 @@ func (e *Engine) supervise(ctx context.Context, c proc, job *engine.Job) engine.
 	case <-ctx.Done():
 		c.stop(e.grace())
 	}
-	c.drain(copied)
+	c.drain(copied, e.drainWait())
 	return c.result()
 }
 
@@ -170,6 +173,15 @@ func (e *Engine) transport() string {
 		return DefaultTransport()
 	}
 	return e.Transport
+}
+
+// drainWait is how long output is still read after the child's exit:
+// drainTimeout, or the test's own.
+func (e *Engine) drainWait() time.Duration {
+	if e.drain <= 0 {
+		return drainTimeout
+	}
+	return e.drain
 }
 
 func (e *Engine) grace() time.Duration {
@@ -283,10 +295,10 @@ func (c *child) kill() {
 }
 
 // drain waits until the child has exited and the pipe readers are done
-// (read is closed when they are), for at most drainTimeout after the
-// exit, then closes the read ends.
-func (c *child) drain(read <-chan struct{}) {
-	drainAfter(c.exited, read, func() {
+// (read is closed when they are), for at most wait after the exit, then
+// closes the read ends.
+func (c *child) drain(read <-chan struct{}, wait time.Duration) {
+	drainAfter(c.exited, read, wait, func() {
 		// A process outside the group still holds the pipes.
 		c.stdout.SetReadDeadline(time.Now())
 		c.stderr.SetReadDeadline(time.Now())
@@ -300,9 +312,9 @@ func (c *child) drain(read <-chan struct{}) {
 // drainAfter waits until exited is closed, then until read is, for at most
 // drainTimeout; past that it calls cut, which must end the readers, and
 // waits for read.
-func drainAfter(exited, read <-chan struct{}, cut func()) {
+func drainAfter(exited, read <-chan struct{}, wait time.Duration, cut func()) {
 	<-exited
-	t := time.NewTimer(drainTimeout)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-read:

@@ -323,7 +323,7 @@ func (k *kernel) teardown() {
 		k.disp.Close()
 		if k.child != nil {
 			k.child.kill()
-			k.child.drain(k.pumped)
+			k.child.drain(k.pumped, drainTimeout)
 			k.child.release()
 		}
 		if k.srv != nil {

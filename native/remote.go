@@ -273,9 +273,9 @@ func (c *remoteChild) kill() {
 }
 
 // drain waits until the relay has ended and the output readers are done,
-// for at most drainTimeout after its end.
-func (c *remoteChild) drain(read <-chan struct{}) {
-	drainAfter(c.exited, read, func() {
+// for at most wait after its end.
+func (c *remoteChild) drain(read <-chan struct{}, wait time.Duration) {
+	drainAfter(c.exited, read, wait, func() {
 		c.stdout.Close()
 		c.stderr.Close()
 	})
