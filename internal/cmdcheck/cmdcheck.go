@@ -89,12 +89,36 @@ func reasonDynamicArgs(program string) string {
 	return "runs " + program + " with arguments only known at run time ($VAR, $(...), a glob)"
 }
 
-// Check returns the reasons cmd needs approval, each once, in the order
-// found; none means it matched no rule. It never fails: input it cannot
-// read is flagged with a reason saying so.
+// Dialect is the shell a command line is written for.
+type Dialect string
+
+// The dialects: Sh is bash and POSIX sh (Linux, macOS, Git Bash on
+// Windows, the docker, ssh and exec backends); Cmd is cmd.exe, which runs
+// terminal() commands on a Windows host without Git Bash (see cmd.go).
+const (
+	Sh  Dialect = "sh"
+	Cmd Dialect = "cmd"
+	// powerShell is the code of powershell -Command (not a terminal shell
+	// of its own: it is only reached from a cmd.exe line).
+	powerShell Dialect = "powershell"
+)
+
+// Check returns the reasons cmd, a POSIX shell line, needs approval, each
+// once, in the order found; none means it matched no rule. It never
+// fails: input it cannot read is flagged with a reason saying so.
 func Check(cmd string) []string {
+	return CheckShell(cmd, Sh)
+}
+
+// CheckShell is [Check] for a line written for dialect d: Cmd reads it as
+// cmd.exe does, with the Windows rules; anything else is Sh.
+func CheckShell(cmd string, d Dialect) []string {
 	c := &checker{}
-	c.check(cmd, 0)
+	if d == Cmd {
+		c.checkCmd(cmd, 0)
+	} else {
+		c.check(cmd, 0)
+	}
 	return c.reasons
 }
 
@@ -124,8 +148,9 @@ type checker struct {
 }
 
 type checked struct {
-	src   string
-	depth int
+	src     string
+	depth   int
+	dialect Dialect
 }
 
 func (c *checker) add(reason string) {
@@ -140,27 +165,7 @@ func (c *checker) add(reason string) {
 // check parses src, a command line or a string run as one at nesting
 // depth, and holds every command in it against the rules.
 func (c *checker) check(src string, depth int) {
-	if strings.TrimSpace(src) == "" {
-		return
-	}
-	// Each dialect's reading finds the same strings run as code; one
-	// check of each is enough (and keeps nested code from doubling per
-	// level).
-	key := checked{src, depth}
-	if c.seen[key] {
-		return
-	}
-	if c.seen == nil {
-		c.seen = map[checked]bool{}
-	}
-	c.seen[key] = true
-	c.work += len(src)
-	switch {
-	case len(src) > maxInput || c.work > maxWork:
-		c.add(reasonTooLong)
-		return
-	case depth > maxDepth || nesting(src) > maxNesting:
-		c.add(reasonTooComplex)
+	if !c.enter(src, depth, Sh) {
 		return
 	}
 	// The terminal runs the line with /bin/sh, which is dash on Debian
@@ -181,6 +186,36 @@ func (c *checker) check(src string, depth int) {
 	if !parsed {
 		c.add(reasonUnparseable)
 	}
+}
+
+// enter starts the check of src in dialect d at nesting depth: false
+// when there is nothing to do (empty, already checked, or over a bound,
+// which is flagged).
+func (c *checker) enter(src string, depth int, d Dialect) bool {
+	if strings.TrimSpace(src) == "" {
+		return false
+	}
+	// Each dialect's reading finds the same strings run as code; one
+	// check of each is enough (and keeps nested code from doubling per
+	// level).
+	key := checked{src, depth, d}
+	if c.seen[key] {
+		return false
+	}
+	if c.seen == nil {
+		c.seen = map[checked]bool{}
+	}
+	c.seen[key] = true
+	c.work += len(src)
+	switch {
+	case len(src) > maxInput || c.work > maxWork:
+		c.add(reasonTooLong)
+		return false
+	case depth > maxDepth || nesting(src) > maxNesting:
+		c.add(reasonTooComplex)
+		return false
+	}
+	return true
 }
 
 // dialects are the shells a line is read as: bash, and POSIX sh (dash).

@@ -15,6 +15,7 @@ var allReasons = []string{
 	reasonFirewall, reasonHistory, reasonCrontab, reasonEtc, reasonSSH, reasonTooComplex,
 	reasonDynamic, reasonEval, reasonStdinCode, reasonUnparseable, reasonTooLong,
 	reasonKillParent, reasonTarRemove, reasonSyncDelete, reasonGitCode, reasonZipMove,
+	reasonEncoded, reasonRegistry, reasonACL, reasonBoot, reasonShadows, reasonWipe, reasonEventLogs,
 }
 
 // knownReason reports whether r is a reason Check may give: one of
@@ -24,6 +25,11 @@ func knownReason(r string) bool {
 		return true
 	}
 	for name := range argRules {
+		if r == reasonDynamicArgs(name) {
+			return true
+		}
+	}
+	for name := range winRules {
 		if r == reasonDynamicArgs(name) {
 			return true
 		}
@@ -50,21 +56,45 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		done := make(chan []string, 1)
-		go func() { done <- Check(s) }()
-		var got []string
-		select {
-		case got = <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("Check(%q) did not return", s)
-		}
-		if again := Check(s); !slices.Equal(got, again) {
-			t.Fatalf("Check(%q) = %q, then %q", s, got, again)
-		}
-		for i, r := range got {
-			if !knownReason(r) || slices.Contains(got[:i], r) {
-				t.Fatalf("Check(%q) gave %q", s, got)
-			}
-		}
+		checkOnce(t, s, Sh)
 	})
+}
+
+// FuzzCheckCmd is FuzzCheck for the cmd.exe dialect.
+func FuzzCheckCmd(f *testing.F) {
+	for cmd := range cmdDangerous {
+		f.Add(cmd)
+	}
+	for _, cmd := range cmdHarmless {
+		f.Add(cmd)
+	}
+	for _, s := range []string{`"`, `^`, `(((`, `)))`, `%`, `!a!`, `if`, `if not`, `for /f %i in ('`, `cmd /c "`, `powershell -c "'`, "powershell -c \"`", `2>&1`, `>`, `<# x`, `start "`, `wsl -u`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkOnce(t, s, Cmd)
+	})
+}
+
+// checkOnce checks s in dialect d: CheckShell does not panic, returns
+// within a bounded time, gives the same answer twice, and only gives
+// known reasons, each once.
+func checkOnce(t *testing.T, s string, d Dialect) {
+	t.Helper()
+	done := make(chan []string, 1)
+	go func() { done <- CheckShell(s, d) }()
+	var got []string
+	select {
+	case got = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Check(%q) did not return", s)
+	}
+	if again := CheckShell(s, d); !slices.Equal(got, again) {
+		t.Fatalf("Check(%q) = %q, then %q", s, got, again)
+	}
+	for i, r := range got {
+		if !knownReason(r) || slices.Contains(got[:i], r) {
+			t.Fatalf("Check(%q) gave %q", s, got)
+		}
+	}
 }
