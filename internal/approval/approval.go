@@ -181,12 +181,15 @@ func (a *Policy) scriptApproved(session string) bool {
 
 // Command decides whether a terminal command may run; "" when it may.
 // Only CLI sessions approve commands one by one: in gateway and automation
-// sessions the whole script was approved before it ran.
-func (a *Policy) Command(ctx context.Context, ap Approver, session, kind, command string) string {
+// sessions the whole script was approved before it ran. shell is the
+// dialect of the shell that will run the command (cmdcheck.Cmd for
+// cmd.exe on a Windows host without Git Bash, else cmdcheck.Sh): the
+// command is read as that shell reads it.
+func (a *Policy) Command(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect) string {
 	if needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
-	reasons := cmdcheck.Check(command)
+	reasons := cmdcheck.CheckShell(command, shell)
 	if len(reasons) == 0 {
 		return ""
 	}

@@ -70,6 +70,16 @@ func isSystem32(p string) bool {
 	return false
 }
 
+// LocalShell is the dialect of the shell that runs a terminal() command
+// on this host: "sh" when Git Bash is found (gitBash), else "cmd"
+// (cmd.exe). The names are package cmdcheck's dialects.
+func LocalShell() string {
+	if gitBash() != "" {
+		return ShellSh
+	}
+	return ShellCmd
+}
+
 // shellCommand runs command with Git Bash (bash -c) when gitBash finds
 // one, else with cmd /d /s /c, whose command line is passed verbatim
 // (cmd.exe does its own parsing). Its process tree (process group, job

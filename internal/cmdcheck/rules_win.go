@@ -140,12 +140,13 @@ func rdRule(w *win, args []carg, in stageInput) {
 	if !hasSwitch(args, "s") {
 		return
 	}
-	w.add(reasonRecursiveDelete)
 	for _, a := range winPaths(args) {
 		if winRoot(a.text) {
 			w.add(reasonRootDelete)
+			return
 		}
 	}
+	w.add(reasonRecursiveDelete)
 }
 
 // delRule: del /s deletes in every subdirectory; del of a drive or

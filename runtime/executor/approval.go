@@ -33,7 +33,11 @@ type (
 // package internal/cmdcheck: it parses the command as a shell does, flags
 // what it cannot read for certain (a command name only known at run time,
 // eval, a program piped into a shell, a syntax error), and is defence in
-// depth, not a boundary.
+// depth, not a boundary. It reads cmd as a POSIX sh line (bash and dash),
+// as terminal() runs it on Linux, macOS, Git Bash and the remote
+// backends; a CLI session on a Windows host without Git Bash, whose
+// commands cmd.exe runs, reads them as cmd.exe does instead
+// (docs/behaviour.md §8).
 func DangerousCommand(cmd string) (reason string, dangerous bool) {
 	return cmdcheck.Dangerous(cmd)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
@@ -473,6 +474,16 @@ type call struct {
 	backend backend.Backend
 }
 
+// shell is the dialect of the shell c's terminal() commands run with: a
+// remote backend's POSIX sh, or this host's (cmd.exe on Windows without
+// Git Bash), so that the approval check reads them as that shell does.
+func (c *call) shell() cmdcheck.Dialect {
+	if c.backend != nil {
+		return cmdcheck.Sh
+	}
+	return cmdcheck.Dialect(backend.LocalShell())
+}
+
 // usesWasm reports whether the call runs in the embedded interpreter.
 func (c *call) usesWasm() bool {
 	return c.mode == config.ModeStrict || c.backend == nil && c.python.Path == ""
@@ -630,7 +641,7 @@ func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 				Command string `json:"command"`
 			}
 			if json.Unmarshal(args, &a) == nil && a.Command != "" {
-				if blocked := e.approvals.Command(ctx, c.approver, c.session, c.kind, a.Command); blocked != "" {
+				if blocked := e.approvals.Command(ctx, c.approver, c.session, c.kind, a.Command, c.shell()); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}
