@@ -15,7 +15,7 @@ var allReasons = []string{
 	reasonFirewall, reasonHistory, reasonCrontab, reasonEtc, reasonSSH, reasonTooComplex,
 	reasonDynamic, reasonEval, reasonStdinCode, reasonUnparseable, reasonTooLong,
 	reasonKillParent, reasonTarRemove, reasonSyncDelete, reasonGitCode, reasonZipMove,
-	reasonEncoded, reasonRegistry, reasonACL, reasonBoot, reasonShadows, reasonWipe, reasonEventLogs,
+	reasonEncoded, reasonRegistry, reasonACL, reasonBoot, reasonShadows, reasonWipe, reasonEventLogs, reasonPipedDelete,
 }
 
 // knownReason reports whether r is a reason Check may give: one of

@@ -271,6 +271,10 @@ func (w *win) psCommand(words []psWord, in stageInput, downloads *bool) {
 		if param("recurse", 1) {
 			w.add(reasonRecursiveDelete)
 		}
+		if in.piped {
+			// Get-ChildItem -Recurse | Remove-Item: find -delete.
+			w.add(reasonPipedDelete)
+		}
 		for _, a := range args {
 			l := strings.ToLower(a.text)
 			if machineKey(l) {

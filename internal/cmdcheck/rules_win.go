@@ -8,13 +8,14 @@ import (
 // POSIX rules where the meaning is the same: a recursive delete is
 // reasonRecursiveDelete whether rm -r or rd /s does it).
 const (
-	reasonEncoded   = "runs an encoded command that cannot be read (powershell -EncodedCommand)"
-	reasonRegistry  = "changes the system registry (reg delete, reg add/import to HKLM)"
-	reasonACL       = "recursive ownership or permission change (takeown /r, icacls /t)"
-	reasonBoot      = "changes the boot configuration (bcdedit)"
-	reasonShadows   = "deletes shadow copies or backups (vssadmin delete shadows)"
-	reasonWipe      = "overwrites free disk space (cipher /w)"
-	reasonEventLogs = "clears the system event logs (wevtutil cl, Clear-EventLog)"
+	reasonEncoded     = "runs an encoded command that cannot be read (powershell -EncodedCommand)"
+	reasonRegistry    = "changes the system registry (reg delete, reg add/import to HKLM)"
+	reasonACL         = "recursive ownership or permission change (takeown /r, icacls /t)"
+	reasonBoot        = "changes the boot configuration (bcdedit)"
+	reasonShadows     = "deletes shadow copies or backups (vssadmin delete shadows)"
+	reasonWipe        = "overwrites free disk space (cipher /w)"
+	reasonEventLogs   = "clears the system event logs (wevtutil cl, Clear-EventLog)"
+	reasonPipedDelete = "deletes the items piped to it (... | Remove-Item)"
 )
 
 // winRule checks a Windows program's arguments; in is what the program
