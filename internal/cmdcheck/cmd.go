@@ -495,7 +495,7 @@ func rawLine(args []carg) string {
 // reads commands on stdin.
 func cmdRule(w *win, args []carg, in stageInput) {
 	for i, a := range args {
-		l := strings.ToLower(a.raw)
+		l := lowerASCII(a.raw) // indexes a.raw
 		if !strings.HasPrefix(l, "/") {
 			break
 		}
@@ -519,6 +519,18 @@ func cmdRule(w *win, args []carg, in stageInput) {
 		return
 	}
 	stdinCode(w, in)
+}
+
+// lowerASCII lower-cases the ASCII letters of s only, so that offsets in
+// it are offsets in s (strings.ToLower rewrites invalid UTF-8).
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // stdinCode flags a shell that reads its commands on stdin from a pipe.

@@ -24,7 +24,7 @@ var psDownloads = map[string]bool{
 // read; -Command - reads code on stdin; -File runs a script not seen here.
 func powershellRule(w *win, args []carg, in stageInput) {
 	for i := 0; i < len(args); i++ {
-		a := strings.ToLower(args[i].text)
+		a := lowerASCII(args[i].text)
 		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "/") {
 			psCode(w, args[i:], in)
 			return
@@ -39,6 +39,7 @@ func powershellRule(w *win, args []carg, in stageInput) {
 			return
 		case psParam(name, "command", 1):
 			if hasValue {
+				value = args[i].text[len(args[i].text)-len(value):] // as written
 				psCode(w, append([]carg{{text: value, raw: value, runtime: args[i].runtime}}, args[i+1:]...), in)
 			} else {
 				psCode(w, args[i+1:], in)
