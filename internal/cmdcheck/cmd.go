@@ -491,7 +491,7 @@ func rawLine(args []carg) string {
 }
 
 // cmdRule: cmd /c LINE and /k LINE run LINE (with /s, and in most cases
-// without, cmd takes off the first and last quote); cmd without either
+// without, cmd takes off its first and last quote); cmd without either
 // reads commands on stdin.
 func cmdRule(w *win, args []carg, in stageInput) {
 	for i, a := range args {
@@ -509,11 +509,19 @@ func cmdRule(w *win, args []carg, in stageInput) {
 			continue
 		}
 		code := strings.TrimSpace(a.raw[at+2:] + " " + rawLine(args[i+1:]))
-		if strings.HasPrefix(code, `"`) {
-			code = code[1:]
-			if j := strings.LastIndexByte(code, '"'); j >= 0 {
-				code = code[:j] + code[j+1:]
-			}
+		if !strings.HasPrefix(code, `"`) {
+			w.c.checkCmd(code, w.depth+1)
+			return
+		}
+		// Whether cmd takes the quotes off depends on /s and on what is
+		// between them: when they are not one pair around it all
+		// ("a b" c "d"), both readings are checked.
+		if strings.IndexByte(code[1:], '"') != len(code)-2 {
+			w.c.checkCmd(code, w.depth+1)
+		}
+		code = code[1:]
+		if j := strings.LastIndexByte(code, '"'); j >= 0 {
+			code = code[:j] + code[j+1:]
 		}
 		w.c.checkCmd(code, w.depth+1)
 		return
