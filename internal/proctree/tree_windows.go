@@ -19,6 +19,7 @@ import (
 // There is a short window between the start and the assignment in which
 // a process the command starts is not in the job; the command is only
 // just starting then (the Go runtime gives no way to start it suspended).
+// A command that has already exited by then gets no job.
 type sysTree struct {
 	job windows.Handle
 }
@@ -49,7 +50,7 @@ func attach(cmd *exec.Cmd) (sysTree, error) {
 		windows.CloseHandle(job)
 		return sysTree{}, fmt.Errorf("configuring the job object: %w", err)
 	}
-	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE|windows.SYNCHRONIZE, false, uint32(cmd.Process.Pid))
 	if err != nil {
 		windows.CloseHandle(job)
 		return sysTree{}, fmt.Errorf("opening the child process: %w", err)
@@ -57,6 +58,12 @@ func attach(cmd *exec.Cmd) (sysTree, error) {
 	defer windows.CloseHandle(h)
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
 		windows.CloseHandle(job)
+		if ev, werr := windows.WaitForSingleObject(h, 0); werr == nil && ev == windows.WAIT_OBJECT_0 {
+			// It has already exited (a short command can end before it
+			// is put in its job; a terminated process cannot be
+			// assigned): there is no job, and Wait reports how it ended.
+			return sysTree{}, nil
+		}
 		return sysTree{}, fmt.Errorf("assigning the child to its job object: %w", err)
 	}
 	return sysTree{job: job}, nil

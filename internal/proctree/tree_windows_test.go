@@ -284,3 +284,28 @@ func TestTreeDiesWithHost(t *testing.T) {
 	requireEnded(t, hs)
 	watch.requireEOF(t)
 }
+
+// Regression: a command that exits before it is put in its job (a short
+// script under load) made Start fail with "assigning the child to its job
+// object: Access denied". attach is given a command that has certainly
+// exited: it succeeds without a job, and Wait gives the exit code.
+func TestAttachAfterExit(t *testing.T) {
+	cmd := exec.Command(os.Getenv("COMSPEC"), "/d", "/c", "exit 3")
+	prepare(cmd)
+	require.NoError(t, cmd.Start())
+	h, err := windows.OpenProcess(windows.SYNCHRONIZE, false, uint32(cmd.Process.Pid))
+	require.NoError(t, err)
+	ev, err := windows.WaitForSingleObject(h, windows.INFINITE)
+	windows.CloseHandle(h)
+	require.NoError(t, err)
+	require.Equal(t, uint32(windows.WAIT_OBJECT_0), ev)
+
+	sys, err := attach(cmd)
+	require.NoError(t, err)
+	require.Zero(t, sys.job, "an exited command gets no job")
+	sys.stop(nil, time.Second) // nothing to stop
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 3, exit.ExitCode())
+}
