@@ -304,15 +304,6 @@ func TestEngineFakeBigOutput(t *testing.T) {
 	require.Equal(t, strings.Repeat(strings.Repeat("e", 1023)+"\n", 1024), r.stderr.String())
 }
 
-func TestEngineFakeExitCode(t *testing.T) {
-	t.Parallel()
-	r := newFakeRun(t, "exit", nil)
-	r.run(t, context.Background())
-	require.NoError(t, r.err)
-	require.Equal(t, engine.Outcome{ExitCode: 7}, r.outcome)
-	require.Nil(t, r.job.Broker.Report())
-}
-
 func TestEngineContextAlreadyDone(t *testing.T) {
 	t.Parallel()
 	r := newFakeRun(t, "sleep", nil)

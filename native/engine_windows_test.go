@@ -146,12 +146,3 @@ func TestEngineFakeTimeoutKillsTreeWindows(t *testing.T) {
 	n, _ := r.job.Broker.Made()
 	require.Zero(t, n)
 }
-
-func TestEngineFakeExitCodeWindows(t *testing.T) {
-	t.Parallel()
-	r := newFakeRun(t, "exit", nil)
-	r.run(t, context.Background())
-	require.NoError(t, r.err)
-	require.Equal(t, engine.Outcome{ExitCode: 7}, r.outcome)
-	require.Nil(t, r.job.Broker.Report())
-}

@@ -54,3 +54,13 @@ func (r *fakeRun) run(t *testing.T, ctx context.Context) {
 	r.elapsed = time.Since(start)
 	requireEmptyDir(t, r.engine.TempDir)
 }
+
+// The fake python's exit code comes through, on every platform.
+func TestEngineFakeExitCode(t *testing.T) {
+	t.Parallel()
+	r := newFakeRun(t, "exit", nil)
+	r.run(t, context.Background())
+	require.NoError(t, r.err)
+	require.Equal(t, engine.Outcome{ExitCode: 7}, r.outcome)
+	require.Nil(t, r.job.Broker.Report())
+}
