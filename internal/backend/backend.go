@@ -49,13 +49,6 @@ type Backend interface {
 	Close() error
 }
 
-// The shells a command line is written for (LocalShell; the names are
-// package cmdcheck's dialects): remote backends run it with POSIX sh.
-const (
-	ShellSh  = "sh"
-	ShellCmd = "cmd"
-)
-
 // DefaultGrace is the time between SIGTERM and SIGKILL when a process tree
 // is stopped (docs/behaviour.md §5).
 const DefaultGrace = proctree.DefaultGrace

@@ -7,10 +7,6 @@ import (
 	"os/exec"
 )
 
-// LocalShell is the dialect of the shell that runs a terminal() command
-// on this host: "sh" (POSIX sh) off Windows.
-func LocalShell() string { return ShellSh }
-
 // shellCommand runs command with sh -c.
 func shellCommand(command string) *exec.Cmd {
 	return exec.Command("sh", "-c", command)

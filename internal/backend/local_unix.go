@@ -8,10 +8,6 @@ import (
 	"syscall"
 )
 
-// LocalShell is the dialect of the shell that runs a terminal() command
-// on this host: "sh" (POSIX sh) off Windows.
-func LocalShell() string { return ShellSh }
-
 // shellCommand runs command with sh -c. Its process tree (group, kill) is
 // proctree's.
 func shellCommand(command string) *exec.Cmd {

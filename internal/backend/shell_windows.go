@@ -70,15 +70,10 @@ func isSystem32(p string) bool {
 	return false
 }
 
-// LocalShell is the dialect of the shell that runs a terminal() command
-// on this host: "sh" when Git Bash is found (gitBash), else "cmd"
-// (cmd.exe). The names are package cmdcheck's dialects.
-func LocalShell() string {
-	if gitBash() != "" {
-		return ShellSh
-	}
-	return ShellCmd
-}
+// LocalRunsCmd reports whether a terminal() command on this host runs
+// with cmd.exe: on Windows when gitBash finds no Git Bash (elsewhere,
+// and with Git Bash, it runs with a POSIX shell).
+func LocalRunsCmd() bool { return gitBash() == "" }
 
 // shellCommand runs command with Git Bash (bash -c) when gitBash finds
 // one, else with cmd /d /s /c, whose command line is passed verbatim

@@ -33,7 +33,7 @@ func TestWindowsShellChoice(t *testing.T) {
 	t.Setenv(GitBashEnv, "")
 	cmd := shellCommand("echo hi")
 	assert.Equal(t, []string{os.Getenv("COMSPEC")}, cmd.Args[:1], "no bash: cmd.exe")
-	assert.Equal(t, ShellCmd, LocalShell(), "no bash: the approval check reads cmd.exe lines")
+	assert.True(t, LocalRunsCmd(), "no bash: the approval check reads cmd.exe lines")
 	assert.Contains(t, cmd.SysProcAttr.CmdLine, ` /d /s /c "echo hi"`)
 
 	steps := []struct {
@@ -51,6 +51,6 @@ func TestWindowsShellChoice(t *testing.T) {
 		cmd := shellCommand("echo $HOME")
 		assert.Equal(t, s.want, cmd.Path)
 		assert.Equal(t, []string{s.want, "-c", "echo $HOME"}, cmd.Args)
-		assert.Equal(t, ShellSh, LocalShell(), "Git Bash: the approval check reads sh lines")
+		assert.False(t, LocalRunsCmd(), "Git Bash: the approval check reads sh lines")
 	}
 }

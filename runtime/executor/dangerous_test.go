@@ -43,7 +43,11 @@ func TestDangerousCommand(t *testing.T) {
 // Bash), a remote backend's POSIX sh.
 func TestCallShell(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, cmdcheck.Dialect(backend.LocalShell()), (&call{}).shell())
+	local := cmdcheck.Sh
+	if backend.LocalRunsCmd() {
+		local = cmdcheck.Cmd
+	}
+	require.Equal(t, local, (&call{}).shell())
 	if runtime.GOOS != "windows" {
 		require.Equal(t, cmdcheck.Sh, (&call{}).shell())
 	}

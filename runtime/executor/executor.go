@@ -481,7 +481,10 @@ func (c *call) shell() cmdcheck.Dialect {
 	if c.backend != nil {
 		return cmdcheck.Sh
 	}
-	return cmdcheck.Dialect(backend.LocalShell())
+	if backend.LocalRunsCmd() {
+		return cmdcheck.Cmd
+	}
+	return cmdcheck.Sh
 }
 
 // usesWasm reports whether the call runs in the embedded interpreter.
