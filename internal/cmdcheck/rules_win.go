@@ -1,6 +1,7 @@
 package cmdcheck
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -37,14 +38,25 @@ func init() {
 		"reg": regRule, "regedit": regeditRule,
 		"taskkill": taskkillRule, "wmic": wmicRule,
 		"bcdedit": bcdeditRule, "bootrec": always(reasonBoot), "bcdboot": always(reasonBoot),
-		"vssadmin": vssadminRule, "wbadmin": wbadminRule,
+		"vssadmin": subcommand(reasonShadows, "delete", "resize"), // shadows, shadowstorage
+		"wbadmin":  subcommand(reasonShadows, "delete"),           // catalog, backup, systemstatebackup
 		"cipher":   cipherRule,
-		"wevtutil": wevtutilRule,
-		"net":      netRule, "net1": netRule, "sc": scRule,
+		"wevtutil": subcommand(reasonEventLogs, "cl", "clear-log"),
+		"net":      subcommand(reasonService, "stop"), "net1": subcommand(reasonService, "stop"), "sc": scRule,
 		"netsh": netshRule,
 		"mshta": remoteArgRule, "regsvr32": remoteArgRule, "rundll32": remoteArgRule, "msiexec": remoteArgRule,
 		"cmd": cmdRule, "start": startRule, "call": callRule, "wsl": wslRule,
 		"powershell": powershellRule, "pwsh": powershellRule, "powershell_ise": powershellRule,
+	}
+}
+
+// subcommand flags the program when its first argument is one of names,
+// in any case (vssadmin delete, net stop).
+func subcommand(reason string, names ...string) winRule {
+	return func(w *win, args []carg, in stageInput) {
+		if len(args) > 0 && slices.Contains(names, strings.ToLower(args[0].text)) {
+			w.add(reason)
+		}
 	}
 }
 
@@ -274,44 +286,10 @@ func bcdeditRule(w *win, args []carg, in stageInput) {
 	w.add(reasonBoot)
 }
 
-// vssadminRule: vssadmin delete shadows, resize shadowstorage.
-func vssadminRule(w *win, args []carg, in stageInput) {
-	if len(args) > 0 {
-		switch strings.ToLower(args[0].text) {
-		case "delete", "resize":
-			w.add(reasonShadows)
-		}
-	}
-}
-
-// wbadminRule: wbadmin delete catalog/backup/systemstatebackup.
-func wbadminRule(w *win, args []carg, in stageInput) {
-	if len(args) > 0 && strings.ToLower(args[0].text) == "delete" {
-		w.add(reasonShadows)
-	}
-}
-
 // cipherRule: cipher /w overwrites a volume's free space.
 func cipherRule(w *win, args []carg, in stageInput) {
 	if hasSwitch(args, "w") {
 		w.add(reasonWipe)
-	}
-}
-
-// wevtutilRule: wevtutil cl (clear-log) clears an event log.
-func wevtutilRule(w *win, args []carg, in stageInput) {
-	if len(args) > 0 {
-		switch strings.ToLower(args[0].text) {
-		case "cl", "clear-log":
-			w.add(reasonEventLogs)
-		}
-	}
-}
-
-// netRule: net stop SERVICE.
-func netRule(w *win, args []carg, in stageInput) {
-	if len(args) > 0 && strings.ToLower(args[0].text) == "stop" {
-		w.add(reasonService)
 	}
 }
 
