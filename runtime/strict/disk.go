@@ -374,6 +374,9 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 		if name == "path_open" {
 			fn = tooManyAsEMFILE(fn) // see openfiles.go
 		}
+		if name == "clock_time_get" || name == "clock_res_get" {
+			fn = cpuClocksAsMonotonic(fn)
+		}
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(fn, def.ParamTypes(), def.ResultTypes()).
 			WithParameterNames(def.ParamNames()...).
@@ -382,6 +385,30 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	}
 	_, err = b.Instantiate(ctx)
 	return err
+}
+
+// WASI clock ids (preview 1).
+const (
+	wasiClockMonotonic      = 1
+	wasiClockProcessCPUTime = 2
+	wasiClockThreadCPUTime  = 3
+)
+
+// cpuClocksAsMonotonic wraps clock_time_get or clock_res_get (whose first
+// parameter is the clock id) so that the process and thread CPU-time
+// clocks read the instance's monotonic clock, which starts at the
+// interpreter's start (see snapshot.clock). wazero implements neither, and
+// without them CPython's time.process_time fell back to libc's times(),
+// whose nanoseconds it divided by 100 ticks a second: 10^7 times too
+// large. The guest's own clock() counts the same way (WASI has no CPU
+// clock), so process_time includes time the script spends waiting.
+func cpuClocksAsMonotonic(fn api.GoModuleFunction) api.GoModuleFunction {
+	return api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		if id := uint32(stack[0]); id == wasiClockProcessCPUTime || id == wasiClockThreadCPUTime {
+			stack[0] = wasiClockMonotonic
+		}
+		fn.Call(ctx, mod, stack)
+	})
 }
 
 // noSpaceAsENOSPC wraps a WASI function whose single result is its errno.

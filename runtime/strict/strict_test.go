@@ -334,3 +334,33 @@ print("ok")
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "ok\n", res.Output)
 }
+
+// TestStrictProcessTime: time.process_time reads the instance's clock in
+// seconds. wazero implements no CPU-time clock, and CPython's fallback,
+// libc's times(), reported nanoseconds as ticks of 1/100 s: a loop of a
+// fraction of a second read as days.
+func TestStrictProcessTime(t *testing.T) {
+	res := run(t, `import time
+info = time.get_clock_info("process_time")
+wall = time.perf_counter()
+t0 = time.process_time()
+sum(range(200000))
+t1 = time.process_time()
+wall = time.perf_counter() - wall
+print(info.implementation, t0, t1 - t0, wall)
+`, nil)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	var impl string
+	var start, spent, wall float64
+	_, err := fmt.Sscan(res.Output, &impl, &start, &spent, &wall)
+	require.NoError(t, err, res.Output)
+	require.Equal(t, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)", impl)
+	// The interpreter's start counts once, as in a native python: well
+	// under a minute, never the host's time since boot.
+	require.Greater(t, start, 0.0)
+	require.Less(t, start, 60.0)
+	require.Greater(t, spent, 0.0)
+	// The loop's process time is its wall time (WASI has no CPU clock),
+	// within the clock reads around it.
+	require.LessOrEqual(t, spent, wall+0.001, res.Output)
+}
