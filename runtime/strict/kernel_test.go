@@ -535,6 +535,49 @@ func BenchmarkStrictKernelCell(b *testing.B) {
 	reportPercentiles(b, lat)
 }
 
+// BenchmarkStrictKernelThroughput is `hermes-wasm-exec bench`'s
+// throughput row at the kernel level: 8 kernels, each running 200 cells of
+// `n += 1` through engine.Execute (with its timeout) from its own
+// goroutine, all at once. One op is the 1600 calls; calls/s is the rate.
+func BenchmarkStrictKernelThroughput(b *testing.B) {
+	e := testEngine(b)
+	const sessions, calls = 8, 200
+	kernels := make([]engine.Kernel, sessions)
+	for i := range kernels {
+		k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+		require.NoError(b, err)
+		defer k.Close()
+		okCell(b, k, "n = 0\n")
+		kernels[i] = k
+	}
+	var total time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, sessions)
+		for i, k := range kernels {
+			wg.Go(func() {
+				for range calls {
+					res, err := cell(b, k, "n += 1\n", nil)
+					if err == nil && res.Status != config.StatusSuccess {
+						err = errors.New(res.Output)
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		total += time.Since(start)
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*sessions*calls)/total.Seconds(), "calls/s")
+}
+
 func BenchmarkStrictKernelFromPool(b *testing.B) {
 	e := testEngine(b)
 	p := e.NewKernelPool(1, engine.KernelSpec{Env: kernelEnv})
