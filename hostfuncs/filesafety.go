@@ -666,12 +666,12 @@ func safeRoots(value string) []string {
 // working dir when confinement is on, or "". verb is "Read", "Write" or
 // "Search".
 func (t *Tools) confined(verb, given, path string) string {
-	if !t.confine || t.px.within(path, t.workdirReal) {
+	if !t.confine || t.px.within(path, t.workdirReal()) {
 		return ""
 	}
 	return fmt.Sprintf("%s denied: '%s' resolves to %s, outside the session working directory %s, and %s is true. "+
 		"Use a path inside the working directory, or set %s: false in config.yaml.",
-		verb, given, path, t.workdirReal, confineKey, confineKey)
+		verb, given, path, t.workdirReal(), confineKey, confineKey)
 }
 
 // checkWrite returns why changing abs (the script's path given, made

@@ -407,7 +407,7 @@ func (t *Tools) patchV4APath(p, verb string) (abs, real, msg string) {
 		return "", "", escape
 	}
 	abs = t.join(t.workdir, native)
-	root := t.workdirReal
+	root := t.workdirReal()
 	real, err := t.realPath(abs)
 	if err != nil {
 		return "", "", fmt.Sprintf("Cannot resolve %s: %v. Fix or remove the symlink loop (or unreadable symlink) on that path, "+

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
@@ -74,11 +75,14 @@ type Options struct {
 
 // Tools runs tool calls for one execution. It is safe for concurrent use.
 type Tools struct {
-	backend       backend.Backend
-	fs            backend.FS // backend.FS(): every file operation of the file tools
-	px            pathSyntax // the backend's path syntax
-	workdir       string     // the host Workdir, or the remote backend's Cwd
-	workdirReal   string     // workdir with symlinks resolved, for confinement
+	backend backend.Backend
+	fs      backend.FS // backend.FS(): every file operation of the file tools
+	px      pathSyntax // the backend's path syntax
+	workdir string     // the host Workdir, or the remote backend's Cwd
+	// workdirReal is workdir with symlinks resolved, for confinement;
+	// resolved at the first tool call that needs it (most executions make
+	// none, and resolving costs a system call per path component).
+	workdirReal   func() string
 	env           []string
 	web           WebOptions
 	hermesHome    string
@@ -119,7 +123,7 @@ func New(opts Options) (*Tools, error) {
 		wasmCacheDir:  opts.WasmCacheDir,
 		confine:       opts.ConfineToWorkdir,
 	}
-	t.workdirReal = t.realOrSelf(abs)
+	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })
 	return t, nil
 }
 

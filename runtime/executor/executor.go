@@ -164,6 +164,7 @@ type Executor struct {
 	strict    *strict.Engine
 	transport string
 	backends  backends // remote terminal backends, by session (backends.go)
+	toolEnv   toolEnvMemo
 
 	mu          sync.Mutex
 	skillEnv    []string        // registered skill variables, in registration order
@@ -556,15 +557,15 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			"names", refused, "source", "terminal.env_passthrough")
 	}
 	c.inject = e.inject(c.mode == config.ModeStrict)
-	toolEnv, dropped := engine.ScrubEnv(e.environ, c.envOpts)
-	if len(dropped) > 0 {
+	toolEnv, dropped := e.toolEnv.get(e.environ, c.envOpts, e.inject(false))
+	if len(dropped) > 0 && e.log.enabled(slog.LevelDebug) {
 		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", engine.DroppedHermesLine(dropped),
 			"names", dropped, "count", len(dropped))
 	}
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
 		Backend: be,
-		Env:     engine.MergeEnv(toolEnv, e.inject(false)),
+		Env:     toolEnv,
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
 			URL:                  web.Search.URL,
@@ -970,4 +971,55 @@ func ResolveWorkdir(dir string) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", abs)
 	}
 	return abs, nil
+}
+
+// toolEnvMemo keeps the last tool environment built (the scrubbed host
+// environment plus the injected variables, which terminal commands get),
+// with what it was built from: calls with the same options, which is
+// nearly every call, share it instead of scrubbing the environment again.
+// The environment it returns is shared: read it, never change it.
+type toolEnvMemo struct {
+	mu      sync.Mutex
+	opts    engine.EnvOptions
+	inject  []string
+	env     []string
+	dropped []string
+	ok      bool
+}
+
+// get returns engine.ScrubEnv(environ, opts) merged with inject, and the
+// names ScrubEnv dropped; environ is the same for every call (the
+// executor's).
+func (m *toolEnvMemo) get(environ []string, opts engine.EnvOptions, inject []string) (env, dropped []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ok && sameEnvOptions(m.opts, opts) && slices.Equal(m.inject, inject) {
+		return m.env, m.dropped
+	}
+	scrubbed, dropped := engine.ScrubEnv(environ, opts)
+	// Clipped, so that an append by a user copies rather than writes
+	// into the shared array.
+	env = slices.Clip(engine.MergeEnv(scrubbed, inject))
+	m.opts = engine.EnvOptions{Passthrough: slices.Clone(opts.Passthrough), Managed: slices.Clone(opts.Managed),
+		Windows: opts.Windows, Delegated: opts.Delegated}
+	m.inject = slices.Clone(inject)
+	m.env, m.dropped, m.ok = env, dropped, true
+	return env, dropped
+}
+
+// envOptionsFields are engine.EnvOptions' fields: the conversion below
+// stops compiling when a field is added that sameEnvOptions does not
+// compare.
+type envOptionsFields struct {
+	Passthrough []string
+	Windows     bool
+	Managed     []string
+	Delegated   bool
+}
+
+var _ = envOptionsFields(engine.EnvOptions{})
+
+func sameEnvOptions(a, b engine.EnvOptions) bool {
+	return slices.Equal(a.Passthrough, b.Passthrough) && slices.Equal(a.Managed, b.Managed) &&
+		a.Windows == b.Windows && a.Delegated == b.Delegated
 }
