@@ -3,8 +3,11 @@ package engine
 import (
 	_ "embed"
 
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 )
 
@@ -140,9 +143,14 @@ func (d *Dispatcher) Close() { d.closeOnce.Do(func() { close(d.closed) }) }
 // when non-nil, must match the request's.
 func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byte {
 	// Decoded once: tool calls go on to the broker as they are.
-	req, errResp := decodeRequest(line, token)
-	if errResp != nil {
-		return errResp
+	var req *wireRequest
+	if token == nil && isNextLine(line) {
+		req = &wireRequest{Op: "next"} // what decodeRequest makes of it
+	} else {
+		var errResp []byte
+		if req, errResp = decodeRequest(line, token); errResp != nil {
+			return errResp
+		}
 	}
 	if req.Op == "next" {
 		d.mu.Lock()
@@ -157,7 +165,7 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 			d.mu.Lock()
 			d.cur = c
 			d.mu.Unlock()
-			return encodeResponse(map[string]any{"op": "cell", "n": c.n, "code": c.code, "nonce": c.nonce})
+			return cellResponse(c)
 		case <-d.closed:
 		case <-ctx.Done():
 		}
@@ -174,4 +182,54 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	return c.broker.handle(callCtx, req)
+}
+
+// isNextLine reports whether line is exactly the kernel loop's request
+// for a cell, as its encoder writes it: {"op":"next","done":null} or
+// {"op":"next","done":{"n":N}}, then a newline. Such a line decodes to
+// {Op: "next"} (the host does not use done); Serve skips decoding it.
+// Anything else, however close, is decoded.
+func isNextLine(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"op":"next","done":`))
+	if !ok {
+		return false
+	}
+	rest, ok = bytes.CutSuffix(rest, []byte("}\n"))
+	if !ok {
+		return false
+	}
+	if string(rest) == "null" {
+		return true
+	}
+	digits, ok := bytes.CutPrefix(rest, []byte(`{"n":`))
+	if !ok {
+		return false
+	}
+	digits, ok = bytes.CutSuffix(digits, []byte("}"))
+	if !ok || len(digits) == 0 || len(digits) > 18 {
+		return false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cellResponse is encodeResponse of c's {"op": "cell", ...} answer,
+// written out: the same bytes, without a map to build and sort.
+func cellResponse(c *dispatchCell) []byte {
+	// A string always encodes (invalid UTF-8 as U+FFFD, as in a map).
+	code, _ := json.Marshal(c.code)
+	nonce, _ := json.Marshal(c.nonce)
+	out := make([]byte, 0, len(code)+len(nonce)+48)
+	out = append(out, `{"code":`...)
+	out = append(out, code...)
+	out = append(out, `,"n":`...)
+	out = strconv.AppendInt(out, int64(c.n), 10)
+	out = append(out, `,"nonce":`...)
+	out = append(out, nonce...)
+	out = append(out, `,"op":"cell"}`+"\n"...)
+	return out
 }
