@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -182,6 +183,21 @@ func testKernelException(t *testing.T, e *Engine) {
 	require.Contains(t, res.Error, "NameError: name 'undefined_name' is not defined")
 	require.Contains(t, res.Hint+res.Error, "undefined_name")
 	require.Equal(t, "2\n", okCell(t, k, "x += 1\nprint(x)\n"))
+
+	// A traceback through a function of an earlier cell shows its line,
+	// and inspect its source: before linecache is loaded, once it is, and
+	// after the cache is cleared.
+	okCell(t, k, "def h():\n    raise KeyError('deep')\n")
+	for i, setup := range []string{"", "import linecache\n", "linecache.clearcache()\n"} {
+		if setup != "" {
+			okCell(t, k, setup)
+		}
+		okCell(t, k, fmt.Sprintf("def f%d():\n    return 'f%d body'\n", i, i))
+		res, err = cell(t, k, "h()\n", nil)
+		require.NoError(t, err)
+		require.Regexp(t, `File "<cell \d+>", line 2, in h\n\s+raise KeyError\('deep'\)\n`, res.Error, "round %d", i)
+		require.Contains(t, okCell(t, k, fmt.Sprintf("import inspect\nprint(inspect.getsource(f%d))\n", i)), fmt.Sprintf("return 'f%d body'", i))
+	}
 }
 
 func testKernelExit(t *testing.T, e *Engine) {

@@ -3,6 +3,7 @@ import sys
 from _hermes_runner import _exception_report, _exit_code, _flush, _fresh_main
 
 _sources = {}
+_last = [None]  # the name of the last cell registered with linecache
 
 
 def _register_sources(linecache):
@@ -11,15 +12,31 @@ def _register_sources(linecache):
     for name, source in _sources.items():
         if name not in linecache.cache:
             linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    _last[0] = next(reversed(_sources))
+
+
+def _register_cell(linecache, name, source):
+    # The new cell's lines. The earlier cells' are there already (checkcache
+    # keeps entries without a modification time), unless none were
+    # registered yet or the cache was cleared since (linecache.clearcache(),
+    # a reload): then all of them. One lookup a cell, not one for every
+    # cell so far.
+    cache = linecache.cache
+    if _last[0] is None or _last[0] not in cache:
+        _register_sources(linecache)
+        return
+    cache[name] = (len(source), None, source.splitlines(True), name)
+    _last[0] = name
 
 
 def _run_cell(namespace, n, source):
     """Runs one cell; returns (exception report or None, exit code or None)."""
     name = "<cell %d>" % n
     _sources[name] = source
-    if "linecache" in sys.modules:
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
         # Already loaded (importing it costs, in the WASI build).
-        _register_sources(sys.modules["linecache"])
+        _register_cell(linecache, name, source)
     try:
         code = compile(source, name, "exec", dont_inherit=True)
         exec(code, namespace)
@@ -27,9 +44,30 @@ def _run_cell(namespace, n, source):
         return None, _exit_code(e)
     except BaseException as e:
         import linecache
-        _register_sources(linecache)
+        _register_cell(linecache, name, source)
         return _exception_report(e, name), None
     return None, None
+
+
+def _next_cell_function(hermes_tools):
+    """The loop's request for its next cell: next_cell(n) sends
+    {"op": "next", "done": {"n": n}} (done null before the first cell) and
+    returns the host's answer. Without a token to add (strict mode's host
+    call), the line is written out: it is made once per cell, and the JSON
+    encoder costs more than the rest of it."""
+    request = hermes_tools._request
+    if hermes_tools._TOKEN is not None:
+        return lambda n: request({"op": "next", "done": None if n is None else {"n": n}})
+    roundtrip = hermes_tools._roundtrip
+    decode = hermes_tools._json_codec()[1]
+
+    def next_cell(n):
+        if n is None:
+            line = b'{"op":"next","done":null}\n'
+        else:
+            line = b'{"op":"next","done":{"n":%d}}\n' % n
+        return decode(roundtrip(line).decode("utf-8", "replace"))
+    return next_cell
 
 
 def main():
@@ -43,11 +81,11 @@ def main():
     # The first compile() builds CPython's AST types (~30 ms in the WASI
     # build): pay it at start, so a pooled kernel's first cell is fast.
     compile("", "<cell 0>", "exec", dont_inherit=True)
-    request, report_exit = hermes_tools._request, hermes_tools._report_exit
+    next_cell, report_exit = _next_cell_function(hermes_tools), hermes_tools._report_exit
     pid = os.getpid()
     done = None
     while True:
-        cell = request({"op": "next", "done": done})
+        cell = next_cell(done)
         if cell.get("op") != "cell":
             break
         n = cell["n"]
@@ -69,7 +107,7 @@ def main():
             report_exit(report)
         if exit_code is not None:
             os._exit(exit_code)
-        done = {"n": n}
+        done = n
 
 
 if __name__ == "__main__":
