@@ -49,6 +49,7 @@ func TestStrictKernel(t *testing.T) {
 		{"MemoryErrorTraceback", testKernelMemoryErrorTraceback},
 		{"InterruptSleep", testKernelInterruptSleep},
 		{"Tools", testKernelTools},
+		{"Flush", testKernelFlush},
 		{"Close", testKernelClose},
 		{"OverWorkdir", testKernelOverWorkdir},
 		{"StartFailure", testKernelStartFailure},
@@ -198,6 +199,20 @@ func testKernelException(t *testing.T, e *Engine) {
 		require.Regexp(t, `File "<cell \d+>", line 2, in h\n\s+raise KeyError\('deep'\)\n`, res.Error, "round %d", i)
 		require.Contains(t, okCell(t, k, fmt.Sprintf("import inspect\nprint(inspect.getsource(f%d))\n", i)), fmt.Sprintf("return 'f%d body'", i))
 	}
+}
+
+// What a cell leaves in a stream's buffer is its output, however it
+// replaced or reconfigured the interpreter's unbuffered streams.
+func testKernelFlush(t *testing.T, e *Engine) {
+	k := startKernel(t, e, engine.KernelSpec{Env: kernelEnv}, false)
+	require.Equal(t, "held", okCell(t, k, "import io, sys\nsys.stdout.reconfigure(write_through=False)\nprint('held', end='')\n"))
+	require.Equal(t, "still held", okCell(t, k, "print('still held', end='')\n"))
+	require.Equal(t, "through\n", okCell(t, k, "sys.stdout.reconfigure(write_through=True)\nprint('through')\n"))
+	require.Equal(t, "buffered\n", okCell(t, k, "sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, 'w', closefd=False)))\nprint('buffered')\n"))
+	require.Equal(t, "back\n", okCell(t, k, "sys.stdout = sys.__stdout__\nprint('back')\n"))
+	res, err := cell(t, k, "sys.stderr.reconfigure(write_through=False)\nsys.stderr.write('err held')\nraise SystemError('x')\n", nil)
+	require.NoError(t, err)
+	require.Contains(t, res.Output, "err held")
 }
 
 func testKernelExit(t *testing.T, e *Engine) {

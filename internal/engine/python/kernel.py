@@ -70,6 +70,23 @@ def _next_cell_function(hermes_tools):
     return next_cell
 
 
+def _flush_function():
+    """What flushes the output streams after a cell. The interpreter's own
+    streams run unbuffered (-u): a text layer that writes through to the
+    file, holding nothing after a write. While a cell leaves them in place
+    and writing through, flushing them does nothing, and is skipped;
+    otherwise (a stream replaced or reconfigured) they are flushed."""
+    import io
+    out, err = sys.stdout, sys.stderr
+    if not all(isinstance(s, io.TextIOWrapper) and s.write_through and type(s.buffer) is io.FileIO for s in (out, err)):
+        return _flush
+
+    def flush():
+        if sys.stdout is not out or sys.stderr is not err or not (out.write_through and err.write_through):
+            _flush()
+    return flush
+
+
 def main():
     import os
     import _hermes_runner
@@ -83,6 +100,7 @@ def main():
     compile("", "<cell 0>", "exec", dont_inherit=True)
     next_cell, report_exit = _next_cell_function(hermes_tools), hermes_tools._report_exit
     pid = os.getpid()
+    flush = _flush_function()
     done = None
     while True:
         cell = next_cell(done)
@@ -90,7 +108,7 @@ def main():
             break
         n = cell["n"]
         report, exit_code = _run_cell(namespace, n, cell["code"])
-        _flush()
+        flush()
         if os.getpid() != pid:
             # A process the cell forked ran to the cell's end: it must not
             # take over the loop.
