@@ -8,9 +8,9 @@ import (
 )
 
 // ProcessCPU is the CPU time (user and system) this process has used so
-// far, for benchmarks that report CPU per operation: on a machine shared
-// with other work it varies much less than the wall time. ok is false
-// where it is not known.
+// far, for benchmarks (and `hermes-wasm-exec bench`) that report CPU per
+// operation: on a machine shared with other work it varies much less than
+// the wall time. ok is false where it is not known.
 func ProcessCPU() (cpu time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
