@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -58,6 +59,19 @@ import (
 // is saved: the modules nearly every run imports (json: the tool calls'
 // codec), with what they import in turn.
 const preinitCode = "import json"
+
+// snapshotSetup runs after the preinit code, last before the memory is
+// saved: it gives the module _hermes_host the quick way out of a one-shot
+// run (_run_and_exit, see oneShotCommand), builds what the first
+// compile() builds, and freezes the garbage collector's view of the
+// snapshot (gc.freeze): a run's collections, and the one at its end,
+// visit only the objects it made.
+//
+//go:embed snapshot_setup.py
+var snapshotSetup string
+
+// snapshotProgram is the -c program of the snapshot's interpreter.
+func snapshotProgram(preinit string) string { return preinit + "\n" + snapshotSetup }
 
 // snapshotFormat names the on-disk layout and the entry points' contract;
 // a change of either changes it.
@@ -207,9 +221,9 @@ func (s *snapshot) restore(mem api.Memory, im *instanceMemory, share bool) error
 
 // snapshotKey names the snapshot of one interpreter and standard library:
 // a hex sha256 over everything the image depends on.
-func snapshotKey(wasmSum, stdlibSum, preinit string) string {
+func snapshotKey(wasmSum, stdlibSum, program string) string {
 	h := sha256.New()
-	parts := append([]string{snapshotFormat, wasmSum, stdlibSum, preinit}, instanceMounts...)
+	parts := append([]string{snapshotFormat, wasmSum, stdlibSum, program}, instanceMounts...)
 	for _, part := range append(parts, snapshotEnv()...) {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
@@ -283,21 +297,23 @@ func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 // snapshotPath is where the engine keeps the snapshot of the module and
 // standard library with these hex sha256s.
 func (s *Engine) snapshotPath(wasmSum, stdlibSum string) string {
-	return snapshotFile(s.opts.CacheDir, wasmSum, stdlibSum, s.preinit())
+	return snapshotFile(s.opts.CacheDir, wasmSum, stdlibSum, s.snapshotProgram())
 }
 
-// preinit is the code the engine's snapshot runs.
-func (s *Engine) preinit() string { return cmp.Or(s.opts.preinit, preinitCode) }
+// snapshotProgram is the -c program of the engine's snapshot.
+func (s *Engine) snapshotProgram() string {
+	return snapshotProgram(cmp.Or(s.opts.preinit, preinitCode))
+}
 
 // SnapshotFile is where an engine with cacheDir keeps the interpreter
 // snapshot of the module and standard library with these hex sha256s
 // (doctor shows it).
 func SnapshotFile(cacheDir, wasmSHA256, stdlibSHA256 string) string {
-	return snapshotFile(cacheDir, wasmSHA256, stdlibSHA256, preinitCode)
+	return snapshotFile(cacheDir, wasmSHA256, stdlibSHA256, snapshotProgram(preinitCode))
 }
 
-func snapshotFile(cacheDir, wasmSum, stdlibSum, preinit string) string {
-	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSum, stdlibSum, preinit)[:16]+".bin")
+func snapshotFile(cacheDir, wasmSum, stdlibSum, program string) string {
+	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSum, stdlibSum, program)[:16]+".bin")
 }
 
 // readSnapshotFile reads and checks the snapshot file at path, and shares
@@ -384,7 +400,7 @@ func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, erro
 	// The guest's monotonic clock starts at 0 here; the snapshot keeps its
 	// reading for the instances restored from it (snapshot.clock).
 	start := time.Now()
-	mc := box.moduleConfig(&stdout, &stderr).WithArgs("python", "-S", "-u", "-c", s.preinit()).
+	mc := box.moduleConfig(&stdout, &stderr).WithArgs("python", "-S", "-u", "-c", s.snapshotProgram()).
 		WithNanotime(func() int64 { return int64(time.Since(start)) }, nanotimeResolution)
 	var snap *snapshot
 	err = s.startWith(box.ctx, c, mc, instanceOptions{mem: newInstanceMemory(0), entry: func(ctx context.Context, mod api.Module) error {

@@ -343,7 +343,7 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	stdout.set(job.Stdout)
 	stderr.set(job.Stderr)
 	mc := box.moduleConfig(&stdout, &stderr).
-		WithArgs(box.args("-c", engine.RunnerEntry, box.lib+engine.ScriptName)...)
+		WithArgs(box.args("-c", runnerCommand, box.lib+engine.ScriptName)...)
 	err = s.startWith(box.ctx, c, mc, instanceOptions{snapshot: box.snapshotOK})
 	// However the instance ended (its own exit, a timeout, an interrupt, a
 	// trap), what it wrote is handed over before Run returns.
@@ -351,6 +351,23 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	stderr.discard()
 	return outcome(err), nil
 }
+
+// oneShotCommand is the -c program of a one-shot instance: it imports
+// _hermes_host and more (imports: ", name, ..."), and calls call, a
+// Python expression for a function of no arguments. Restored from the
+// snapshot, the instance then ends the quick way
+// (_hermes_host._run_and_exit, see snapshot_setup.py: everything of the
+// interpreter's finalisation a script can observe, without tearing the
+// interpreter down); started in full, where _hermes_host has no such
+// function, the usual way. One program for both, so that a script sees
+// the same sys.orig_argv either way.
+func oneShotCommand(imports, call string) string {
+	return "import _hermes_host" + imports + "; getattr(_hermes_host, '_run_and_exit', lambda f: f())(" + call + ")"
+}
+
+// runnerCommand runs the runner (engine.RunnerEntry) as a one-shot
+// program.
+var runnerCommand = oneShotCommand(", _hermes_runner", "_hermes_runner.run")
 
 // errStopped reports that an instance was stopped: its context ended, or
 // the engine was closed, while it ran.
