@@ -119,6 +119,12 @@ type instanceMemory struct {
 	// inPlace: no growth has failed yet, so dlmalloc's next failing
 	// request is an attempt to extend its heap in place, and it retries.
 	inPlace bool
+
+	// scratch, when not nil, backs the start of the linear memory while
+	// the module is instantiated (see datascratch.go); onScratch: it does,
+	// and restore must map the snapshot over it before the guest runs.
+	scratch   *dataScratch
+	onScratch bool
 }
 
 // newInstanceMemory returns a fresh allocator for one instance whose memory
@@ -173,6 +179,36 @@ func (m *instanceMemory) Allocate(capacity, max uint64) experimental.LinearMemor
 		}
 	}
 	return &sliceMemory{owner: m, buf: make([]byte, 0, capacity)}
+}
+
+// setScratch gives the instance, before it is instantiated, the scratch
+// for its data segments (nil: none).
+func (m *instanceMemory) setScratch(s *dataScratch) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.scratch = s
+}
+
+// takeScratch returns the scratch for a linear memory whose first size
+// bytes are being made accessible, once, or nil.
+func (m *instanceMemory) takeScratch(size uint64) *dataScratch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scratch
+	if s == nil || s.size > size || len(m.reserved) != 1 {
+		return nil
+	}
+	m.scratch = nil
+	m.onScratch = true
+	scratchInstances.Add(1)
+	return s
+}
+
+// scratched reports whether the linear memory starts on the scratch.
+func (m *instanceMemory) scratched() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.onScratch
 }
 
 // linear returns the reservation of the instance's linear memory, or nil
@@ -232,6 +268,13 @@ type reservedMemory struct {
 func (l *reservedMemory) Reallocate(size uint64) []byte {
 	if !l.owner.allow(size) || size > uint64(len(l.r.mem)) {
 		return nil
+	}
+	if l.r.committed == 0 {
+		// The first size bytes: the data segments' part on the scratch
+		// (failing, the range may be unmapped: commit fails too).
+		if sc := l.owner.takeScratch(size); sc != nil && l.r.mapScratch(sc) == nil {
+			l.r.committed = sc.size
+		}
 	}
 	if size > l.r.committed {
 		if err := l.r.commit(size); err != nil {

@@ -200,6 +200,10 @@ func (s *snapshot) restore(mem api.Memory, im *instanceMemory, share bool) error
 		mappedRestores.Add(1)
 		return nil
 	}
+	if im.scratched() {
+		// Never run on the scratch, which every instance shares.
+		return errors.New("restoring the interpreter snapshot: its image cannot be mapped over the instance's memory")
+	}
 	buf, ok := mem.Read(0, size)
 	if !ok {
 		return errors.New("restoring the interpreter snapshot: memory read failed")

@@ -45,3 +45,27 @@ func (r *reservation) mapImage(f *os.File, size int) error {
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
 	return err
 }
+
+// newDataScratch returns a scratch of size bytes (see datascratch.go), or
+// nil when the kernel has no memfd. Its pages are allocated by the first
+// mapping that populates them, and kept.
+func newDataScratch(size uint64) *dataScratch {
+	fd, err := unix.MemfdCreate("hermes-wasm-exec-data-scratch", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "hermes-wasm-exec-data-scratch")
+	if f.Truncate(int64(size)) != nil {
+		f.Close()
+		return nil
+	}
+	return &dataScratch{f: f, size: size}
+}
+
+// mapScratch makes the first s.size bytes of r (not committed yet) a
+// shared mapping of s, its pages mapped up front.
+func (r *reservation) mapScratch(s *dataScratch) error {
+	_, err := unix.MmapPtr(int(s.f.Fd()), 0, unsafe.Pointer(&r.mem[0]), uintptr(s.size),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED|unix.MAP_POPULATE)
+	return err
+}

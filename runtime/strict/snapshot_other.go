@@ -11,3 +11,8 @@ import (
 func newSharedImage(*snapshot) *os.File { return nil }
 
 func (r *reservation) mapImage(*os.File, int) error { return errors.ErrUnsupported }
+
+// newDataScratch is Linux's (memfd; see datascratch.go).
+func newDataScratch(uint64) *dataScratch { return nil }
+
+func (r *reservation) mapScratch(*dataScratch) error { return errors.ErrUnsupported }

@@ -110,6 +110,12 @@ type compiled struct {
 
 	wasmSum, stdlibSum string // hex sha256 of the module and of the standard library zip
 
+	// dataEnd is how far the module's data segments reach (0: unknown);
+	// scratch is the module's data scratch (see datascratch.go).
+	dataEnd     uint64
+	scratchOnce sync.Once
+	scratch     *dataScratch
+
 	pycKey  string // names the bytecode of the staged sources
 	pycOnce sync.Once
 	pyc     map[string][]byte // see bytecode.go
@@ -280,6 +286,7 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
 	c.rt, c.mod, c.pycKey = rt, mod, bytecodeKey(wasmSum)
+	c.dataEnd = wasmDataEnd(wasm)
 	c.wasmSum, c.stdlibSum = wasmSum, stdlibSum
 	c.limit = uint64(memPages) * wasmPage
 	return nil
@@ -455,6 +462,14 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	if sn := s.snap.Load(); opts.snapshot && opts.entry == nil && sn != nil && uint64(len(sn.image)) <= c.limit {
 		snap = sn
 		mc = mc.WithNanotime(snap.clock(), nanotimeResolution)
+		if share := !s.opts.noSharedSnapshot; share {
+			snap.sharedOnce.Do(func() { snap.shared = newSharedImage(snap) })
+			if snap.shared != nil {
+				// The data segments go to the scratch, which restore
+				// maps the image over (see datascratch.go).
+				mem.setScratch(c.scratchFor())
+			}
+		}
 	}
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
