@@ -1,0 +1,129 @@
+package strict
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// TestStrictInstancePhases is a measuring tool, not a test: with
+// HERMES_PHASES=N it starts N one-shot instances from the snapshot the way
+// startWith does, step by step, and logs each step's time (minimum and
+// median) and the page faults the process took in it (median; a first
+// write to a page of the snapshot's image is a copy-on-write fault). The
+// program (HERMES_PHASES_SCRIPT, default an empty one-shot program) marks
+// its own steps with _hermes_host.call(b"name"), which ends the previous
+// step; with HERMES_PHASES_RUNNER=1 it is a script the runner runs, as in
+// a one-shot Run; HERMES_PHASES_NOSCRATCH=1 instantiates without the data
+// scratch. docs/performance.md has the figures.
+//
+//	HERMES_PHASES=200 go test -run StrictInstancePhases -v ./runtime/strict/
+func TestStrictInstancePhases(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("HERMES_PHASES"))
+	if n <= 0 {
+		t.Skip("a measuring tool: set HERMES_PHASES to the number of instances")
+	}
+	script := os.Getenv("HERMES_PHASES_SCRIPT")
+	if script == "" {
+		script = `import _hermes_host as h, atexit; h.call(b"command"); atexit.register(h.call, b"atexit"); h._run_and_exit(lambda: None)`
+	}
+	e := testEngine(t)
+	ctx := context.Background()
+	c, err := e.get(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := e.snap.Load()
+	if snap == nil {
+		t.Fatal("no snapshot")
+	}
+	faults := func() int64 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return ru.Minflt
+	}
+	var steps []string
+	times, flts := map[string][]float64{}, map[string][]float64{}
+	for i := range n {
+		var at []time.Time
+		var flt []int64
+		var names []string
+		mark := func(name string) {
+			at, flt, names = append(at, time.Now()), append(flt, faults()), append(names, name)
+		}
+		mark("")
+		spec := sandboxSpec{env: engine.BaseInject(), serve: func(_ context.Context, line []byte) []byte {
+			mark("-> " + string(line))
+			return []byte("ok")
+		}}
+		args := []string{"-c", script}
+		if os.Getenv("HERMES_PHASES_RUNNER") != "" {
+			spec.modules = []string{engine.StubName, engine.RunnerName}
+			spec.extra = map[string][]byte{engine.ScriptName: []byte(script)}
+			args = []string{"-c", runnerCommand, "/" + engine.ScriptName}
+		}
+		box, err := e.newSandbox(ctx, c, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mark("newSandbox")
+		var out guestOutput
+		var buf bytes.Buffer
+		out.set(&buf)
+		mem := newInstanceMemory(c.limit)
+		if os.Getenv("HERMES_PHASES_NOSCRATCH") == "" {
+			mem.setScratch(c.scratchFor())
+		}
+		mc := box.moduleConfig(&out, &out).WithArgs(box.args(args...)...).
+			WithStartFunctions().WithNanotime(snap.clock(), nanotimeResolution)
+		ictx := experimental.WithMemoryAllocator(box.ctx, mem)
+		mark("module config")
+		mod, err := c.rt.InstantiateModule(ictx, c.mod, mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mark("InstantiateModule")
+		if err := snap.restore(mod.Memory(), mem, true); err != nil {
+			t.Fatal(err)
+		}
+		mark("restore")
+		_, err = mod.ExportedFunction("hermes_run").Call(ictx)
+		mark("-> exit")
+		out.flush()
+		if o := outcome(exitZeroIsNil(err)); o.ExitCode != 0 {
+			t.Fatalf("%v: %s", o, buf.String())
+		}
+		mod.Close(ctx)
+		mark("mod.Close")
+		mem.done()
+		mark("munmap (mem.done)")
+		box.close()
+		mark("staging dir removed")
+		if i == 0 {
+			t.Logf("output: %q", buf.String())
+			steps = append(names[1:], "total")
+		}
+		if !slices.Equal(steps[:len(steps)-1], names[1:]) {
+			t.Fatalf("steps %q, then %q", steps, names[1:])
+		}
+		for j := 1; j < len(at); j++ {
+			times[names[j]] = append(times[names[j]], float64(at[j].Sub(at[j-1]))/1e6)
+			flts[names[j]] = append(flts[names[j]], float64(flt[j]-flt[j-1]))
+		}
+		times["total"] = append(times["total"], float64(at[len(at)-1].Sub(at[0]))/1e6)
+		flts["total"] = append(flts["total"], float64(flt[len(flt)-1]-flt[0]))
+	}
+	for _, s := range steps {
+		v, f := slices.Sorted(slices.Values(times[s])), slices.Sorted(slices.Values(flts[s]))
+		t.Logf("%-22s min %7.3f ms  median %7.3f ms  faults %5.0f", s, v[0], v[len(v)/2], f[len(f)/2])
+	}
+}
