@@ -19,15 +19,22 @@ def _hermes_setup():
         return 1
 
     def flush_std():
-        # Py_FinalizeEx's flush_std_files: False when one failed.
+        # Py_FinalizeEx's flush_std_files: False when a flush failed. A
+        # stream without a readable "closed" counts as open, as there.
         ok = True
         for name in ("stdout", "stderr"):
             f = getattr(sys, name, None)
+            if f is None:
+                continue
             try:
-                if f is not None and not f.closed:
-                    f.flush()
+                closed = bool(f.closed)
             except Exception:
-                ok = False
+                closed = False
+            if not closed:
+                try:
+                    f.flush()
+                except Exception:
+                    ok = False
         return ok
 
     def clear_namespace(d):

@@ -361,6 +361,8 @@ func TestOneShotEnd(t *testing.T) {
 		{"import sys; sys.stdout.write('no newline'); sys.exit(True)", 1, "no newline"},
 		{"import atexit, sys; atexit.register(sys.exit, 5); print('x')", 0, "x\n"},
 		{"import os; print('x', flush=True); os._exit(4)", 4, "x\n"},
+		{"import sys\nclass W:\n    def write(self, s): sys.__stdout__.write(s.upper())\n    def flush(self): pass\nsys.stdout = W()\nprint('w')", 0, "W\n"},
+		{"import sys\nclass W:\n    def write(self, s): return len(s)\n    def flush(self): raise OSError('no')\nsys.stdout = W()", 120, ""},
 	} {
 		for _, e := range []*Engine{snap, full} {
 			res, err := engine.Execute(context.Background(), e, engine.Request{
