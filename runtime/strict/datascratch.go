@@ -18,10 +18,12 @@ import (
 // memory (one per compiled module, its contents never read), populated up
 // front: the copy is a plain memcpy (~0.4 ms). The scratch is shared by
 // every instance in instantiation, concurrently; what they write there is
-// the same bytes, and no instance runs on it: restore replaces the whole
-// mapping with the image before the guest's first instruction, and an
-// instance whose memory the image cannot be mapped over is not run
-// (restore fails). Linux only (memfd; see snapshot_linux.go).
+// the same bytes, and no instance runs on it: nothing of the guest runs
+// during instantiation (startWith asks for no start functions, and a module
+// with a start section gets no scratch), restore replaces the whole mapping
+// with the image before the guest's first instruction, and an instance
+// whose memory the image cannot be mapped over is not run (restore fails).
+// Linux only (memfd; see snapshot_linux.go).
 
 // scratchInstances counts the instances instantiated on a scratch (tests).
 var scratchInstances atomic.Int64
@@ -46,7 +48,9 @@ func (c *compiled) scratchFor() *dataScratch {
 
 // wasmDataEnd returns how far into memory 0 the active data segments of
 // the wasm binary reach, rounded up to a wasm page: 0 when it cannot tell
-// (a segment's offset is not a constant, or the binary does not parse).
+// (a segment's offset is not a constant, or the binary does not parse),
+// and 0 for a module with a start function, which wazero would run during
+// instantiation, on the scratch.
 func wasmDataEnd(wasm []byte) uint64 {
 	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
 		return 0
@@ -60,7 +64,10 @@ func wasmDataEnd(wasm []byte) uint64 {
 		}
 		body := r[1+n : 1+n+int(size)]
 		r = r[1+n+int(size):]
-		if id == 11 { // the data section
+		switch id {
+		case 8: // the start section
+			return 0
+		case 11: // the data section
 			return dataSectionEnd(body)
 		}
 	}

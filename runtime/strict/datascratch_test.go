@@ -12,7 +12,8 @@ import (
 )
 
 // TestWasmDataEnd: the extent of a module's active data segments, read
-// from its binary; 0 where a segment's offset is not a constant.
+// from its binary; 0 where a segment's offset is not a constant, or where
+// the module has a start function.
 func TestWasmDataEnd(t *testing.T) {
 	head := []byte("\x00asm\x01\x00\x00\x00")
 	section := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
@@ -29,6 +30,8 @@ func TestWasmDataEnd(t *testing.T) {
 	require.Equal(t, uint64(0), wasmDataEnd(global), "offset from a global")
 	require.Equal(t, uint64(0), wasmDataEnd(mod[:len(mod)-2]), "cut short")
 	require.Equal(t, uint64(0), wasmDataEnd([]byte("not wasm")))
+	started := append(append(append([]byte{}, head...), section(8, 0)...), data...)
+	require.Equal(t, uint64(0), wasmDataEnd(started), "a start function would run on the scratch")
 
 	c, err := testEngine(t).get(context.Background(), 0)
 	require.NoError(t, err)
