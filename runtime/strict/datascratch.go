@@ -46,6 +46,16 @@ func (c *compiled) scratchFor() *dataScratch {
 	return c.scratch
 }
 
+// closeScratch releases c's scratch, if it has one, and keeps it from
+// making one (Engine.Close). A mapping of it made already stays valid;
+// one tried later fails, and the instance commits plain memory instead.
+func (c *compiled) closeScratch() {
+	c.scratchOnce.Do(func() {})
+	if c.scratch != nil {
+		c.scratch.f.Close()
+	}
+}
+
 // wasmDataEnd returns how far into memory 0 the active data segments of
 // the wasm binary reach, rounded up to a wasm page: 0 when it cannot tell
 // (a segment's offset is not a constant, or the binary does not parse),

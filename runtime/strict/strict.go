@@ -813,6 +813,7 @@ func (s *Engine) Close(ctx context.Context) error {
 		if c.rt != nil {
 			errs = append(errs, c.rt.Close(ctx))
 		}
+		c.closeScratch()
 	}
 	if s.cache != nil {
 		errs = append(errs, s.cache.Close(ctx))
