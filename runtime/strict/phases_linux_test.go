@@ -75,11 +75,13 @@ func TestStrictInstancePhases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(box.close) // on a failure; closing twice is harmless
 		mark("newSandbox")
 		var out guestOutput
 		var buf bytes.Buffer
 		out.set(&buf)
 		mem := newInstanceMemory(c.limit)
+		t.Cleanup(mem.done)
 		if os.Getenv("HERMES_PHASES_NOSCRATCH") == "" {
 			mem.setScratch(c.scratchFor())
 		}
@@ -91,6 +93,7 @@ func TestStrictInstancePhases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { mod.Close(ctx) })
 		mark("InstantiateModule")
 		if err := snap.restore(mod.Memory(), mem, true); err != nil {
 			t.Fatal(err)
