@@ -3,9 +3,8 @@ package strict
 import (
 	"bytes"
 	"context"
-	"os"
 	"slices"
-	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,27 +14,25 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
-// TestStrictInstancePhases is a measuring tool, not a test: with
-// HERMES_PHASES=N it starts N one-shot instances from the snapshot the way
-// startWith does, step by step, and logs each step's time (minimum and
-// median) and the page faults the process took in it (median; a first
-// write to a page of the snapshot's image is a copy-on-write fault). The
-// program (HERMES_PHASES_SCRIPT, default an empty one-shot program) marks
-// its own steps with _hermes_host.call(b"name"), which ends the previous
-// step; with HERMES_PHASES_RUNNER=1 it is a script the runner runs, as in
-// a one-shot Run; HERMES_PHASES_NOSCRATCH=1 instantiates without the data
-// scratch. docs/performance.md has the figures.
+// BenchmarkStrictInstancePhases starts one-shot instances from the
+// snapshot the way startWith does, step by step, and reports each step's
+// median time (ms/step) and the page faults the process took in it
+// (faults/step; a first write to a page of the snapshot's image is a
+// copy-on-write fault). The program marks its own steps with
+// _hermes_host.call(b"name"), which ends the previous step. Sub-benchmarks:
+// "empty" (an empty one-shot program), "runner" (a script the runner runs,
+// as in a one-shot Run) and "noscratch" (the empty program, instantiated
+// without the data scratch). docs/performance.md has the figures.
 //
-//	HERMES_PHASES=200 go test -run StrictInstancePhases -v ./runtime/strict/
-func TestStrictInstancePhases(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("HERMES_PHASES"))
-	if n <= 0 {
-		t.Skip("a measuring tool: set HERMES_PHASES to the number of instances")
-	}
-	script := os.Getenv("HERMES_PHASES_SCRIPT")
-	if script == "" {
-		script = `import _hermes_host as h, atexit; h.call(b"command"); atexit.register(h.call, b"atexit"); h._run_and_exit(lambda: None)`
-	}
+//	go test -run - -bench StrictInstancePhases -benchtime 200x ./runtime/strict/
+func BenchmarkStrictInstancePhases(b *testing.B) {
+	empty := `import _hermes_host as h, atexit; h.call(b"command"); atexit.register(h.call, b"atexit"); h._run_and_exit(lambda: None)`
+	b.Run("empty", func(b *testing.B) { benchPhases(b, empty, false, true) })
+	b.Run("runner", func(b *testing.B) { benchPhases(b, "print(1)\n", true, true) })
+	b.Run("noscratch", func(b *testing.B) { benchPhases(b, empty, false, false) })
+}
+
+func benchPhases(t *testing.B, script string, runner, scratch bool) {
 	e := testEngine(t)
 	ctx := context.Background()
 	c, err := e.get(ctx, 0)
@@ -53,7 +50,8 @@ func TestStrictInstancePhases(t *testing.T) {
 	}
 	var steps []string
 	times, flts := map[string][]float64{}, map[string][]float64{}
-	for i := range n {
+	t.ResetTimer()
+	for i := range t.N {
 		var at []time.Time
 		var flt []int64
 		var names []string
@@ -66,7 +64,7 @@ func TestStrictInstancePhases(t *testing.T) {
 			return []byte("ok")
 		}}
 		args := []string{"-c", script}
-		if os.Getenv("HERMES_PHASES_RUNNER") != "" {
+		if runner {
 			spec.modules = []string{engine.StubName, engine.RunnerName}
 			spec.extra = map[string][]byte{engine.ScriptName: []byte(script)}
 			args = []string{"-c", runnerCommand, "/" + engine.ScriptName}
@@ -82,7 +80,7 @@ func TestStrictInstancePhases(t *testing.T) {
 		out.set(&buf)
 		mem := newInstanceMemory(c.limit)
 		t.Cleanup(mem.done)
-		if os.Getenv("HERMES_PHASES_NOSCRATCH") == "" {
+		if scratch {
 			mem.setScratch(c.scratchFor())
 		}
 		mc := box.moduleConfig(&out, &out).WithArgs(box.args(args...)...).
@@ -112,7 +110,6 @@ func TestStrictInstancePhases(t *testing.T) {
 		box.close()
 		mark("staging dir removed")
 		if i == 0 {
-			t.Logf("output: %q", buf.String())
 			steps = append(names[1:], "total")
 		}
 		if !slices.Equal(steps[:len(steps)-1], names[1:]) {
@@ -127,6 +124,12 @@ func TestStrictInstancePhases(t *testing.T) {
 	}
 	for _, s := range steps {
 		v, f := slices.Sorted(slices.Values(times[s])), slices.Sorted(slices.Values(flts[s]))
-		t.Logf("%-22s min %7.3f ms  median %7.3f ms  faults %5.0f", s, v[0], v[len(v)/2], f[len(f)/2])
+		t.ReportMetric(v[len(v)/2], "ms/"+metricName(s))
+		t.ReportMetric(f[len(f)/2], "faults/"+metricName(s))
 	}
+}
+
+// metricName makes a step's name a benchmark unit (no spaces).
+func metricName(step string) string {
+	return strings.NewReplacer(" ", "_", "->", "to", "(", "", ")", "").Replace(strings.TrimSpace(step))
 }
