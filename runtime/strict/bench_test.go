@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // BenchmarkStrictStartWarmCache is a one-shot run's start: a new engine
@@ -24,12 +25,16 @@ func BenchmarkStrictStartWarmCache(b *testing.B) {
 }
 
 // benchWorkload runs timed in strict mode after setup and reports the
-// in-guest time of timed (ms/op), excluding interpreter start-up.
+// in-guest time of timed (guest-ms/op), excluding interpreter start-up,
+// and the process's CPU per run (cpu-ms/op: the whole run, start-up and
+// setup included, but less noisy than the guest's wall-clock time where
+// other work shares the cores).
 func benchWorkload(b *testing.B, setup, timed string) {
 	testEngine(b)
 	code := setup + "\nimport time\nt = time.perf_counter()\n" + timed + "\nprint((time.perf_counter() - t) * 1e3)\n"
 	var total float64
 	n := 0
+	cpu0, cpuOK := testenv.ProcessCPU()
 	for b.Loop() {
 		res := run(b, code, nil)
 		if res.Status != config.StatusSuccess {
@@ -43,6 +48,9 @@ func benchWorkload(b *testing.B, setup, timed string) {
 		n++
 	}
 	b.ReportMetric(total/float64(n), "guest-ms/op")
+	if cpu1, ok := testenv.ProcessCPU(); ok && cpuOK {
+		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/1e3/float64(n), "cpu-ms/op")
+	}
 }
 
 // The workloads of `hermes-wasm-exec bench`, where native python and V8
