@@ -46,10 +46,10 @@ const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources)
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "462e8dddd320e4edccff0935ffaf708fa92db4922eb8bbb1a83295bb5c284c37"
+const SHA256 = "e5679b0eb7a8e200b60102ac8dd4b75a0e750fb32b6ac1b081dce712841329d0"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8445926
+const Size = 8445986
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
@@ -63,7 +63,7 @@ const StdlibSize = 5031720
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "937e157db43844c0e95da960ff2f558fbf8ee468056996b6c6b70ac2cb2ce502"
+const RecipeSHA256 = "19f341e6fd2f60a1e72cbbe9eed6d65d74bd7a9c63d96510dcf7e4fed932014a"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.

@@ -9,10 +9,14 @@
 #define PY_SSIZE_T_CLEAN
 #include "Python.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/times.h>
+#include <time.h>
+#include <unistd.h>
 #include <wasi/api.h>
 #include <wasi/libc-environ.h>
 
@@ -63,6 +67,32 @@ hermes_host_call(PyObject *module, PyObject *arg)
         return NULL;
     }
     return out;
+}
+
+/* ---- times() ------------------------------------------------------------
+ *
+ * wasi-libc's emulated times() reports clock()'s nanoseconds (its
+ * CLOCKS_PER_SEC is 10^9), where POSIX wants clock ticks of
+ * sysconf(_SC_CLK_TCK) (100 a second, as on Linux); CPython's os.times()
+ * divides by that, so it read 10^7 times too large. This definition is the
+ * one linked (an object's symbol keeps the linker from taking libc's member
+ * of libwasi-emulated-process-clocks). User time is clock(): WASI has no
+ * CPU clock, so it is the time since the interpreter started, as
+ * time.process_time() reports it; system time and the children's times are
+ * 0 (the guest starts no process). The result is the monotonic clock, in
+ * ticks. */
+clock_t
+times(struct tms *buf)
+{
+    const clock_t per_tick = CLOCKS_PER_SEC / sysconf(_SC_CLK_TCK);
+    __wasi_timestamp_t now = 0;
+    __wasi_errno_t err = __wasi_clock_time_get(__WASI_CLOCKID_MONOTONIC, 0, &now);
+    if (err != __WASI_ERRNO_SUCCESS) {
+        errno = err;
+        return (clock_t)-1;
+    }
+    *buf = (struct tms){.tms_utime = clock() / per_tick};
+    return (clock_t)(now / (__wasi_timestamp_t)per_tick);
 }
 
 /* ---- Entry points ------------------------------------------------------

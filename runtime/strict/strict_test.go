@@ -364,3 +364,34 @@ print(info.implementation, t0, t1 - t0, wall)
 	// within the clock reads around it.
 	require.LessOrEqual(t, spent, wall+0.001, res.Output)
 }
+
+// TestStrictOSTimes: os.times() counts seconds. wasi-libc's times()
+// reports nanoseconds where CPython divides by sysconf(_SC_CLK_TCK) (100
+// ticks a second): 10^7 too large, until the recipe's own times()
+// (pyodide-assets/cpython/hermes_host.c) counted ticks.
+func TestStrictOSTimes(t *testing.T) {
+	res := run(t, `import os, time
+t0 = os.times()
+end = time.perf_counter() + 0.05
+while time.perf_counter() < end:
+    pass
+t1 = os.times()
+print(t0.user, t1.user - t0.user, t1.elapsed - t0.elapsed, t1.system, t1.children_user, t1.children_system)
+`, nil)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	var start, user, elapsed, system, childUser, childSystem float64
+	_, err := fmt.Sscan(res.Output, &start, &user, &elapsed, &system, &childUser, &childSystem)
+	require.NoError(t, err, res.Output)
+	// The interpreter's start counts once, as in a native python.
+	require.GreaterOrEqual(t, start, 0.0, res.Output)
+	require.Less(t, start, 60.0, res.Output)
+	// The loop spins for 50 ms: several ticks of 10 ms, far from a minute.
+	require.Greater(t, user, 0.0, res.Output)
+	require.Less(t, user, 60.0, res.Output)
+	require.Greater(t, elapsed, 0.0, res.Output)
+	require.Less(t, elapsed, 60.0, res.Output)
+	// No system time, and no child processes in the guest.
+	require.Zero(t, system, res.Output)
+	require.Zero(t, childUser, res.Output)
+	require.Zero(t, childSystem, res.Output)
+}
