@@ -19,8 +19,8 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cpustat"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -451,7 +451,7 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 			waitPoolFull(ex)
 			var wg sync.WaitGroup
 			errs := make(chan error, len(sessions))
-			cpu0, ok := testenv.ProcessCPU()
+			cpu0, ok := cpustat.Process()
 			cpuOK = cpuOK && ok
 			t := time.Now()
 			for _, session := range sessions {
@@ -471,7 +471,7 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 				return nil, err
 			}
 			rounds = append(rounds, time.Since(t))
-			cpu1, _ := testenv.ProcessCPU()
+			cpu1, _ := cpustat.Process()
 			cpu += cpu1 - cpu0
 		}
 		el := median(rounds)

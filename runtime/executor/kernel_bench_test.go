@@ -2,12 +2,9 @@ package executor_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,32 +37,5 @@ func BenchmarkStrictSessionThroughput(b *testing.B) {
 	for i := range sessions {
 		require.NoError(b, exec1(fmt.Sprintf("tp-%d", i), "n = 0"))
 	}
-	var total time.Duration
-	cpu0, cpuOK := testenv.ProcessCPU()
-	for b.Loop() {
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, sessions)
-		for i := range sessions {
-			wg.Go(func() {
-				for range calls {
-					if errs[i] = exec1(fmt.Sprintf("tp-%d", i), "n += 1"); errs[i] != nil {
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		total += time.Since(start)
-		if err := errors.Join(errs...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*sessions*calls)/total.Seconds(), "calls/s")
-	if cpu1, ok := testenv.ProcessCPU(); ok && cpuOK {
-		// The whole process's CPU (the guests', the host's and the
-		// runtime's): less noisy than calls/s where other work shares
-		// the cores.
-		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N*sessions*calls), "cpu-µs/call")
-	}
+	testenv.Throughput(b, sessions, calls, func(i int) error { return exec1(fmt.Sprintf("tp-%d", i), "n += 1") })
 }

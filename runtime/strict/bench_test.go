@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cpustat"
 )
 
 // BenchmarkStrictStartWarmCache is a one-shot run's start: a new engine
@@ -34,7 +34,7 @@ func benchWorkload(b *testing.B, setup, timed string) {
 	code := setup + "\nimport time\nt = time.perf_counter()\n" + timed + "\nprint((time.perf_counter() - t) * 1e3)\n"
 	var total float64
 	n := 0
-	cpu0, cpuOK := testenv.ProcessCPU()
+	cpu0, cpuOK := cpustat.Process()
 	for b.Loop() {
 		res := run(b, code, nil)
 		if res.Status != config.StatusSuccess {
@@ -48,7 +48,7 @@ func benchWorkload(b *testing.B, setup, timed string) {
 		n++
 	}
 	b.ReportMetric(total/float64(n), "guest-ms/op")
-	if cpu1, ok := testenv.ProcessCPU(); ok && cpuOK {
+	if cpu1, ok := cpustat.Process(); ok && cpuOK {
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/1e3/float64(n), "cpu-ms/op")
 	}
 }

@@ -582,39 +582,13 @@ func BenchmarkStrictKernelThroughput(b *testing.B) {
 		okCell(b, k, "n = 0\n")
 		kernels[i] = k
 	}
-	var total time.Duration
-	cpu0, cpuOK := testenv.ProcessCPU()
-	for b.Loop() {
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, sessions)
-		for i, k := range kernels {
-			wg.Go(func() {
-				for range calls {
-					res, err := cell(b, k, "n += 1\n", nil)
-					if err == nil && res.Status != config.StatusSuccess {
-						err = errors.New(res.Output)
-					}
-					if err != nil {
-						errs[i] = err
-						return
-					}
-				}
-			})
+	testenv.Throughput(b, sessions, calls, func(i int) error {
+		res, err := cell(b, kernels[i], "n += 1\n", nil)
+		if err == nil && res.Status != config.StatusSuccess {
+			err = errors.New(res.Output)
 		}
-		wg.Wait()
-		total += time.Since(start)
-		if err := errors.Join(errs...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*sessions*calls)/total.Seconds(), "calls/s")
-	if cpu1, ok := testenv.ProcessCPU(); ok && cpuOK {
-		// The whole process's CPU (the guests', the host's and the
-		// runtime's): less noisy than calls/s where other work shares
-		// the cores.
-		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N*sessions*calls), "cpu-µs/call")
-	}
+		return err
+	})
 }
 
 func BenchmarkStrictKernelFromPool(b *testing.B) {

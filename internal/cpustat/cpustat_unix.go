@@ -1,17 +1,17 @@
 //go:build unix
 
-package testenv
+package cpustat
 
 import (
 	"syscall"
 	"time"
 )
 
-// ProcessCPU is the CPU time (user and system) this process has used so
+// Process is the CPU time (user and system) this process has used so
 // far, for benchmarks (and `hermes-wasm-exec bench`) that report CPU per
 // operation: on a machine shared with other work it varies much less than
 // the wall time. ok is false where it is not known.
-func ProcessCPU() (cpu time.Duration, ok bool) {
+func Process() (cpu time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
