@@ -259,13 +259,19 @@ func taskkillRule(w *win, args []carg, in stageInput) {
 	}
 }
 
-// wmicRule: wmic process ... delete/terminate, wmic shadowcopy delete.
-func wmicRule(w *win, args []carg, in stageInput) {
+// wordLine is args lower-cased and joined by spaces, with a space at each
+// end, for rules that look for words in any order (" delete ").
+func wordLine(args []carg) string {
 	var words []string
 	for _, a := range args {
 		words = append(words, strings.ToLower(a.text))
 	}
-	line := " " + strings.Join(words, " ") + " "
+	return " " + strings.Join(words, " ") + " "
+}
+
+// wmicRule: wmic process ... delete/terminate, wmic shadowcopy delete.
+func wmicRule(w *win, args []carg, in stageInput) {
+	line := wordLine(args)
 	switch {
 	case strings.Contains(line, " shadowcopy ") && strings.Contains(line, " delete "):
 		w.add(reasonShadows)
@@ -310,11 +316,7 @@ func scRule(w *win, args []carg, in stageInput) {
 // netshRule: netsh advfirewall set ... state off, netsh firewall set
 // opmode disable, netsh advfirewall reset.
 func netshRule(w *win, args []carg, in stageInput) {
-	var words []string
-	for _, a := range args {
-		words = append(words, strings.ToLower(a.text))
-	}
-	line := " " + strings.Join(words, " ") + " "
+	line := wordLine(args)
 	if strings.Contains(line, "firewall") &&
 		(strings.Contains(line, " state off ") || strings.Contains(line, " opmode disable") || strings.Contains(line, " mode=disable") || strings.Contains(line, " reset ")) {
 		w.add(reasonFirewall)

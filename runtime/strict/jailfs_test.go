@@ -12,18 +12,26 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
+// jailTree makes the jail tests' two trees: outside, holding the host file
+// secret ("host secret"), and root, the jail's, holding ok.txt ("inside")
+// and the dir sub.
+func jailTree(t *testing.T) (outside, secret, root string) {
+	t.Helper()
+	outside = t.TempDir()
+	secret = filepath.Join(outside, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	root = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "ok.txt"), []byte("inside"), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "sub"), 0o700))
+	return outside, secret, root
+}
+
 // TestJailFS checks every FS method against paths that try to leave the
 // root: `..`, absolute paths (with a drive letter on Windows) and symlinks
 // the guest tries to make; and that ordinary work inside it works.
 // TestJailFSSymlinks covers symlinks found in the tree.
 func TestJailFS(t *testing.T) {
-	outside := t.TempDir()
-	secret := filepath.Join(outside, "secret.txt")
-	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
-
-	root := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(root, "ok.txt"), []byte("inside"), 0o600))
-	require.NoError(t, os.Mkdir(filepath.Join(root, "sub"), 0o700))
+	outside, secret, root := jailTree(t)
 
 	j, err := newJailFS(root)
 	require.NoError(t, err)
@@ -87,12 +95,7 @@ func jailReader(j *jailFS) func(string) (string, experimentalsys.Errno) {
 // symlink itself may be looked at and removed.
 func TestJailFSSymlinks(t *testing.T) {
 	testenv.SkipUnderWine(t, "wine has no symlinks (CreateSymbolicLinkW reports success and makes nothing); the jail's symlink refusal is tested on Linux and on Windows")
-	outside := t.TempDir()
-	secret := filepath.Join(outside, "secret.txt")
-	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
-	root := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(root, "ok.txt"), []byte("inside"), 0o600))
-	require.NoError(t, os.Mkdir(filepath.Join(root, "sub"), 0o700))
+	outside, secret, root := jailTree(t)
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil && runtime.GOOS == "windows" {
 		t.Skipf("Windows: making a symlink needs Developer Mode or the SeCreateSymbolicLinkPrivilege, which this account lacks (%v); the jail's symlink refusal is tested on Linux", err)
 	} else {
