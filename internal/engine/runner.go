@@ -14,7 +14,9 @@ const ScriptName = "script.py"
 
 // Runner is the Python entry point of every execution, in both modes:
 // `python _hermes_runner.py SCRIPT` (project mode), or
-// `python -c RunnerEntry SCRIPT` (strict mode, which has its bytecode). It runs the script as __main__ and
+// `python -c PROGRAM SCRIPT` (strict mode, whose -c program imports it, so
+// that its cached bytecode is used, and calls _hermes_runner.run: see
+// runtime/strict's runnerCommand). It runs the script as __main__ and
 // reports an uncaught exception (type, message, and a traceback that starts
 // at the script's own frames) to the host through the tool channel, so the
 // host can tell sys.exit(1) from an uncaught error. A normal end or
@@ -23,8 +25,3 @@ const ScriptName = "script.py"
 //
 //go:embed python/runner.py
 var Runner string
-
-// RunnerEntry is the -c program that starts the runner by importing it,
-// so that its cached bytecode (when present) is used:
-// `python -c RunnerEntry SCRIPT`.
-const RunnerEntry = "import _hermes_runner; _hermes_runner.run()"

@@ -372,8 +372,8 @@ func oneShotCommand(imports, call string) string {
 	return "import _hermes_host" + imports + "; getattr(_hermes_host, '_run_and_exit', lambda f: f())(" + call + ")"
 }
 
-// runnerCommand runs the runner (engine.RunnerEntry) as a one-shot
-// program.
+// runnerCommand runs the runner (engine.Runner, imported so that its
+// cached bytecode is used) as a one-shot program.
 var runnerCommand = oneShotCommand(", _hermes_runner", "_hermes_runner.run")
 
 // errStopped reports that an instance was stopped: its context ended, or
