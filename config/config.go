@@ -120,6 +120,27 @@ const (
 	MaxExtractCharLimit     = 1_000_000
 )
 
+// Defaults and bounds of web_extract's cache of full texts ($HERMES_HOME/cache/web), the
+// web.extract.cache_* keys.
+const (
+	// DefaultExtractCacheMaxMB is web.extract.cache_max_mb, in MiB: what the cache may hold.
+	DefaultExtractCacheMaxMB = 256
+	// MaxExtractCacheMaxMB is the largest accepted web.extract.cache_max_mb (64 GiB); 0
+	// disables the cache.
+	MaxExtractCacheMaxMB = 65536
+	// DefaultExtractCacheEntryMaxMB is web.extract.cache_entry_max_mb, in MiB: the largest
+	// full text kept.
+	DefaultExtractCacheEntryMaxMB = 8
+	// MaxExtractCacheEntryMaxMB is the largest accepted web.extract.cache_entry_max_mb.
+	MaxExtractCacheEntryMaxMB = 1024
+	// DefaultExtractCacheTTLMinutes is web.extract.cache_ttl_minutes: a full text is kept
+	// one day after it was fetched.
+	DefaultExtractCacheTTLMinutes = 24 * 60
+	// MaxExtractCacheTTLMinutes is the largest accepted web.extract.cache_ttl_minutes (a
+	// year).
+	MaxExtractCacheTTLMinutes = 365 * 24 * 60
+)
+
 // FileName is the name of the configuration file inside [HermesHome].
 const FileName = "config.yaml"
 
@@ -510,6 +531,19 @@ type WebExtract struct {
 	// CharLimit is web_extract's default char_limit: longer pages are cut head and tail, the
 	// full text saved to disk. Default 15000; between 100 and 1000000. YAML key: char_limit.
 	CharLimit int
+	// CacheMaxMB caps, in MiB, web_extract's cache of full texts ($HERMES_HOME/cache/web),
+	// which every run and process with this home shares: past it the least recently used
+	// texts are removed. Default 256; between 0 and 65536, and 0 saves no full text.
+	// YAML key: cache_max_mb.
+	CacheMaxMB int
+	// CacheEntryMaxMB is the largest full text the cache keeps, in MiB; a larger one is not
+	// saved (the cut content is still returned). Default 8; between 1 and 1024.
+	// YAML key: cache_entry_max_mb.
+	CacheEntryMaxMB int
+	// CacheTTLMinutes is how long a saved full text is kept, in minutes from when it was
+	// fetched; after it read_file refuses it and it is removed. Default 1440 (a day); between
+	// 1 and 525600 (a year). YAML key: cache_ttl_minutes.
+	CacheTTLMinutes int
 }
 
 // Error is a configuration problem: a file that cannot be read, invalid YAML, a value of the
@@ -573,7 +607,12 @@ func Default() Config {
 			ContainerPersistent: true,
 			SSHPort:             DefaultSSHPort,
 		},
-		Web:       Web{Extract: WebExtract{CharLimit: DefaultExtractCharLimit}},
+		Web: Web{Extract: WebExtract{
+			CharLimit:       DefaultExtractCharLimit,
+			CacheMaxMB:      DefaultExtractCacheMaxMB,
+			CacheEntryMaxMB: DefaultExtractCacheEntryMaxMB,
+			CacheTTLMinutes: DefaultExtractCacheTTLMinutes,
+		}},
 		Approvals: Approvals{Mode: ApprovalsManual, CronMode: CronModeAsk, Timeout: DefaultApprovalTimeout},
 	}
 }
@@ -861,6 +900,9 @@ func (p *parser) web(key string, n *yaml.Node) error {
 		section("extract", func(key string, n *yaml.Node) error {
 			return p.mapping(n, key, []field{
 				{name: "char_limit", apply: p.intField(&w.Extract.CharLimit, MinExtractCharLimit, MaxExtractCharLimit, "characters")},
+				{name: "cache_max_mb", apply: p.intField(&w.Extract.CacheMaxMB, 0, MaxExtractCacheMaxMB, "MiB")},
+				{name: "cache_entry_max_mb", apply: p.intField(&w.Extract.CacheEntryMaxMB, 1, MaxExtractCacheEntryMaxMB, "MiB")},
+				{name: "cache_ttl_minutes", apply: p.intField(&w.Extract.CacheTTLMinutes, 1, MaxExtractCacheTTLMinutes, "minutes")},
 			})
 		}),
 		{name: "allow_private_networks", apply: p.boolField(&w.AllowPrivateNetworks)},
@@ -1113,6 +1155,12 @@ func (c *Config) valueOf(path string) string {
 		v = w.Search.APIKeyEnv
 	case "web.extract.char_limit":
 		v = w.Extract.CharLimit
+	case "web.extract.cache_max_mb":
+		v = w.Extract.CacheMaxMB
+	case "web.extract.cache_entry_max_mb":
+		v = w.Extract.CacheEntryMaxMB
+	case "web.extract.cache_ttl_minutes":
+		v = w.Extract.CacheTTLMinutes
 	case "web.allow_private_networks":
 		v = w.AllowPrivateNetworks
 	case "approvals.mode":

@@ -139,14 +139,27 @@ web:
     url: http://127.0.0.1:8888
   extract:
     char_limit: 20000
+    cache_max_mb: 0
+    cache_entry_max_mb: 2
+    cache_ttl_minutes: 90
   allow_private_networks: true
 `), "config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Web{Search: WebSearch{Provider: "searxng", URL: "http://127.0.0.1:8888"}, Extract: WebExtract{CharLimit: 20000}, AllowPrivateNetworks: true}
+	want := Web{Search: WebSearch{Provider: "searxng", URL: "http://127.0.0.1:8888"},
+		Extract: WebExtract{CharLimit: 20000, CacheMaxMB: 0, CacheEntryMaxMB: 2, CacheTTLMinutes: 90}, AllowPrivateNetworks: true}
 	if !reflect.DeepEqual(cfg.Web, want) {
 		t.Fatalf("got %+v, want %+v", cfg.Web, want)
+	}
+	var used []string
+	for _, k := range cfg.Used {
+		if strings.HasPrefix(k.Path, "web.extract.cache") {
+			used = append(used, k.Path+"="+k.Value)
+		}
+	}
+	if want := []string{"web.extract.cache_max_mb=0", "web.extract.cache_entry_max_mb=2", "web.extract.cache_ttl_minutes=90"}; !reflect.DeepEqual(used, want) {
+		t.Errorf("Used: %q, want %q", used, want)
 	}
 	for provider, env := range map[string]string{"brave": "BRAVE_API_KEY", "tavily": "TAVILY_API_KEY"} {
 		cfg, err := Parse([]byte("web:\n  search:\n    provider: "+provider+"\n"), "config.yaml")
@@ -161,7 +174,8 @@ web:
 	if err != nil || cfg.Web.Search.APIKeyEnv != "MY_BRAVE" {
 		t.Fatalf("%v %+v", err, cfg.Web)
 	}
-	if d := Default().Web; d.Extract.CharLimit != 15000 || d.Search.Provider != "" || d.AllowPrivateNetworks {
+	if d := Default().Web; d.Extract != (WebExtract{CharLimit: 15000, CacheMaxMB: 256, CacheEntryMaxMB: 8, CacheTTLMinutes: 1440}) ||
+		d.Search.Provider != "" || d.AllowPrivateNetworks {
 		t.Fatalf("web defaults: %+v", d)
 	}
 }
@@ -251,6 +265,24 @@ func TestParseErrors(t *testing.T) {
 			in:   "code_execution:\n  timeout: soon\n",
 			line: 2, key: "code_execution.timeout",
 			message: `config.yaml: line 2: code_execution.timeout must be an integer (seconds), got string "soon"`,
+		},
+		{
+			name: "cache_max_mb out of range",
+			in:   "web:\n  extract:\n    cache_max_mb: -1\n",
+			line: 3, key: "web.extract.cache_max_mb",
+			message: "out of range (must be between 0 and 65536)",
+		},
+		{
+			name: "cache_entry_max_mb out of range",
+			in:   "web:\n  extract:\n    cache_entry_max_mb: 0\n",
+			line: 3, key: "web.extract.cache_entry_max_mb",
+			message: "out of range (must be between 1 and 1024)",
+		},
+		{
+			name: "cache_ttl_minutes not an integer",
+			in:   "web:\n  extract:\n    cache_ttl_minutes: 1d\n",
+			line: 3, key: "web.extract.cache_ttl_minutes",
+			message: "must be an integer (minutes)",
 		},
 		{
 			name: "quoted number for timeout",

@@ -62,6 +62,9 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 	if msg := t.checkRead(a.Path, abs); msg != "" {
 		return result{"error": msg}
 	}
+	if msg := t.checkWebCacheRead(ctx, a.Path, abs); msg != "" {
+		return result{"error": msg}
+	}
 
 	info, err := t.fs.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {

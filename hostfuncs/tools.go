@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/filecache"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
@@ -90,6 +91,9 @@ type Tools struct {
 	wasmCacheDir  string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
 	confine       bool
+	// webCache is web_extract's cache of full texts (webcache.go), made
+	// at its first use.
+	webCache func() (*filecache.Cache, error)
 }
 
 // New returns the tools for opts.
@@ -124,6 +128,7 @@ func New(opts Options) (*Tools, error) {
 		confine:       opts.ConfineToWorkdir,
 	}
 	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })
+	t.webCache = sync.OnceValues(func() (*filecache.Cache, error) { return newWebCache(opts.Web) })
 	return t, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"time"
 )
 
 // WebOptions configures web_search and web_extract (the web section of
@@ -28,9 +29,22 @@ type WebOptions struct {
 	// loopback, private, link-local and other internal addresses.
 	AllowPrivateNetworks bool
 	// CacheDir is where web_extract saves the full text of pages longer
-	// than char_limit ($HERMES_HOME/cache/web). Empty means the system
-	// temp dir.
+	// than char_limit ($HERMES_HOME/cache/web), a cache bounded by the
+	// next three fields (see internal/filecache) that several processes
+	// may share. Empty means hermes-web-cache in the system temp dir.
 	CacheDir string
+	// CacheMaxMB caps what CacheDir holds, in MiB; 0 means
+	// config.DefaultExtractCacheMaxMB. NoCache saves nothing.
+	CacheMaxMB int
+	// CacheEntryMaxMB is the largest full text saved, in MiB; 0 means
+	// config.DefaultExtractCacheEntryMaxMB.
+	CacheEntryMaxMB int
+	// CacheTTL is how long a saved full text is served after it was
+	// fetched; 0 means config.DefaultExtractCacheTTLMinutes.
+	CacheTTL time.Duration
+	// NoCache disables the cache (web.extract.cache_max_mb: 0): a cut
+	// page's full text is not saved.
+	NoCache bool
 
 	// Test seams (nil in production).
 
@@ -41,4 +55,6 @@ type WebOptions struct {
 	// treatAsPublic marks addresses the SSRF guard lets through although
 	// they are internal (tests use 127.0.0.2 as a "public" host).
 	treatAsPublic func(netip.Addr) bool
+	// cacheNow replaces the web cache's clock.
+	cacheNow func() time.Time
 }

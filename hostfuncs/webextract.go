@@ -2,13 +2,9 @@ package hostfuncs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -133,17 +129,18 @@ func (t *Tools) extractOne(ctx context.Context, f *extractFetcher, raw string, l
 		}
 		content = page.text
 	}
-	res["content"] = t.limitContent(raw, content, limit)
+	res["content"] = t.limitContent(ctx, raw, content, limit)
 	return res
 }
 
 // limitContent returns content whole when it is at most limit characters
 // (runes). Otherwise it keeps the first 70% and the last 30% of limit
 // (moved to a line break when one is near), replaces the middle with a
-// one-line notice, saves the full text to the cache dir and ends with a
-// line giving the saved file's path and how to page it with read_file.
-// The notice and that line come on top of limit.
-func (t *Tools) limitContent(rawURL, content string, limit int) string {
+// one-line notice, saves the full text in the web cache (webcache.go) and
+// ends with a line giving the saved file's path and how to page it with
+// read_file, or why it was not saved. The notice and that line come on top
+// of limit.
+func (t *Tools) limitContent(ctx context.Context, rawURL, content string, limit int) string {
 	total := utf8.RuneCountInString(content)
 	if total <= limit {
 		return content
@@ -154,9 +151,9 @@ func (t *Tools) limitContent(rawURL, content string, limit int) string {
 	fmt.Fprintf(&b, "\n\n... [%d characters omitted] ...\n\n", omitted)
 	b.WriteString(strings.Trim(tail, "\n"))
 	b.WriteString("\n\n")
-	path, err := extractSaveFull(t.web.CacheDir, rawURL, content)
+	path, err := t.saveFull(ctx, rawURL, content)
 	if err != nil {
-		fmt.Fprintf(&b, "[Cut to char_limit=%d of %d characters. The full text could not be saved: %v]", limit, total, err)
+		b.WriteString(savedNote(limit, total, len(content), err))
 		return b.String()
 	}
 	omittedLine := strings.Count(head, "\n") + 1
@@ -188,40 +185,4 @@ func extractCutHeadTail(s string, limit int) (head, tail string, omitted int) {
 		}
 	}
 	return string(r[:headN]), string(r[tailStart:]), tailStart - headN
-}
-
-// extractSaveFull writes content to dir (created 0700; "" means the system
-// temp dir) as web-<first 12 hex digits of sha256(url + "\n" + content)>.md,
-// atomically (a temp file, which os.CreateTemp makes 0600, renamed into
-// place), and returns the file's
-// absolute path.
-func extractSaveFull(dir, rawURL, content string) (string, error) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(rawURL + "\n" + content))
-	path := filepath.Join(dir, "web-"+hex.EncodeToString(sum[:])[:12]+".md")
-	tmp, err := os.CreateTemp(dir, ".web-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", err
-	}
-	return path, nil
 }

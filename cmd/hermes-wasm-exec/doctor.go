@@ -114,7 +114,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 					"url":         cfg.Web.Search.URL,
 					"api_key_env": cfg.Web.Search.APIKeyEnv,
 				},
-				"extract":                map[string]any{"char_limit": cfg.Web.Extract.CharLimit},
+				"extract": map[string]any{
+					"char_limit":         cfg.Web.Extract.CharLimit,
+					"cache_max_mb":       cfg.Web.Extract.CacheMaxMB,
+					"cache_entry_max_mb": cfg.Web.Extract.CacheEntryMaxMB,
+					"cache_ttl_minutes":  cfg.Web.Extract.CacheTTLMinutes,
+				},
 				"allow_private_networks": cfg.Web.AllowPrivateNetworks,
 			},
 		})

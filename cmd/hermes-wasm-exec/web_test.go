@@ -184,3 +184,44 @@ print(json.dumps({"in_env": %q in os.environ, "in_shell": %q in terminal("env")[
 		}
 	})
 }
+
+// TestWebExtractCacheStaysUnderCap is issue 28's attack: one strict run with confined tools
+// and a 10 MiB disk budget extracts 40 distinct large pages (URLs that differ only in their
+// query). The full texts web_extract saves under $HERMES_HOME/cache/web stay under
+// web.extract.cache_max_mb (1 MiB here); they used to add up to all 40 (16 MB), and stay.
+func TestWebExtractCacheStaysUnderCap(t *testing.T) {
+	const pageSize = 400_000
+	mux := http.NewServeMux()
+	mux.HandleFunc("/p", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		line := "page " + r.URL.Query().Get("i") + " of a large site\n"
+		fmt.Fprint(w, strings.Repeat(line, pageSize/len(line)))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	cfg := "code_execution:\n  disk_limit_mb: 10\n  confine_tools_to_workdir: true\n" +
+		"web:\n  allow_private_networks: true\n  extract:\n    char_limit: 100\n    cache_max_mb: 1\n"
+	require.NoError(t, os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte(cfg), 0o600))
+	code, res, stderr := e.run(fmt.Sprintf(`from hermes_tools import web_extract
+saved = 0
+for call in range(8):
+    urls = ["%s/p?i=%%d" %% (call * 5 + i) for i in range(5)]
+    for r in web_extract(urls)["results"]:
+        assert r["error"] is None, r
+        saved += "Full text saved to" in r["content"]
+print(saved)
+`, srv.URL))
+	require.Equal(t, 0, code, res.Output+stderr)
+	require.Equal(t, "40\n", res.Output, "every cut page was saved when it was extracted")
+	files, err := filepath.Glob(filepath.Join(e.home, "cache", "web", "web-*.md"))
+	require.NoError(t, err)
+	var total int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		total += fi.Size()
+	}
+	require.LessOrEqual(t, total, int64(1<<20), "%d saved pages, %d bytes", len(files), total)
+	require.NotEmpty(t, files)
+}

@@ -40,9 +40,10 @@ type Options struct {
 	// Build it with config.Default() and change fields, or load a file
 	// with config.Load. The executor keeps a copy, in which fields whose
 	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
-	// MaxSessionKernels, MemoryLimitMB, DiskLimitMB, web.extract.char_limit, the
-	// approvals settings, and api_key_env of a keyed provider) get their
-	// defaults; MaxToolCalls and WarmPool keep 0, which means none.
+	// MaxSessionKernels, MemoryLimitMB, DiskLimitMB, web.extract.char_limit,
+	// cache_entry_max_mb and cache_ttl_minutes, the approvals settings, and
+	// api_key_env of a keyed provider) get their defaults; MaxToolCalls,
+	// WarmPool and web.extract.cache_max_mb keep 0, which means none.
 	Config *config.Config
 	// HermesHome is the state dir (caches, spill files); empty means
 	// config.HermesHome().
@@ -248,6 +249,8 @@ func withDefaults(cfg config.Config) config.Config {
 	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
 	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
 	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
+	cfg.Web.Extract.CacheEntryMaxMB = cmp.Or(cfg.Web.Extract.CacheEntryMaxMB, def.Web.Extract.CacheEntryMaxMB)
+	cfg.Web.Extract.CacheTTLMinutes = cmp.Or(cfg.Web.Extract.CacheTTLMinutes, def.Web.Extract.CacheTTLMinutes)
 	cfg.Web.Search.APIKeyEnv = cmp.Or(cfg.Web.Search.APIKeyEnv, config.DefaultAPIKeyEnv[cfg.Web.Search.Provider])
 	cfg.Approvals.Mode = cmp.Or(cfg.Approvals.Mode, def.Approvals.Mode)
 	cfg.Approvals.Timeout = cmp.Or(cfg.Approvals.Timeout, def.Approvals.Timeout)
@@ -574,6 +577,10 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			CharLimit:            web.Extract.CharLimit,
 			AllowPrivateNetworks: web.AllowPrivateNetworks,
 			CacheDir:             filepath.Join(e.home, "cache", "web"),
+			CacheMaxMB:           web.Extract.CacheMaxMB,
+			CacheEntryMaxMB:      web.Extract.CacheEntryMaxMB,
+			CacheTTL:             time.Duration(web.Extract.CacheTTLMinutes) * time.Minute,
+			NoCache:              web.Extract.CacheMaxMB == 0,
 		},
 		HermesHome: e.home,
 		// Read from the executor's own environment: a script cannot set it.
