@@ -17,9 +17,11 @@
 //     typos) is a warning with a "did you mean", in [Config.Warnings], never an error.
 //   - Values keep Hermes's meaning: approvals.mode is manual | smart | off (smart asks a model
 //     in Hermes; there is no model here, so it behaves as manual), approvals.cron_mode is
-//     deny | approve, kernel_idle_timeout and max_session_kernels below 1 clamp to 1, a null or
-//     empty mode means the default, and an unknown mode falls back to the default with a
-//     warning.
+//     deny | approve, kernel_idle_timeout and max_session_kernels below 1 clamp to 1, and a
+//     null or empty mode means the default. An unknown code_execution.mode falls back, with a
+//     warning, to strict (the sandbox) rather than to Hermes's project, so that a typo never
+//     drops the sandbox ([ModeFallback]); an unknown approvals.mode falls back to manual and
+//     cron_mode to deny, as in Hermes.
 //
 // The time zone exported to scripts and terminal commands as TZ is, in order of precedence:
 // the HERMES_TIMEZONE environment variable (applied by [Load], as Hermes does), then
@@ -63,7 +65,45 @@ const (
 	ModeProject = "project"
 	// ModeStrict runs scripts in the embedded WASI CPython inside a wazero sandbox.
 	ModeStrict = "strict"
+	// ModeFallback is the mode an unknown mode value runs in, wherever it is given (the
+	// file's code_execution.mode, an embedder's Request.Mode): strict, the sandbox, so that a
+	// typo never runs a script without it. Hermes falls back to project; the command-line
+	// flags and serve's per-call mode refuse an unknown value instead.
+	ModeFallback = ModeStrict
 )
+
+// Modes lists the code_execution.mode values.
+var Modes = []string{ModeProject, ModeStrict}
+
+// NormalizeMode maps a mode value to [ModeStrict] or [ModeProject], trimmed and compared
+// case-insensitively. Any other value, a blank one included, gives [ModeFallback] with ok
+// false ([UnknownMode] words the warning): callers that give an empty value a meaning (the
+// configured mode, the default) check for it first.
+func NormalizeMode(m string) (mode string, ok bool) {
+	switch v := strings.ToLower(strings.TrimSpace(m)); v {
+	case ModeProject, ModeStrict:
+		return v, true
+	}
+	return ModeFallback, false
+}
+
+// UnknownMode words what happens to an unknown mode value m given as what (a key such as
+// "code_execution.mode", or "mode"): it names m, what it runs in instead and why, and the
+// valid mode nearest to m when one is within edit distance 2.
+func UnknownMode(what, m string) string {
+	msg := fmt.Sprintf("unknown %s %q; falling back to %q, the sandbox, so that a typo never runs scripts without it (valid modes: %s)",
+		what, m, ModeFallback, strings.Join(Modes, ", "))
+	return msg + DidYouMeanMode(m)
+}
+
+// DidYouMeanMode is `; did you mean "strict"?` for a mode value m within edit distance 2 of
+// a valid mode (the nearest), else "".
+func DidYouMeanMode(m string) string {
+	if s := suggest(strings.TrimSpace(m), Modes); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
+}
 
 // Statuses of an execution's result (the result's "status" field).
 const (
@@ -257,7 +297,7 @@ func (k Key) String() string { return fmt.Sprintf("%s (line %d)", k.Path, k.Line
 type CodeExecution struct {
 	// Mode selects where scripts run: "project" (the default) or "strict". It is stored
 	// trimmed and lower-case. Null or empty means the default; any other value falls back to
-	// "project" with a warning. YAML key: mode.
+	// "strict", the sandbox, with a warning ([ModeFallback]). YAML key: mode.
 	Mode string
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
@@ -1187,15 +1227,14 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be a string (%q or %q), got %s", key, ModeProject, ModeStrict, describe(n))
 	}
-	m := strings.ToLower(strings.TrimSpace(n.Value))
-	switch m {
-	case ModeProject, ModeStrict:
-		p.cfg.CodeExecution.Mode = m
-	case "":
+	if strings.TrimSpace(n.Value) == "" {
 		p.cfg.CodeExecution.Mode = ModeProject
-	default:
-		p.cfg.CodeExecution.Mode = ModeProject
-		p.warnf(n.Line, "unknown %s %q; falling back to %q (valid modes: %s, %s)", key, n.Value, ModeProject, ModeProject, ModeStrict)
+		return nil
+	}
+	m, ok := NormalizeMode(n.Value)
+	p.cfg.CodeExecution.Mode = m
+	if !ok {
+		p.warnf(n.Line, "%s", UnknownMode(key, n.Value))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -180,20 +181,33 @@ web:
 	}
 }
 
+// An unknown code_execution.mode runs in strict mode, the sandbox, never in project mode
+// (Hermes's fallback): a typo must not drop the sandbox (issue 28). The warning names the
+// value, the nearest mode and the fallback.
 func TestParseUnknownModeFallsBack(t *testing.T) {
-	got, err := Parse([]byte("code_execution:\n  mode: docker\n"), "config.yaml")
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
+	for in, suggestion := range map[string]string{"stict": "strict", " Sttrict ": "strict", "projct": "project", "docker": ""} {
+		got, err := Parse([]byte("code_execution:\n  mode: \""+in+"\"\n"), "config.yaml")
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		if got.CodeExecution.Mode != "strict" {
+			t.Errorf("%q: mode = %q, want strict", in, got.CodeExecution.Mode)
+		}
+		if len(got.Warnings) != 1 {
+			t.Fatalf("%q: warnings = %q, want one", in, got.Warnings)
+		}
+		want := fmt.Sprintf(`config.yaml: line 2: unknown code_execution.mode %q; falling back to "strict", the sandbox, so that a typo never runs scripts without it (valid modes: project, strict)`, in)
+		if suggestion != "" {
+			want += fmt.Sprintf("; did you mean %q?", suggestion)
+		}
+		if got.Warnings[0] != want {
+			t.Errorf("%q: warning\n%s\nwant\n%s", in, got.Warnings[0], want)
+		}
 	}
-	if got.CodeExecution.Mode != "project" {
-		t.Fatalf("mode = %q, want project", got.CodeExecution.Mode)
-	}
-	if len(got.Warnings) != 1 {
-		t.Fatalf("warnings = %q, want one", got.Warnings)
-	}
-	for _, want := range []string{"config.yaml: line 2", "code_execution.mode", `"docker"`, `falling back to "project"`} {
-		if !strings.Contains(got.Warnings[0], want) {
-			t.Errorf("warning %q does not contain %q", got.Warnings[0], want)
+	for in, want := range map[string]string{"strict": "strict", " STRICT ": "strict", "Project": "project", "": "project", "  ": "project"} {
+		got, err := Parse([]byte("code_execution:\n  mode: \""+in+"\"\n"), "config.yaml")
+		if err != nil || got.CodeExecution.Mode != want || got.Warnings != nil {
+			t.Errorf("%q: %v %q %q", in, err, got.CodeExecution.Mode, got.Warnings)
 		}
 	}
 }
@@ -253,6 +267,24 @@ func TestParseErrors(t *testing.T) {
 			in:   "web:\n  extract:\n    char_limit: 10\n",
 			line: 3, key: "web.extract.char_limit",
 			message: "out of range (must be between 100 and 1000000)",
+		},
+		{
+			name: "cache_max_mb out of range",
+			in:   "web:\n  extract:\n    cache_max_mb: -1\n",
+			line: 3, key: "web.extract.cache_max_mb",
+			message: "out of range (must be between 0 and 65536)",
+		},
+		{
+			name: "cache_entry_max_mb out of range",
+			in:   "web:\n  extract:\n    cache_entry_max_mb: 0\n",
+			line: 3, key: "web.extract.cache_entry_max_mb",
+			message: "out of range (must be between 1 and 1024)",
+		},
+		{
+			name: "cache_ttl_minutes not an integer",
+			in:   "web:\n  extract:\n    cache_ttl_minutes: 1d\n",
+			line: 3, key: "web.extract.cache_ttl_minutes",
+			message: "must be an integer (minutes)",
 		},
 		{
 			name: "duplicate key",

@@ -264,6 +264,8 @@ func TestApprovalsModeValues(t *testing.T) {
 	for in, warning := range map[string]string{
 		"auto":  `config.yaml: line 2: unknown approvals.mode "auto"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted))`,
 		"manul": `config.yaml: line 2: unknown approvals.mode "manul"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted)); did you mean "manual"?`,
+		// A typo of off fails closed: commands are still asked about (issue 28).
+		"offf": `config.yaml: line 2: unknown approvals.mode "offf"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted)); did you mean "off"?`,
 	} {
 		cfg, err := Parse([]byte("approvals:\n  mode: "+in+"\n"), "config.yaml")
 		if err != nil || cfg.Approvals.Mode != ApprovalsManual || !slices.Equal(cfg.Warnings, []string{warning}) {
@@ -333,9 +335,10 @@ func TestModeNullOrEmpty(t *testing.T) {
 			t.Errorf("%q: %v %+v %+v %q", in, err, cfg.CodeExecution, cfg.Approvals, cfg.Warnings)
 		}
 	}
-	// An unknown code_execution.mode stays a warning.
+	// An unknown code_execution.mode stays a warning (and runs strict: a Hermes config with
+	// one still loads).
 	cfg, err := Parse([]byte("code_execution:\n  mode: docker\n"), "config.yaml")
-	if err != nil || cfg.CodeExecution.Mode != ModeProject || len(cfg.Warnings) != 1 {
+	if err != nil || cfg.CodeExecution.Mode != ModeStrict || len(cfg.Warnings) != 1 {
 		t.Fatalf("%v %q", err, cfg.Warnings)
 	}
 }

@@ -434,6 +434,8 @@ func TestServeFraming(t *testing.T) {
 		{"execute", `{"code": "1", "max_tool_calls": 1.5}`, "max_tool_calls must be a whole number of 0 or more, not 1.5"},
 		{"execute", `{"code": "1", "max_tool_calls": -1}`, "max_tool_calls must be a whole number"},
 		{"execute", `{"code": "1", "mode": "sandbox"}`, `mode must be "strict" or "project", not "sandbox"`},
+		{"execute", `{"code": "1", "mode": "stict"}`, `mode must be "strict" or "project", not "stict"; did you mean "strict"?`},
+		{"execute", `{"code": "1", "mode": " "}`, `mode must be "strict" or "project", not " "`},
 		{"execute", `{"code": "1", "session": ""}`, "session must be a non-empty string"},
 		{"execute", `{"code": "1", "reset": "yes"}`, "reset must be true or false"},
 		{"execute", `{"code": "1", "workdir": 3}`, "workdir must be a string"},
@@ -452,6 +454,7 @@ func TestServeFraming(t *testing.T) {
 		{"register_skill", `{"content": "---\nrequired_environment_variables: [A\n---\n"}`, "content: its frontmatter is not valid YAML"},
 		{"register_skill", `{"names": [], "skills": []}`, `unknown parameter "skills"`},
 		{"describe", `{"mode": "sandbox"}`, `mode must be "strict" or "project", not "sandbox"`},
+		{"describe", `{"mode": "projcet"}`, `mode must be "strict" or "project", not "projcet"; did you mean "project"?`},
 		{"describe", `{"tools": "terminal"}`, "tools must be a list of tool names"},
 	} {
 		id := strconv.Itoa(100 + i)

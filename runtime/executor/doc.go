@@ -101,7 +101,7 @@
 //     session for a session's registration.
 //   - "skill environment variables registered" (info): names, and session
 //     for a session's registration.
-//   - "unknown mode, falling back to project" (warn): mode.
+//   - "unknown mode, falling back to strict" (warn): mode.
 //   - "python skipped" (info): candidate (path, source and why).
 //   - "embedded interpreter fallback" (warn): project mode found no usable
 //     python.

@@ -267,16 +267,10 @@ func CacheDir(home string) string {
 }
 
 // NormalizeMode maps a mode value to "strict" or "project" (docs/behaviour.md §2):
-// case-insensitive and trimmed; anything else is project, with ok false.
-func NormalizeMode(m string) (mode string, ok bool) {
-	switch strings.ToLower(strings.TrimSpace(m)) {
-	case config.ModeStrict:
-		return config.ModeStrict, true
-	case config.ModeProject:
-		return config.ModeProject, true
-	}
-	return config.ModeProject, false
-}
+// case-insensitive and trimmed. Anything else, a blank value included, is
+// strict, the sandbox (config.ModeFallback), with ok false: a typo never
+// runs a script without the sandbox.
+func NormalizeMode(m string) (mode string, ok bool) { return config.NormalizeMode(m) }
 
 // Warm prepares the strict interpreter (compiling it or loading it from
 // the cache) so the next strict run starts fast.
@@ -511,9 +505,8 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	}
 	mode, ok := NormalizeMode(modeIn)
 	if !ok {
-		e.log.event(slog.LevelWarn, "unknown mode, falling back to project",
-			fmt.Sprintf("execute_code: unknown mode %q, falling back to project", modeIn),
-			"mode", modeIn)
+		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict",
+			"execute_code: "+config.UnknownMode("mode", modeIn), "mode", modeIn)
 	}
 	be, err := e.remoteBackend(ctx, req.Session)
 	if err != nil {

@@ -49,12 +49,28 @@ func TestNormalizeMode(t *testing.T) {
 		ok   bool
 	}{
 		"strict": {"strict", true}, " STRICT ": {"strict", true}, "Project": {"project", true},
-		"": {"project", false}, "sandbox": {"project", false},
+		"": {"strict", false}, "sandbox": {"strict", false}, "stict": {"strict", false},
 	} {
 		mode, ok := executor.NormalizeMode(in)
 		require.Equal(t, want.mode, mode, in)
 		require.Equal(t, want.ok, ok, in)
 	}
+}
+
+// An embedder's Config with an unknown mode runs scripts in the sandbox, with the warning, and
+// describes execute_code as strict (issue 28: a typo never drops the sandbox).
+func TestConfigUnknownModeRunsStrict(t *testing.T) {
+	cfg := config.Default()
+	cfg.CodeExecution.Mode = "Stict"
+	var logs []string
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	defer ex.Close(context.Background())
+	res, err := ex.Execute(context.Background(), executor.Request{Code: "import sys\nprint(sys.platform)", Workdir: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, "strict", res.Mode)
+	require.Equal(t, "wasi\n", res.Output)
+	require.Contains(t, logs[0], `unknown mode "Stict"; falling back to "strict"`)
+	require.Equal(t, executor.ExecuteCodeSchema(cfg, "strict", nil), executor.ExecuteCodeSchema(cfg, "", nil))
 }
 
 func TestExecuteRefusals(t *testing.T) {
@@ -64,10 +80,12 @@ func TestExecuteRefusals(t *testing.T) {
 	defer ex.Close(context.Background())
 	ctx := context.Background()
 
-	res, err := ex.Execute(ctx, executor.Request{Code: "import sys\nprint(1)", Mode: "nonsense", Workdir: t.TempDir()})
+	// An unknown mode runs in the sandbox, never without it (issue 28).
+	res, err := ex.Execute(ctx, executor.Request{Code: "import sys\nprint(sys.platform)", Mode: "stict", Workdir: t.TempDir()})
 	require.NoError(t, err)
-	require.Equal(t, "project", res.Mode, "an unknown mode falls back to project")
-	require.Contains(t, logs[0], `unknown mode "nonsense"`)
+	require.Equal(t, "strict", res.Mode, "an unknown mode falls back to strict")
+	require.Equal(t, "wasi\n", res.Output, "and the script ran in the sandbox")
+	require.Equal(t, `execute_code: unknown mode "stict"; falling back to "strict", the sandbox, so that a typo never runs scripts without it (valid modes: project, strict); did you mean "strict"?`, logs[0])
 
 	for _, mode := range []string{"strict", "project"} {
 		res, err = ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Workdir: filepath.Join(t.TempDir(), "missing")})

@@ -66,10 +66,11 @@ func TestLogEvents(t *testing.T) {
 	require.Equal(t, slog.LevelWarn, refused[0].level)
 	require.Equal(t, []string{"OPENAI_API_KEY"}, refused[0].attrs["names"])
 
-	// An unknown mode falls back to project with a warning.
-	_, err := ex.Execute(ctx, Request{Code: "pass", Mode: "sandbox", Workdir: wd})
+	// An unknown mode falls back to strict with a warning.
+	res, err := ex.Execute(ctx, Request{Code: "pass", Mode: "sandbox", Workdir: wd})
 	require.NoError(t, err)
-	unknown := rec.find("unknown mode, falling back to project")
+	require.Equal(t, "strict", res.Mode, "an unknown mode runs in the sandbox")
+	unknown := rec.find("unknown mode, falling back to strict")
 	require.Len(t, unknown, 1)
 	require.Equal(t, "sandbox", unknown[0].attrs["mode"])
 	require.Len(t, rec.find("passthrough refused"), 1, "a refused name is warned about once, not once per call")

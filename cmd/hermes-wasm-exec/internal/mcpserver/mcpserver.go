@@ -70,7 +70,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	}
 	if *mode != "" {
 		if _, ok := executor.NormalizeMode(*mode); !ok {
-			return fail("--mode must be strict or project, not %q", *mode)
+			return fail("--mode must be strict or project, not %q%s", *mode, config.DidYouMeanMode(*mode))
 		}
 	}
 	if *logFormat != "text" && *logFormat != "json" {

@@ -219,7 +219,7 @@ func (c *client) describe(params json.RawMessage) (any, *jsonrpc.Error) {
 	}
 	if mode != "" {
 		if _, ok := executor.NormalizeMode(mode); !ok {
-			return nil, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q", mode)
+			return nil, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q%s", mode, config.DidYouMeanMode(mode))
 		}
 	}
 	tools, rerr := toolsParam(p)

@@ -146,7 +146,7 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 	if req.Mode != "" {
 		mode, ok := executor.NormalizeMode(req.Mode)
 		if !ok {
-			return req, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q", req.Mode)
+			return req, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q%s", req.Mode, config.DidYouMeanMode(req.Mode))
 		}
 		req.Mode = mode
 	}
