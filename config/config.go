@@ -222,6 +222,34 @@ const (
 	DefaultSSHCwd = "~"
 )
 
+// ClientEnvNames are the variables of the executor's environment that the local client of a
+// remote backend (the docker CLI, ssh, the exec prefix, and every helper they start) gets,
+// by exact name, besides [ClientEnvPrefixes] and terminal.client_env ([Terminal.ClientEnv]):
+// what the client itself needs to find its programs, its configuration and its engine or
+// agent, and nothing else. A host-managed credential ([IsManagedCredential]) never passes,
+// whatever a list says. docs/backends/README.md says why each is there.
+var ClientEnvNames = []string{
+	// Every client: its programs, its configuration, its user, temp files.
+	"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TMPDIR",
+	// Rootless Docker and podman: their sockets, configuration and storage.
+	"XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+	// The docker CLI: which engine, and how to reach it.
+	"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+	"DOCKER_TLS", "DOCKER_API_VERSION",
+	// podman's CLI: its service and configuration files.
+	"CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF", "CONTAINERS_REGISTRIES_CONF",
+	"CONTAINERS_STORAGE_CONF",
+	// kubectl (an exec prefix).
+	"KUBECONFIG",
+	// ssh, and the docker CLI with an ssh:// DOCKER_HOST: the agent holding the keys.
+	"SSH_AUTH_SOCK",
+}
+
+// ClientEnvPrefixes are the name prefixes that a remote backend's client gets besides
+// [ClientEnvNames]: the locale categories. A name among them that looks secret (one that
+// holds KEY, TOKEN, SECRET, ...) does not pass.
+var ClientEnvPrefixes = []string{"LC_"}
+
 // terminalEnv lists the environment variables that, when set and not blank, override a key of
 // the terminal section, as in Hermes. [Load] applies them, in this order.
 var terminalEnv = []struct{ name, key string }{
@@ -416,6 +444,15 @@ type Terminal struct {
 	// "-i", "POD", "--"]). Required and non-empty with backend exec. Not a Hermes key.
 	// YAML key: exec_command.
 	ExecCommand []string
+	// ClientEnv names more variables of the executor's environment that a remote backend's
+	// local client (the docker CLI, ssh, the exec prefix) gets, besides [ClientEnvNames] and
+	// [ClientEnvPrefixes]: what a client needs that they lack, such as HTTPS_PROXY or
+	// AWS_PROFILE for kubectl's credential plugin. Exact names, valid variable names; a
+	// host-managed credential ([IsManagedCredential], or web.search.api_key_env) is an
+	// error. It does not change what a script or a command in the target gets, unless the
+	// client passes its own environment on (an exec prefix such as env or setpriv). Default
+	// empty. Not a Hermes key. YAML key: client_env.
+	ClientEnv []string
 }
 
 // RemoteCwd is the effective working dir of a remote backend's commands: terminal.cwd when
@@ -805,7 +842,7 @@ func parse(data []byte, source string) (*parser, error) {
 type parser struct {
 	source string
 	cfg    *Config
-	lines  struct{ provider, backend int }
+	lines  struct{ provider, backend, clientEnv int }
 	// backendEnv is set when TERMINAL_ENV chose the backend.
 	backendEnv bool
 	// topTimezone is the top-level timezone key's value.
@@ -915,6 +952,7 @@ func (p *parser) terminal(key string, n *yaml.Node) error {
 		{name: "ssh_key", apply: p.stringField(&t.SSHKey, "", checkPath)},
 		{name: "ssh_known_hosts", apply: p.stringField(&t.SSHKnownHosts, "", checkPath)},
 		{name: "exec_command", apply: p.argList(&t.ExecCommand, "the command prefix, such as [\"kubectl\", \"exec\", \"-i\", \"POD\", \"--\"]")},
+		{name: "client_env", apply: p.clientEnv},
 	})
 }
 
@@ -1187,6 +1225,8 @@ func (c *Config) valueOf(path string) string {
 		v = c.Terminal.SSHKnownHosts
 	case "terminal.exec_command":
 		v = listText(c.Terminal.ExecCommand)
+	case "terminal.client_env":
+		v = listText(c.Terminal.ClientEnv)
 	case "web.search.provider":
 		v = w.Search.Provider
 	case "web.search.url":

@@ -91,6 +91,22 @@ func checkEnvName(v string) (string, string) {
 	return v, ""
 }
 
+// checkClientEnvName accepts a variable name that is not a host-managed credential.
+func checkClientEnvName(v string) (string, string) {
+	if v, problem := checkEnvName(v); problem != "" {
+		return v, problem
+	}
+	if IsManagedCredential(v) {
+		return "", "names a credential the host manages, which never reaches a backend's client: remove it from the list"
+	}
+	return v, ""
+}
+
+func (p *parser) clientEnv(key string, n *yaml.Node) error {
+	p.lines.clientEnv = resolveAlias(n).Line
+	return p.stringList(&p.cfg.Terminal.ClientEnv, "environment variable names", checkClientEnvName)(key, n)
+}
+
 // checkVolume accepts what docker -v takes: source:target or source:target:options, with an
 // absolute target.
 func checkVolume(v string) (string, string) {
@@ -361,9 +377,19 @@ func hostPath(v string) bool {
 	return !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "/home/") || strings.HasPrefix(v, "/Users/")
 }
 
-// finishTerminal checks what the selected backend needs.
+// finishTerminal checks what the selected backend needs, and that terminal.client_env does
+// not name the web search key's variable.
 func (p *parser) finishTerminal() error {
 	t := &p.cfg.Terminal
+	if k := p.cfg.Web.Search.APIKeyEnv; k != "" {
+		for i, n := range t.ClientEnv {
+			if strings.EqualFold(n, k) {
+				key := fmt.Sprintf("terminal.client_env[%d]", i)
+				return &Error{Path: p.source, Line: p.lines.clientEnv, Key: key, Msg: fmt.Sprintf(
+					"%s is %q, the variable web.search.api_key_env names: a credential the host manages, which never reaches a backend's client: remove it from the list", key, n)}
+			}
+		}
+	}
 	what := fmt.Sprintf("terminal.backend is %q", t.Backend)
 	if p.backendEnv {
 		what += " (from TERMINAL_ENV)"

@@ -77,6 +77,11 @@ container_persistent: no
 		{"exec", "backend: exec\nexec_command: [kubectl, exec, -i, pod-1, --]\n", func(t *Terminal) {
 			t.Backend, t.ExecCommand = "exec", []string{"kubectl", "exec", "-i", "pod-1", "--"}
 		}},
+		{"client_env", "backend: exec\nexec_command: [kubectl, exec, -i, pod-1, --]\nclient_env: [AWS_PROFILE, HTTPS_PROXY, MY_TOKEN]\n", func(t *Terminal) {
+			t.Backend, t.ExecCommand = "exec", []string{"kubectl", "exec", "-i", "pod-1", "--"}
+			t.ClientEnv = []string{"AWS_PROFILE", "HTTPS_PROXY", "MY_TOKEN"}
+		}},
+		{"null client_env", "client_env:\n", nil},
 		// The keys of another backend are read but not required.
 		{"local with ssh keys", "ssh_host: h\n", func(t *Terminal) { t.SSHHost = "h" }},
 	} {
@@ -159,6 +164,12 @@ func TestTerminalErrors(t *testing.T) {
 		{"exec_command: kubectl exec\n", "terminal.exec_command", `terminal.exec_command must be a list of the command prefix, such as ["kubectl", "exec", "-i", "POD", "--"], got string "kubectl exec"`, 2},
 		{"exec_command: ['', x]\n", "terminal.exec_command[0]", `terminal.exec_command[0] is empty; the first item names the program`, 2},
 		{"exec_command: [a, {b: c}]\n", "terminal.exec_command[1]", `terminal.exec_command[1] must be a string, got a mapping`, 2},
+		{"client_env: [HTTPS_PROXY, OPENAI_API_KEY]\n", "terminal.client_env[1]",
+			`terminal.client_env[1] is "OPENAI_API_KEY", which names a credential the host manages, which never reaches a backend's client: remove it from the list`, 2},
+		{"client_env:\n- gh_token\n", "terminal.client_env[0]", `terminal.client_env[0] is "gh_token", which names a credential the host manages`, 3},
+		{"client_env: [AUXILIARY_VISION_API_KEY]\n", "terminal.client_env[0]", `terminal.client_env[0] is "AUXILIARY_VISION_API_KEY", which names a credential the host manages`, 2},
+		{"client_env: [A-B]\n", "terminal.client_env[0]", `terminal.client_env[0] is "A-B", which is not an environment variable name`, 2},
+		{"client_env: HTTPS_PROXY\n", "terminal.client_env", `terminal.client_env must be a list of environment variable names, got string "HTTPS_PROXY"`, 2},
 		// What the backend needs.
 		{"backend: ssh\n", "terminal.ssh_host",
 			`terminal.backend is "ssh" but terminal.ssh_host and terminal.ssh_user are not both set (neither is); set both in the terminal section, or TERMINAL_SSH_HOST and TERMINAL_SSH_USER in the environment`, 2},
@@ -223,6 +234,7 @@ func TestTerminalUsed(t *testing.T) {
   ssh_key: ~/id
   ssh_known_hosts: ""
   exec_command: [kubectl, exec]
+  client_env: [HTTPS_PROXY, AWS_PROFILE]
   docker_env: {B: "2", A: "1"}
   docker_volumes: ["/a:/b"]
   container_cpu: 2.5
@@ -237,12 +249,12 @@ func TestTerminalUsed(t *testing.T) {
 	}
 	want := []string{"terminal.backend=ssh", "terminal.cwd=~", "terminal.ssh_host=h", "terminal.ssh_user=u",
 		"terminal.ssh_port=2200", "terminal.ssh_key=/home/u/id", `terminal.ssh_known_hosts=""`,
-		"terminal.exec_command=[kubectl, exec]", "terminal.docker_env=[A, B]", "terminal.docker_volumes=[/a:/b]",
+		"terminal.exec_command=[kubectl, exec]", "terminal.client_env=[HTTPS_PROXY, AWS_PROFILE]", "terminal.docker_env=[A, B]", "terminal.docker_volumes=[/a:/b]",
 		"terminal.container_cpu=2.5"}
 	if !slices.Equal(used, want) {
 		t.Fatalf("used\n  %q\nwant\n  %q", used, want)
 	}
-	if n := cfg.Used[8].Note; n != "names only; values not shown" {
+	if n := cfg.Used[9].Note; n != "names only; values not shown" {
 		t.Fatalf("docker_env's note %q", n)
 	}
 	if len(cfg.Ignored) != 1 || cfg.Ignored[0].Path != "terminal.container_disk" || cfg.Warnings != nil {
@@ -336,5 +348,26 @@ func TestTerminalEnv(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != tt.key || !strings.HasPrefix(err.Error(), path+": "+tt.msg) {
 			t.Errorf("%v:\n got  %v\n want %s: %s", tt.env, err, path, tt.msg)
 		}
+	}
+}
+
+// TestTerminalClientEnvAPIKeyEnv: terminal.client_env may not name the variable that holds the
+// web search key (web.search.api_key_env), whatever its case.
+func TestTerminalClientEnvAPIKeyEnv(t *testing.T) {
+	for _, tt := range []struct{ in, msg string }{
+		{"web: {search: {provider: brave, api_key_env: Search_Key}}\nterminal:\n  client_env: [HTTPS_PROXY, SEARCH_KEY]\n",
+			`terminal.client_env[1] is "SEARCH_KEY", the variable web.search.api_key_env names: a credential the host manages, which never reaches a backend's client: remove it from the list`},
+		{"terminal:\n  client_env: [SEARCH_KEY]\nweb: {search: {provider: tavily, api_key_env: SEARCH_KEY}}\n",
+			`terminal.client_env[0] is "SEARCH_KEY", the variable web.search.api_key_env names`},
+	} {
+		_, err := Parse([]byte(tt.in), "config.yaml")
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Msg, tt.msg) || !strings.HasPrefix(ce.Key, "terminal.client_env[") {
+			t.Errorf("%q: got %v, want %q", tt.in, err, tt.msg)
+		}
+	}
+	// Another provider's key is no credential of this host's.
+	if _, err := Parse([]byte("web: {search: {provider: tavily}}\nterminal:\n  client_env: [BRAVE_KEY_FOR_SOMETHING]\n"), "config.yaml"); err != nil {
+		t.Errorf("an unrelated name: %v", err)
 	}
 }

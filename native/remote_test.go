@@ -24,12 +24,13 @@ import (
 // envBackend is an exec backend whose prefix is `env`: the remote path
 // (relay, framing, marker kill) against this host's python3, where the
 // test can look at processes and files. The target's TMPDIR is a private
-// dir, checked to be empty at the end.
+// dir, checked to be empty at the end. The prefix passes its environment
+// (the client's: PATH and TMPDIR here) on to the target.
 func envBackend(t *testing.T) (backend.Backend, string) {
 	t.Helper()
 	realPython(t)
 	dir, tmp := t.TempDir(), t.TempDir()
-	b, err := backend.NewExec(context.Background(), backend.ExecOptions{Prefix: []string{"env"}, Cwd: dir, ClientEnv: []string{"TMPDIR=" + tmp}})
+	b, err := backend.NewExec(context.Background(), backend.ExecOptions{Prefix: []string{"env"}, Cwd: dir, ClientEnv: []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		b.Close()

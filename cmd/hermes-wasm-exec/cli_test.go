@@ -777,15 +777,15 @@ func TestVersionAndDoctor(t *testing.T) {
 	}
 }
 
-// doctor shows the keys of the backend in use, docker_env's names without
-// their values.
+// doctor shows the keys of the backend in use and client_env, docker_env's
+// names without their values.
 func TestDoctorRemoteBackend(t *testing.T) {
 	newEnv(t)
 	conf := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("terminal:\n  backend: docker\n  docker_image: debian:bookworm\n  docker_network: false\n  docker_env: {API_TOKEN: s3cr3t-value}\n"), 0o600))
+	require.NoError(t, os.WriteFile(conf, []byte("terminal:\n  backend: docker\n  docker_image: debian:bookworm\n  docker_network: false\n  docker_env: {API_TOKEN: s3cr3t-value}\n  client_env: [HTTPS_PROXY]\n"), 0o600))
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, Run([]string{"doctor", "--config", conf}, nil, &out, &errb), errb.String())
-	for _, want := range []string{"backend: docker", "docker_image: debian:bookworm", "docker_network: false", "- API_TOKEN", "cwd: /root", "container_persistent: true"} {
+	for _, want := range []string{"backend: docker", "docker_image: debian:bookworm", "docker_network: false", "- API_TOKEN", "cwd: /root", "container_persistent: true", "client_env:\n          - HTTPS_PROXY"} {
 		require.Contains(t, out.String(), want)
 	}
 	require.NotContains(t, out.String(), "s3cr3t-value")

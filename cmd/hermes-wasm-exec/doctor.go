@@ -151,8 +151,8 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // terminalInEffect is the terminal section as doctor shows it: the keys
-// of the backend in use (docker_env's names only: its values may be
-// secrets).
+// of the backend in use, and a remote one's client_env (docker_env's
+// names only: its values may be secrets).
 func terminalInEffect(t config.Terminal) map[string]any {
 	m := map[string]any{"env_passthrough": t.EnvPassthrough, "backend": t.Backend}
 	switch t.Backend {
@@ -174,6 +174,9 @@ func terminalInEffect(t config.Terminal) map[string]any {
 	case config.BackendExec:
 		m["cwd"] = t.RemoteCwd()
 		m["exec_command"] = t.ExecCommand
+	}
+	if t.Backend != config.BackendLocal {
+		m["client_env"] = t.ClientEnv
 	}
 	return m
 }

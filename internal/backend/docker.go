@@ -36,7 +36,9 @@ const (
 type DockerOptions struct {
 	// CLI is the docker (or podman) client to run; empty means "docker".
 	CLI string
-	// ClientEnv is added to the client's environment (DOCKER_HOST, ...).
+	// ClientEnv is the client's whole environment (PATH, HOME,
+	// DOCKER_HOST, ...: engine.ClientEnv builds it); nil means an empty
+	// one. The client never gets this process's environment.
 	ClientEnv []string
 	// Image is the image the container runs.
 	Image string

@@ -19,7 +19,11 @@ type ExecOptions struct {
 	Cwd string
 	// Env is set in every command (shipped over stdin).
 	Env []string
-	// ClientEnv is added to the prefix command's environment.
+	// ClientEnv is the prefix command's whole environment (PATH, HOME,
+	// KUBECONFIG, ...: engine.ClientEnv builds it); nil means an empty
+	// one. The prefix never gets this process's environment; one that
+	// passes its environment on (env, setpriv) hands this one to the
+	// target.
 	ClientEnv []string
 }
 

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -431,6 +430,16 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// clientEnv is the environment of a local client (docker, ssh): this
-// process's, which the executor has already cleared of secrets.
-func clientEnv(extra []string) []string { return append(os.Environ(), extra...) }
+// clientEnv is the environment of a local client (the docker CLI, ssh,
+// the exec prefix): exactly env, built for it by the caller (the
+// executor: engine.ClientEnv, what a client needs and never a host
+// credential); nil gives it an empty one. A client never inherits this
+// process's environment, which holds the executor's credentials: a
+// client that passes its environment on (env, setpriv, docker exec -e)
+// would hand them to the target.
+func clientEnv(env []string) []string {
+	if env == nil {
+		return []string{}
+	}
+	return env
+}

@@ -41,7 +41,10 @@ type SSHOptions struct {
 	Cwd string
 	// Env is set in every command (shipped over stdin).
 	Env []string
-	// ClientEnv is added to the client's environment (SSH_AUTH_SOCK, ...).
+	// ClientEnv is the whole environment of the client and its master
+	// (PATH, HOME, SSH_AUTH_SOCK, ...: engine.ClientEnv builds it); nil
+	// means an empty one. The client never gets this process's
+	// environment.
 	ClientEnv []string
 	// ControlDir holds the master connection's socket; empty means a new
 	// private dir under the system temp dir.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 )
 
 func TestScrubEnvRules(t *testing.T) {
@@ -211,21 +213,21 @@ var hermesBlocklist = []string{
 
 func TestManagedCredentialsMatchHermes(t *testing.T) {
 	for _, name := range hermesBlocklist {
-		if !isManagedCredential(name) {
+		if !config.IsManagedCredential(name) {
 			t.Errorf("%s is host-managed in Hermes, not here", name)
 		}
-		if !isManagedCredential(strings.ToLower(name)) {
+		if !config.IsManagedCredential(strings.ToLower(name)) {
 			t.Errorf("%s: names compare case-insensitively", strings.ToLower(name))
 		}
 	}
 	// Hermes's carve-outs and non-secrets stay the script's.
 	for _, name := range []string{"CLAUDE_CODE_OAUTH_TOKEN", "TENOR_API_KEY", "AWS_ACCESS_KEY_ID", "AUXILIARY_VISION_MODEL", "GATEWAY_RELAY_REGION", "NOUS_BASE_URL"} {
-		if isManagedCredential(name) {
+		if config.IsManagedCredential(name) {
 			t.Errorf("%s is not host-managed in Hermes", name)
 		}
 	}
 	seen := map[string]bool{}
-	for _, name := range ManagedCredentials {
+	for _, name := range config.ManagedCredentials {
 		if seen[name] {
 			t.Errorf("%s listed twice", name)
 		}
@@ -240,7 +242,7 @@ func TestManagedCredentialsMatchHermes(t *testing.T) {
 // environment, and refused when named for passthrough (terminal.env_passthrough or a skill's
 // required_environment_variables), whatever its name looks like and in any case.
 func TestManagedCredentialsNeverPass(t *testing.T) {
-	names := append(slices.Clone(ManagedCredentials), "AUXILIARY_X_API_KEY", "AUXILIARY_X_BASE_URL", "GATEWAY_RELAY_X_KEY", "GATEWAY_RELAY_X_TOKEN")
+	names := append(slices.Clone(config.ManagedCredentials), "AUXILIARY_X_API_KEY", "AUXILIARY_X_BASE_URL", "GATEWAY_RELAY_X_KEY", "GATEWAY_RELAY_X_TOKEN")
 	for _, name := range names {
 		for _, spelling := range []string{name, strings.ToLower(name)} {
 			for _, windows := range []bool{false, true} {
@@ -329,5 +331,50 @@ func TestScrubEnvManaged(t *testing.T) {
 	}
 	if got := RefusedPassthrough([]string{"SEARCHCFG", "OTHER_KEY", "tavily_api_key"}, "searchcfg"); !slices.Equal(got, []string{"SEARCHCFG", "tavily_api_key"}) {
 		t.Fatalf("refused %q", got)
+	}
+}
+
+// TestClientEnv: a remote backend's client gets the variables a client needs, in their
+// order, and no other: no secret, no host-managed credential even when listed, no
+// secret-looking locale name.
+func TestClientEnv(t *testing.T) {
+	environ := []string{
+		"PATH=/usr/bin", "HOME=/home/u", "OPENAI_API_KEY=sk", "GH_TOKEN=ghp", "MY_SECRET_TOKEN=s",
+		"DOCKER_HOST=unix:///d.sock", "DOCKER_PASSWORD=pw", "DOCKER_AUTH_CONFIG={}", "LC_ALL=C.UTF-8",
+		"LC_TOKEN=x", "KUBECONFIG=/k", "SSH_AUTH_SOCK=/a.sock", "XDG_RUNTIME_DIR=/run/user/1",
+		"CONTAINER_HOST=unix:///p.sock", "HTTPS_PROXY=http://u:p@proxy", "AWS_PROFILE=dev",
+		"TERM=xterm", "SHELL=/bin/bash", "BRAVE_API_KEY=b", "noequals", "=empty", "Path=/win",
+	}
+	got := ClientEnv(environ, ClientEnvOptions{})
+	want := []string{
+		"PATH=/usr/bin", "HOME=/home/u", "DOCKER_HOST=unix:///d.sock", "LC_ALL=C.UTF-8", "KUBECONFIG=/k",
+		"SSH_AUTH_SOCK=/a.sock", "XDG_RUNTIME_DIR=/run/user/1", "CONTAINER_HOST=unix:///p.sock",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClientEnv =\n%q\nwant\n%q", got, want)
+	}
+
+	// Extra names pass; host-managed credentials never do, nor the web search key's
+	// variable.
+	got = ClientEnv(environ, ClientEnvOptions{Extra: []string{"AWS_PROFILE", "HTTPS_PROXY", "OPENAI_API_KEY", "gh_token", "BRAVE_API_KEY"}, Managed: []string{"brave_api_key"}})
+	want = []string{
+		"PATH=/usr/bin", "HOME=/home/u", "DOCKER_HOST=unix:///d.sock", "LC_ALL=C.UTF-8", "KUBECONFIG=/k",
+		"SSH_AUTH_SOCK=/a.sock", "XDG_RUNTIME_DIR=/run/user/1", "CONTAINER_HOST=unix:///p.sock",
+		"HTTPS_PROXY=http://u:p@proxy", "AWS_PROFILE=dev",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClientEnv with extras =\n%q\nwant\n%q", got, want)
+	}
+	for _, name := range config.ManagedCredentials {
+		if got := ClientEnv([]string{name + "=v"}, ClientEnvOptions{Extra: []string{name}}); len(got) != 0 {
+			t.Errorf("%s reached a client: %q", name, got)
+		}
+	}
+
+	// Windows: names ignore case, and the system variables pass.
+	got = ClientEnv([]string{"Path=C:\\bin", "SystemRoot=C:\\Windows", "USERPROFILE=C:\\u", "TEMP=C:\\t", "docker_host=npipe://x", "GH_TOKEN=g"}, ClientEnvOptions{Windows: true})
+	want = []string{"Path=C:\\bin", "SystemRoot=C:\\Windows", "USERPROFILE=C:\\u", "TEMP=C:\\t", "docker_host=npipe://x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClientEnv on Windows =\n%q\nwant\n%q", got, want)
 	}
 }

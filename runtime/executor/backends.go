@@ -3,13 +3,16 @@ package executor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // backends holds the executor's remote backends (terminal.backend other
@@ -96,7 +99,7 @@ func (e *Executor) newBackend(ctx context.Context, session string) (backend.Back
 			}
 		}
 		return backend.NewDocker(ctx, backend.DockerOptions{
-			ClientEnv:  e.clientEnv("DOCKER_", "CONTAINER_HOST"),
+			ClientEnv:  e.clientEnv,
 			Image:      t.DockerImage,
 			Network:    t.DockerNetwork,
 			Volumes:    t.DockerVolumes,
@@ -112,28 +115,31 @@ func (e *Executor) newBackend(ctx context.Context, session string) (backend.Back
 		return backend.NewSSH(ctx, backend.SSHOptions{
 			Host: t.SSHHost, User: t.SSHUser, Port: t.SSHPort, Key: t.SSHKey,
 			KnownHosts: t.SSHKnownHosts, Cwd: t.RemoteCwd(),
-			ClientEnv: e.clientEnv("SSH_AUTH_SOCK"),
+			ClientEnv: e.clientEnv,
 		})
 	case config.BackendExec:
-		return backend.NewExec(ctx, backend.ExecOptions{Prefix: t.ExecCommand, Cwd: t.RemoteCwd(), ClientEnv: e.clientEnv("DOCKER_", "CONTAINER_HOST", "KUBECONFIG", "SSH_AUTH_SOCK")})
+		return backend.NewExec(ctx, backend.ExecOptions{Prefix: t.ExecCommand, Cwd: t.RemoteCwd(), ClientEnv: e.clientEnv})
 	}
 	return nil, fmt.Errorf("terminal.backend %q is not available: use %s", t.Backend, strings.Join(config.Backends, ", "))
 }
 
-// clientEnv is the variables of the executor's environment (Options.Environ)
-// that a backend's client needs, by name or prefix.
-func (e *Executor) clientEnv(names ...string) []string {
-	var env []string
-	for _, kv := range e.environ {
-		k, _, _ := strings.Cut(kv, "=")
-		for _, n := range names {
-			if k == n || strings.HasSuffix(n, "_") && strings.HasPrefix(k, n) {
-				env = append(env, kv)
-				break
-			}
-		}
+// newClientEnv is the environment of every remote backend's client
+// (engine.ClientEnv: config.ClientEnvNames, config.ClientEnvPrefixes and
+// terminal.client_env, never a host-managed credential), built once from
+// the executor's environment. Names of terminal.client_env that are
+// host-managed credentials (a Config built in code: config.Load refuses
+// them) are dropped, with a warning.
+func (e *Executor) newClientEnv() []string {
+	opts := engine.ClientEnvOptions{Extra: e.cfg.Terminal.ClientEnv, Windows: goruntime.GOOS == "windows"}
+	if v := e.cfg.Web.Search.APIKeyEnv; v != "" {
+		opts.Managed = []string{v}
 	}
-	return env
+	if refused := engine.RefusedPassthrough(opts.Extra, opts.Managed...); len(refused) > 0 {
+		e.log.event(slog.LevelWarn, "passthrough refused",
+			fmt.Sprintf("execute_code: refusing to pass host-managed credentials %v to a backend's client", refused),
+			"names", refused, "source", "terminal.client_env")
+	}
+	return engine.ClientEnv(e.environ, opts)
 }
 
 // closeSession closes session's own backend (docker: its container is

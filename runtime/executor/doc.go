@@ -95,8 +95,9 @@
 //   - "tool call" (debug): session, tool, duration_ms, ok; one per tool
 //     call, after the Execute call that made it.
 //   - "dropped HERMES_* variables" (debug): names, count.
-//   - "passthrough refused" (warn): names of terminal.env_passthrough that
-//     are host-managed credentials.
+//   - "passthrough refused" (warn): names of terminal.env_passthrough, or of
+//     terminal.client_env in a Config built in code, that are host-managed
+//     credentials; source says which.
 //   - "skill environment variable refused" (warn): names, reason, and
 //     session for a session's registration.
 //   - "skill environment variables registered" (info): names, and session

@@ -159,6 +159,7 @@ type Executor struct {
 	home      string
 	cacheDir  string // wasm compilation (and .pyc) cache, see CacheDir
 	environ   []string
+	clientEnv []string // every remote backend client's environment (newClientEnv)
 	getenv    func(string) string
 	log       eventLog
 	engineLog *slog.Logger // log as a slog.Logger for the layers below (built once)
@@ -230,6 +231,7 @@ func New(opts Options) *Executor {
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
 	e.engineLog = e.log.slogger()
+	e.clientEnv = e.newClientEnv()
 	if len(opts.SkillEnv) > 0 {
 		e.RegisterSkillEnv(opts.SkillEnv...)
 	}
@@ -255,6 +257,7 @@ func withDefaults(cfg config.Config) config.Config {
 	cfg.Approvals.Mode = cmp.Or(cfg.Approvals.Mode, def.Approvals.Mode)
 	cfg.Approvals.Timeout = cmp.Or(cfg.Approvals.Timeout, def.Approvals.Timeout)
 	cfg.Terminal.EnvPassthrough = slices.Clone(cfg.Terminal.EnvPassthrough)
+	cfg.Terminal.ClientEnv = slices.Clone(cfg.Terminal.ClientEnv)
 	return cfg
 }
 
@@ -762,7 +765,7 @@ const shutdownReason = "the executor is shutting down"
 // required_environment_variables: they pass through the env layer (to
 // scripts and terminal commands, in both modes) exactly like the names in
 // terminal.env_passthrough. Names of provider credentials the host manages
-// ([engine.ManagedCredentials] and web.search.api_key_env) and invalid
+// ([config.ManagedCredentials] and web.search.api_key_env) and invalid
 // names (empty, or containing "=" or NUL) are not added: they are returned
 // in refused and logged as a warning event.
 //

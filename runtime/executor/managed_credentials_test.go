@@ -11,17 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // TestManagedCredentialsRefusedBySkills: every host-managed credential (Hermes's list and
-// this executor's, see engine.ManagedCredentials) is refused when a skill registers it,
+// this executor's, see config.ManagedCredentials) is refused when a skill registers it,
 // executor-wide or for a session, in any case.
 func TestManagedCredentialsRefusedBySkills(t *testing.T) {
 	rec := &logRecorder{}
 	ex := newSkillExecutor(t, rec, nil)
-	names := append([]string{}, engine.ManagedCredentials...)
-	for _, n := range engine.ManagedCredentials {
+	names := append([]string{}, config.ManagedCredentials...)
+	for _, n := range config.ManagedCredentials {
 		names = append(names, strings.ToLower(n))
 	}
 	names = append(names, "AUXILIARY_VISION_API_KEY", "GATEWAY_RELAY_EU_TOKEN")
