@@ -337,8 +337,9 @@ type CodeExecution struct {
 	// is reaped. Default 1800; a value below 1 is clamped to 1, as in Hermes.
 	// YAML key: kernel_idle_timeout.
 	KernelIdleTimeout int
-	// MaxSessionKernels is how many top-level kernels may be alive at once before the least
-	// recently used idle one is evicted. Default 4; a value below 1 is clamped to 1, as in
+	// MaxSessionKernels is how many top-level kernels may be alive at once: a new one evicts
+	// the least recently used idle one, or, when all run a call, waits for one (up to the
+	// call's timeout, then runs standalone). Default 4; a value below 1 is clamped to 1, as in
 	// Hermes. YAML key: max_session_kernels.
 	MaxSessionKernels int
 	// MemoryLimitMB caps the guest's linear memory in strict mode, in MiB. Default 512; it

@@ -1307,6 +1307,7 @@ func kernelTests(t *testing.T, mode string) {
 		res := run("a", "print(v)")
 		require.Contains(t, res.Error, "NameError", "a was evicted")
 		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+		require.Contains(t, kernelOf(t, res).Note, "closed to make room for another session's (max_session_kernels is 2)", "the note says why the state is gone")
 	})
 	t.Run("idle kernels are reaped", func(t *testing.T) {
 		t.Parallel()
@@ -1320,6 +1321,7 @@ func kernelTests(t *testing.T, mode string) {
 		res := run("print(w)")
 		require.Contains(t, res.Error, "NameError")
 		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
+		require.Contains(t, kernelOf(t, res).Note, "closed after 1s idle (kernel_idle_timeout)", "the note says why the state is gone")
 	})
 }
 

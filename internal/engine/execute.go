@@ -59,7 +59,7 @@ var errTimedOut = errors.New("script timed out")
 // "Script timed out after {N}s and was killed.". The output ends with it
 // too, after "⏰ " and a blank line (see Execute).
 func timeoutMessage(timeout time.Duration) string {
-	return fmt.Sprintf("Script timed out after %ss and was killed.", seconds(timeout))
+	return fmt.Sprintf("Script timed out after %ss and was killed.", Seconds(timeout))
 }
 
 // KernelTimeoutMessage is the exact error of a call whose session kernel
@@ -67,7 +67,7 @@ func timeoutMessage(timeout time.Duration) string {
 // kernel was killed and its state was lost. The next execute_code call
 // starts a fresh kernel.".
 func KernelTimeoutMessage(timeout time.Duration) string {
-	return fmt.Sprintf("Cell timed out after %ss; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", seconds(timeout))
+	return fmt.Sprintf("Cell timed out after %ss; the session kernel was killed and its state was lost. The next execute_code call starts a fresh kernel.", Seconds(timeout))
 }
 
 // KernelInterruptedMessage is the exact error of a call whose session
@@ -104,8 +104,9 @@ func truncatedWarning(spillPath string) string {
 		" — page it with read_file(path=" + humanpath.PyLiteral(spillPath) + ", offset=...) instead of re-running."
 }
 
-// seconds renders d in seconds, without a fraction when it is whole.
-func seconds(d time.Duration) string {
+// Seconds renders d in seconds as the messages show them ("{N}s"), without
+// a fraction when it is whole.
+func Seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
@@ -138,7 +139,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		res.Status = config.StatusError
 		res.Error = NoCodeMessage
 		res.Output = res.Error
-		res.DurationSeconds = roundMillis(time.Since(start))
+		res.DurationSeconds = RoundMillis(time.Since(start))
 		return res, nil
 	}
 
@@ -235,7 +236,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		output = joinNonEmpty(output, "\n", InterruptMarker(interruptReason(ctx)))
 	}
 	res.Output = output
-	res.DurationSeconds = roundMillis(time.Since(start))
+	res.DurationSeconds = RoundMillis(time.Since(start))
 	return res, runErr
 }
 
@@ -288,6 +289,8 @@ func MergeEnv(env, inject []string) []string {
 
 func intPtr(n int) *int { return &n }
 
-func roundMillis(d time.Duration) float64 {
+// RoundMillis is d in seconds to the millisecond, as the result's
+// durations are.
+func RoundMillis(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }

@@ -145,4 +145,9 @@ type KernelInfo struct {
 	Ended bool `json:"ended"`
 	// Note explains what happened to the kernel's state, when it matters.
 	Note string `json:"note,omitempty"`
+	// WaitedSeconds is how long the call waited for a kernel because
+	// every one of max_session_kernels ran a call (absent when it did
+	// not wait). The wait does not count against the script's timeout,
+	// which it is bounded by.
+	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
 }

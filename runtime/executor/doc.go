@@ -109,6 +109,9 @@
 //   - "kernel evicted" (info): session, mode, reason "lru",
 //     max_session_kernels.
 //   - "idle kernel closed" (info): session, mode, kernel_idle_timeout.
+//   - "no kernel slot" (warn): session, max_session_kernels, waited; every
+//     session kernel ran a call for as long as the call's timeout, so it
+//     ran as a standalone script.
 //   - "warm pool failed" (error): error.
 //   - "stdout spill failed" (warn): dir, error; a truncated stdout could
 //     not be saved in full (the result's warning then gives no path).

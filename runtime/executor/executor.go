@@ -227,7 +227,7 @@ func New(opts Options) *Executor {
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,
 		tools:     maps.Clone(opts.Tools),
-		kernels:   newKernels(),
+		kernels:   newKernels(cfg.CodeExecution.MaxSessionKernels),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
 	e.engineLog = e.log.slogger()
@@ -386,6 +386,13 @@ func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan
 	if req.Session != "" {
 		return e.sessionCall(ctx, c, req)
 	}
+	res, err = e.oneShot(ctx, c, req.Code)
+	return e.finish(c, res, err)
+}
+
+// oneShot runs code for c in a fresh interpreter: a call without a
+// session, or a session call that gets no kernel (standalone).
+func (e *Executor) oneShot(ctx context.Context, c *call, code string) (Result, error) {
 	// Choose the engine, and load (or compile) a wasm interpreter, before
 	// the script's clock starts: the timeout limits the script, not a
 	// first compile.
@@ -402,8 +409,11 @@ func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan
 			return failed(c.mode, err), err
 		}
 	}
-	res, err = engine.Execute(ctx, eng, e.request(c, req.Code))
-	return e.finish(c, res, err)
+	r := e.request(c, code)
+	if c.session != "" { // request leaves a session call's environment to its kernel
+		r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+	}
+	return engine.Execute(ctx, eng, r)
 }
 
 // track registers a call so that Close can interrupt it and wait for it.

@@ -66,11 +66,20 @@ func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, s
 	e.log.event(slog.LevelWarn, "remote kernel unavailable",
 		fmt.Sprintf("execute_code: the session kernel of %q could not start on the %s backend (%v); running the call as a standalone script", req.Session, c.backend.Name(), startErr),
 		"session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
-	r := e.request(c, req.Code)
-	r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
-	res, err := engine.Execute(ctx, e.projectEngine(c), r)
-	note := fmt.Sprintf(noteStandalone, c.backend.Name())
-	res.Kernel = &KernelInfo{Ended: true, Note: note}
+	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
+}
+
+// standalone runs a session call that gets no kernel as a one-shot script
+// in a fresh interpreter, with note (one of the noteStandalone kind) in
+// its kernel object and warning: its state does not persist. info, when
+// not nil, is the kernel object to fill.
+func (e *Executor) standalone(ctx context.Context, c *call, req Request, note string, info *KernelInfo) (Result, error) {
+	res, err := e.oneShot(ctx, c, req.Code)
+	if info == nil {
+		info = &KernelInfo{}
+	}
+	info.Ended, info.Note = true, note
+	res.Kernel = info
 	c.note = strings.TrimSpace(c.note + " " + note + ".")
 	return e.finish(c, res, err)
 }
@@ -82,7 +91,9 @@ type kernelEntry struct {
 	k        engine.Kernel
 	count    int
 	lastUsed time.Time
-	running  bool
+	// running is true while a call holds the kernel (pin to unpin): no
+	// eviction or idle reaper closes it then.
+	running bool
 }
 
 // kernels is an executor's set of session kernels.
@@ -108,17 +119,56 @@ type kernels struct {
 	// evictions counts the kernels closed to make room (LRU) or for being
 	// idle (the reaper): Stats.
 	evictions atomic.Uint64
+
+	// The slots of code_execution.max_session_kernels: every top-level
+	// kernel in entries holds one, and so does every call starting one
+	// (starting); subagents' kernels hold none. Their sum never exceeds
+	// max. A call that finds them all held evicts the least recently used
+	// idle kernel, or, when every kernel runs a call, waits in slotWait
+	// (first come, first served) until one goes idle or is closed.
+	max      int
+	starting int
+	slotWait []*slotWaiter
+	// gone says why the executor closed a kernel (evicted, or idle too
+	// long), for the note of the next kernel started for its key; at
+	// most maxGoneNotes, the oldest dropped first.
+	gone map[kernelKey]goneNote
 }
+
+// slotWaiter is a call waiting for a kernel slot.
+type slotWaiter struct {
+	granted chan struct{} // closed when the slot is the call's
+	victim  *kernelEntry  // the idle kernel evicted for it, which the call closes
+}
+
+// goneNote is why a kernel was closed, and when; parent is its session's
+// parent session (a subagent's), for CloseSession of the parent.
+type goneNote struct {
+	note, parent string
+	at           time.Time
+}
+
+// maxGoneNotes bounds kernels.gone: the notes of sessions that never call
+// again are dropped, oldest first.
+const maxGoneNotes = 1024
+
+// errNoSlot is why reserveSlot gave up: every kernel ran a call for as
+// long as the caller could wait.
+var errNoSlot = errors.New("no session kernel slot became free")
 
 // projectPoolKey is what a project kernel from the pool was started for.
 type projectPoolKey struct{ python, workdir string }
 
-func newKernels() *kernels {
+// newKernels returns an empty kernel set with room for maxKernels
+// top-level kernels (below 1: 1, as config clamps it).
+func newKernels(maxKernels int) *kernels {
 	return &kernels{
 		entries:  map[kernelKey]*kernelEntry{},
 		queues:   map[string]*fifo{},
 		running:  map[string]context.CancelCauseFunc{},
 		stopReap: make(chan struct{}),
+		max:      max(maxKernels, 1),
+		gone:     map[kernelKey]goneNote{},
 	}
 }
 
@@ -129,6 +179,12 @@ const (
 	noteDied   = "The session's kernel died, so its state is lost; the next call starts a fresh kernel."
 	// noteStandalone has the backend's name.
 	noteStandalone = "remote session kernel unavailable on %s; this call ran as a standalone script, state does not persist"
+	// noteBusy has max_session_kernels and the call's timeout in seconds.
+	noteBusy = "all %d session kernels (max_session_kernels) stayed busy for the call's timeout (%ss); this call ran as a standalone script, state does not persist"
+	// noteEvicted has max_session_kernels.
+	noteEvicted = "The session's kernel was closed to make room for another session's (max_session_kernels is %d), so its state (variables, imports, loaded data) is lost; this call started a fresh kernel."
+	// noteIdle has kernel_idle_timeout in seconds.
+	noteIdle = "The session's kernel was closed after %ss idle (kernel_idle_timeout), so its state (variables, imports, loaded data) is lost; this call started a fresh kernel."
 )
 
 // sessionCall runs req in its session's kernel.
@@ -150,19 +206,45 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	stateReset := false
 	if req.Reset {
 		stateReset = true
-		for _, old := range ks.take(func(en *kernelEntry) bool { return en.key.session == req.Session }) {
+		for _, old := range ks.take(func(en *kernelEntry) bool { return en.key.session == req.Session }, "") {
 			old.k.Close()
 		}
+		ks.forgetGone(req.Session, false) // state_reset says why the state is gone
 	}
-	en, reused := ks.get(key)
+	// Found and pinned (running) in one step, so that neither another
+	// session's eviction nor the idle reaper can close it under the call.
+	en := ks.pin(key)
+	reused := en != nil
 	var startNote string
+	var waited time.Duration
 	if en == nil {
-		startNote = ks.otherKernelNote(key)
+		top := req.ParentSession == "" // a subagent's kernel takes no slot
+		if top {
+			victim, w, err := ks.reserveSlot(ctx, c.timeout)
+			e.closeEvicted(victim)
+			waited = w
+			switch {
+			case errors.Is(err, errNoSlot):
+				e.log.event(slog.LevelWarn, "no kernel slot",
+					fmt.Sprintf("execute_code: every session kernel stayed busy for %s (max_session_kernels is %d); running the call of %q as a standalone script", c.timeout, ks.max, req.Session),
+					"session", req.Session, "max_session_kernels", ks.max, "waited", waited)
+				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
+					&KernelInfo{StateReset: stateReset, WaitedSeconds: engine.RoundMillis(waited)})
+			case errors.Is(err, ErrClosed):
+				return failed(c.mode, err), err
+			case err != nil:
+				return e.interruptedBeforeStart(ctx, c)
+			}
+		}
+		startNote = ks.startNote(key)
 		k, err := e.startKernel(ctx, c)
 		if err != nil && ctx.Err() == nil && reviveBackend(ctx, c.backend) {
 			// The target was gone (a container removed under the session)
 			// and is back: try once more.
 			k, err = e.startKernel(ctx, c)
+		}
+		if err != nil && top {
+			ks.releaseSlot()
 		}
 		if err != nil && ctx.Err() != nil {
 			return e.interruptedBeforeStart(ctx, c)
@@ -179,18 +261,23 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			k.Close()
 			return failed(c.mode, ErrClosed), ErrClosed
 		}
-		e.evict(en)
 		e.startReaper()
 	}
 
-	ks.setRunning(en)
 	res, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
-	ks.setIdle(en)
-
-	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote}
-	if !en.k.Alive() {
+	alive := en.k.Alive()
+	if alive {
+		ks.unpin(en)
+	} else {
+		// Removed while still pinned: an eviction never picks a dead
+		// kernel (and never says it made room with it).
 		ks.remove(en)
 		en.k.Close()
+	}
+
+	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,
+		WaitedSeconds: engine.RoundMillis(waited)}
+	if !alive {
 		info.Ended = true
 		switch {
 		case res.Status == config.StatusTimeout || res.Status == config.StatusInterrupted:
@@ -208,7 +295,8 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 }
 
 // interruptedBeforeStart answers a call whose context ended while it
-// waited for its session's earlier calls.
+// waited for its session's earlier calls, for a kernel or for its
+// interpreter to start.
 func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (Result, error) {
 	reason := engine.DefaultInterruptReason
 	var ie *InterruptError
@@ -227,12 +315,24 @@ func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (Result,
 	}, nil
 }
 
-// otherKernelNote is the kernel note of a call that starts a new kernel
-// for key while its session has a live kernel for another key: why the
-// earlier calls' variables are not there. "" when the session has none.
-func (ks *kernels) otherKernelNote(key kernelKey) string {
+// startNote is the kernel note of a call that starts a new kernel for
+// key: why the state of the session's earlier calls is not there (its
+// kernel for key was closed by the executor, or it has a live kernel for
+// another key). "" when there is nothing to say.
+func (ks *kernels) startNote(key kernelKey) string {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	gone := ks.gone[key].note
+	delete(ks.gone, key)
+	other := ks.otherKernelNoteLocked(key)
+	return strings.TrimSpace(gone + " " + other)
+}
+
+// otherKernelNoteLocked is the kernel note of a call that starts a new
+// kernel for key while its session has a live kernel for another key: why
+// the earlier calls' variables are not there. "" when the session has
+// none. ks.mu is held.
+func (ks *kernels) otherKernelNoteLocked(key kernelKey) string {
 	var other *kernelEntry
 	for k, en := range ks.entries {
 		if k.session == key.session && k != key && (other == nil || en.lastUsed.After(other.lastUsed)) {
@@ -393,6 +493,9 @@ type Stats struct {
 	// make room (max_session_kernels) or for being idle
 	// (kernel_idle_timeout).
 	Evictions uint64
+	// Waiting is the number of calls waiting for a kernel: every one of
+	// the max_session_kernels top-level kernels runs a call.
+	Waiting int
 }
 
 // Stats returns the executor's kernel counts.
@@ -400,7 +503,7 @@ func (e *Executor) Stats() Stats {
 	ks := e.kernels
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	st := Stats{Kernels: len(ks.entries), Evictions: ks.evictions.Load()}
+	st := Stats{Kernels: len(ks.entries), Evictions: ks.evictions.Load(), Waiting: len(ks.slotWait)}
 	for _, en := range ks.entries {
 		if en.running {
 			st.Running++
@@ -483,8 +586,9 @@ func (e *Executor) refreshPool() {
 // script ends with status "interrupted" and `[execution interrupted —
 // <reason>]` (reason "" means the default, "user sent a new message"), and
 // the session's kernel is killed; a call still waiting for its approval is
-// blocked, one waiting for its interpreter to start ends interrupted. It
-// reports whether a call held the turn.
+// blocked, one waiting for a kernel (max_session_kernels) or for its
+// interpreter to start ends interrupted. It reports whether a call held
+// the turn.
 func (e *Executor) Interrupt(session, reason string) bool {
 	ks := e.kernels
 	ks.mu.Lock()
@@ -503,19 +607,22 @@ func (e *Executor) Interrupt(session, reason string) bool {
 // are interrupted first.
 func (e *Executor) CloseSession(ctx context.Context, session string) {
 	ks := e.kernels
-	ks.mu.Lock()
-	var sessions []string
-	for _, en := range ks.entries {
-		if en.key.session == session || en.parent == session {
+	// Taken first, then the calls holding the sessions' turns are
+	// interrupted, then the kernels closed: a call that takes a turn after
+	// the interrupt finds no kernel to be closed under it and starts a
+	// fresh one.
+	taken := ks.take(func(en *kernelEntry) bool { return en.key.session == session || en.parent == session }, "")
+	sessions := []string{session}
+	for _, en := range taken {
+		if !slices.Contains(sessions, en.key.session) {
 			sessions = append(sessions, en.key.session)
 		}
 	}
-	ks.mu.Unlock()
-	sessions = append(sessions, session)
+	ks.forgetGone(session, true)
 	for _, s := range sessions {
 		e.Interrupt(s, "the session was closed")
 	}
-	for _, en := range ks.take(func(en *kernelEntry) bool { return en.key.session == session || en.parent == session }) {
+	for _, en := range taken {
 		en.k.Close()
 	}
 	// Their containers too (docker; kept when container_persistent).
@@ -526,45 +633,17 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 	e.forgetSessionSkillEnv(sessions...)
 }
 
-// evict closes the least recently used idle top-level kernels while more
-// than code_execution.max_session_kernels are alive (never one with a
-// running call, never keep, never a subagent's).
-func (e *Executor) evict(keep *kernelEntry) {
-	ks := e.kernels
-	max := e.cfg.CodeExecution.MaxSessionKernels
-	for {
-		ks.mu.Lock()
-		var top []*kernelEntry
-		for _, en := range ks.entries {
-			if en.parent == "" {
-				top = append(top, en)
-			}
-		}
-		if len(top) <= max {
-			ks.mu.Unlock()
-			return
-		}
-		var victim *kernelEntry
-		for _, en := range top {
-			if en == keep || en.running {
-				continue
-			}
-			if victim == nil || en.lastUsed.Before(victim.lastUsed) {
-				victim = en
-			}
-		}
-		if victim == nil {
-			ks.mu.Unlock()
-			return
-		}
-		delete(ks.entries, victim.key)
-		ks.mu.Unlock()
-		e.log.event(slog.LevelInfo, "kernel evicted",
-			fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
-			"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
-		ks.evictions.Add(1)
-		victim.k.Close()
+// closeEvicted closes victim, an idle kernel that reserveSlot evicted to
+// make room (nil: none).
+func (e *Executor) closeEvicted(victim *kernelEntry) {
+	if victim == nil {
+		return
 	}
+	max := e.kernels.max
+	e.log.event(slog.LevelInfo, "kernel evicted",
+		fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
+		"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
+	victim.k.Close()
 }
 
 // startReaper starts the idle reaper once.
@@ -589,16 +668,24 @@ func (e *Executor) startReaper() {
 			case <-ks.stopReap:
 				return
 			case now := <-t.C:
-				for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }) {
-					ks.evictions.Add(1)
-					e.log.event(slog.LevelInfo, "idle kernel closed",
-						fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
-						"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
-					en.k.Close()
-				}
+				e.reapIdle(now, idle)
 			}
 		}
 	}()
+}
+
+// reapIdle closes the kernels idle for idle or longer at now (never a
+// pinned one: a running call's).
+func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
+	ks := e.kernels
+	note := fmt.Sprintf(noteIdle, engine.Seconds(idle))
+	for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }, note) {
+		ks.evictions.Add(1)
+		e.log.event(slog.LevelInfo, "idle kernel closed",
+			fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
+			"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
+		en.k.Close()
+	}
 }
 
 func (ks *kernels) queue(session string) (*fifo, error) {
@@ -615,25 +702,49 @@ func (ks *kernels) queue(session string) (*fifo, error) {
 	return q, nil
 }
 
-// get returns the live kernel for key, if any.
-func (ks *kernels) get(key kernelKey) (*kernelEntry, bool) {
+// pin returns the live kernel for key, if any, pinned: marked running,
+// in the same step that finds it, so that no eviction or reaper closes
+// it until unpin. A kernel found dead is removed and closed.
+func (ks *kernels) pin(key kernelKey) *kernelEntry {
 	ks.mu.Lock()
 	en := ks.entries[key]
+	if en != nil {
+		en.running = true
+		en.count++
+		en.lastUsed = time.Now()
+	}
 	ks.mu.Unlock()
 	if en != nil && !en.k.Alive() {
 		ks.remove(en)
 		en.k.Close()
-		return nil, false
+		return nil
 	}
-	return en, en != nil
+	return en
 }
 
+// unpin marks en idle again after its call.
+func (ks *kernels) unpin(en *kernelEntry) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	en.running = false
+	en.lastUsed = time.Now()
+	ks.grantLocked()
+}
+
+// add adds en, a kernel just started for a call, pinned (its first call
+// running); a top-level kernel takes over the slot its call reserved. It
+// reports false after closeAll.
 func (ks *kernels) add(en *kernelEntry) bool {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	if en.parent == "" {
+		ks.starting--
+	}
 	if ks.closed {
 		return false
 	}
+	en.running = true
+	en.count = 1
 	en.lastUsed = time.Now()
 	ks.entries[en.key] = en
 	return true
@@ -641,14 +752,17 @@ func (ks *kernels) add(en *kernelEntry) bool {
 
 func (ks *kernels) remove(en *kernelEntry) {
 	ks.mu.Lock()
+	defer ks.mu.Unlock()
 	if ks.entries[en.key] == en {
 		delete(ks.entries, en.key)
+		ks.grantLocked()
 	}
-	ks.mu.Unlock()
 }
 
-// take removes and returns the idle entries that match.
-func (ks *kernels) take(match func(*kernelEntry) bool) []*kernelEntry {
+// take removes and returns the entries that match (running ones too: the
+// caller interrupts their calls); with a note, their sessions' next
+// kernels say it (why the state is gone).
+func (ks *kernels) take(match func(*kernelEntry) bool, note string) []*kernelEntry {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	var out []*kernelEntry
@@ -656,24 +770,153 @@ func (ks *kernels) take(match func(*kernelEntry) bool) []*kernelEntry {
 		if match(en) {
 			delete(ks.entries, k)
 			out = append(out, en)
+			if note != "" {
+				ks.noteGoneLocked(en, note)
+			}
 		}
+	}
+	if len(out) > 0 {
+		ks.grantLocked()
 	}
 	return out
 }
 
-func (ks *kernels) setRunning(en *kernelEntry) {
+// reserveSlot holds a slot for a top-level kernel the caller is about to
+// start: a free one, or that of the least recently used idle kernel, which
+// it evicts and returns for the caller to close. When every kernel runs a
+// call it waits, behind the calls that waited first, until one goes idle
+// or is closed. The wait ends with ctx (its error), closeAll (ErrClosed)
+// or after limit (errNoSlot); waited is its length. The caller gives the
+// slot to add, or back with releaseSlot; it closes victim whatever the
+// error.
+func (ks *kernels) reserveSlot(ctx context.Context, limit time.Duration) (victim *kernelEntry, waited time.Duration, err error) {
 	ks.mu.Lock()
-	en.running = true
-	en.count++
-	en.lastUsed = time.Now()
+	if ks.closed {
+		ks.mu.Unlock()
+		return nil, 0, ErrClosed
+	}
+	if len(ks.slotWait) == 0 {
+		if v, ok := ks.freeSlotLocked(); ok {
+			ks.starting++
+			ks.mu.Unlock()
+			return v, 0, nil
+		}
+	}
+	w := &slotWaiter{granted: make(chan struct{})}
+	ks.slotWait = append(ks.slotWait, w)
 	ks.mu.Unlock()
+
+	start := time.Now()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-w.granted:
+		return w.victim, time.Since(start), nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-ks.stopReap:
+		err = ErrClosed
+	case <-timer.C:
+		err = errNoSlot
+	}
+	if ctx.Err() != nil {
+		// An interrupt says why (Close interrupts the calls before it
+		// closes the set).
+		err = ctx.Err()
+	}
+	waited = time.Since(start)
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	select {
+	case <-w.granted:
+		if err == errNoSlot && !ks.closed {
+			return w.victim, waited, nil // granted as time ran out: take it
+		}
+		ks.starting--
+		ks.grantLocked()
+		return w.victim, waited, err
+	default:
+		ks.slotWait = slices.DeleteFunc(ks.slotWait, func(x *slotWaiter) bool { return x == w })
+		return nil, waited, err
+	}
 }
 
-func (ks *kernels) setIdle(en *kernelEntry) {
+// releaseSlot gives back a slot whose kernel did not start.
+func (ks *kernels) releaseSlot() {
 	ks.mu.Lock()
-	en.running = false
-	en.lastUsed = time.Now()
-	ks.mu.Unlock()
+	defer ks.mu.Unlock()
+	ks.starting--
+	ks.grantLocked()
+}
+
+// freeSlotLocked reports whether a slot can be had now: when all are
+// held, it evicts the least recently used idle top-level kernel and
+// returns it (nil when a slot was free). ks.mu is held.
+func (ks *kernels) freeSlotLocked() (victim *kernelEntry, ok bool) {
+	held := ks.starting
+	for _, en := range ks.entries {
+		if en.parent != "" {
+			continue
+		}
+		held++
+		if !en.running && (victim == nil || en.lastUsed.Before(victim.lastUsed)) {
+			victim = en
+		}
+	}
+	if held < ks.max {
+		return nil, true
+	}
+	if victim == nil {
+		return nil, false
+	}
+	delete(ks.entries, victim.key)
+	ks.evictions.Add(1)
+	ks.noteGoneLocked(victim, fmt.Sprintf(noteEvicted, ks.max))
+	return victim, true
+}
+
+// grantLocked hands the slots that can be had to the waiting calls, first
+// come first served. ks.mu is held.
+func (ks *kernels) grantLocked() {
+	for len(ks.slotWait) > 0 && !ks.closed {
+		victim, ok := ks.freeSlotLocked()
+		if !ok {
+			return
+		}
+		w := ks.slotWait[0]
+		ks.slotWait = ks.slotWait[1:]
+		ks.starting++
+		w.victim = victim
+		close(w.granted)
+	}
+}
+
+// noteGoneLocked records why en was closed. ks.mu is held.
+func (ks *kernels) noteGoneLocked(en *kernelEntry, note string) {
+	if _, ok := ks.gone[en.key]; !ok && len(ks.gone) >= maxGoneNotes {
+		var oldest kernelKey
+		var at time.Time
+		for k, g := range ks.gone {
+			if at.IsZero() || g.at.Before(at) {
+				oldest, at = k, g.at
+			}
+		}
+		delete(ks.gone, oldest)
+	}
+	ks.gone[en.key] = goneNote{note: note, parent: en.parent, at: time.Now()}
+}
+
+// forgetGone drops the notes of session's closed kernels, and with
+// subagents those of its subagents' (a session closed or reset: its next
+// kernel is fresh for that reason).
+func (ks *kernels) forgetGone(session string, subagents bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	for k, g := range ks.gone {
+		if k.session == session || subagents && g.parent == session {
+			delete(ks.gone, k)
+		}
+	}
 }
 
 // takeTurn waits for session's turn at place (reserved by Start; nil:

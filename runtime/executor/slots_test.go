@@ -1,0 +1,178 @@
+package executor
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// fakeKernel is a kernel that runs nothing: the tests below look only at
+// who closes it.
+type fakeKernel struct{ closed, dead atomic.Bool }
+
+func (k *fakeKernel) Run(context.Context, *engine.Job) (engine.Outcome, error) {
+	return engine.Outcome{}, nil
+}
+func (k *fakeKernel) Alive() bool  { return !k.dead.Load() && !k.closed.Load() }
+func (k *fakeKernel) Close() error { k.closed.Store(true); return nil }
+
+// started is what sessionCall does for a session with no kernel: a slot,
+// then the kernel, added pinned. It returns the entry and the kernel
+// evicted for it.
+func started(t *testing.T, ks *kernels, session, parent string) (*kernelEntry, *kernelEntry) {
+	t.Helper()
+	var victim *kernelEntry
+	if parent == "" {
+		var err error
+		victim, _, err = ks.reserveSlot(context.Background(), time.Minute)
+		require.NoError(t, err)
+	}
+	en := &kernelEntry{key: kernelKey{session: session}, parent: parent, k: &fakeKernel{}}
+	require.True(t, ks.add(en))
+	return en, victim
+}
+
+func closed(en *kernelEntry) bool { return en.k.(*fakeKernel).closed.Load() }
+
+// waiting waits until n calls wait for a slot (a loop on the condition,
+// with a generous deadline: the goroutines get there when scheduled).
+func waiting(t *testing.T, ks *kernels, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ks.mu.Lock()
+		defer ks.mu.Unlock()
+		return len(ks.slotWait) == n
+	}, 30*time.Second, time.Millisecond)
+}
+
+type slotResult struct {
+	victim *kernelEntry
+	err    error
+}
+
+// reserveAsync is reserveSlot in a goroutine.
+func reserveAsync(ctx context.Context, ks *kernels, limit time.Duration) <-chan slotResult {
+	ch := make(chan slotResult, 1)
+	go func() {
+		v, _, err := ks.reserveSlot(ctx, limit)
+		ch <- slotResult{v, err}
+	}()
+	return ch
+}
+
+// A kernel pinned by its call is never closed by the idle reaper or by
+// another session's eviction, however old; unpinned, it is the victim.
+// (Before, a kernel was found or published idle and marked running a
+// step later, and another session's eviction closed it in between.)
+func TestKernelPin(t *testing.T) {
+	e := &Executor{kernels: newKernels(1)}
+	ks := e.kernels
+	a, victim := started(t, ks, "a", "")
+	require.Nil(t, victim, "a free slot")
+	ks.unpin(a)
+	require.Same(t, a, ks.pin(a.key), "found and pinned in one step")
+	require.Equal(t, 2, a.count)
+
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	require.False(t, closed(a), "the reaper skips a pinned kernel")
+	require.Same(t, a, ks.entries[a.key])
+
+	b := reserveAsync(context.Background(), ks, time.Minute)
+	waiting(t, ks, 1) // every slot is held by a running call
+	require.False(t, closed(a), "no eviction of a pinned kernel")
+	require.Equal(t, 1, e.Stats().Waiting)
+
+	ks.unpin(a) // idle: the waiting call evicts it
+	got := <-b
+	require.NoError(t, got.err)
+	require.Same(t, a, got.victim, "handed to the waiting call, which closes it")
+	require.NotContains(t, ks.entries, a.key)
+	require.Equal(t, uint64(1), ks.evictions.Load())
+	bk := &kernelEntry{key: kernelKey{session: "b"}, k: &fakeKernel{}}
+	require.True(t, ks.add(bk))
+
+	// The session whose kernel was evicted is told why, once.
+	require.Contains(t, ks.startNote(a.key), "max_session_kernels is 1")
+	require.Empty(t, ks.startNote(a.key))
+
+	// Idle, it is reaped, with a note for the session's next kernel.
+	ks.unpin(bk)
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	require.True(t, closed(bk))
+	require.Contains(t, ks.startNote(bk.key), "after 1s idle")
+}
+
+// A kernel that died while idle is dropped when its session's next call
+// pins it, and its slot goes to the call waiting for one.
+func TestKernelPinDead(t *testing.T) {
+	ks := newKernels(1)
+	a, _ := started(t, ks, "a", "")
+	other := reserveAsync(context.Background(), ks, time.Minute)
+	waiting(t, ks, 1)
+	a.k.(*fakeKernel).dead.Store(true)
+	require.Nil(t, ks.pin(a.key))
+	require.True(t, closed(a))
+	got := <-other
+	require.NoError(t, got.err)
+	require.Nil(t, got.victim, "the dead kernel's slot was freed, nothing evicted")
+}
+
+// Calls waiting for a slot get one in the order they came.
+func TestKernelSlotsFIFO(t *testing.T) {
+	ks := newKernels(1)
+	cur, _ := started(t, ks, "first", "")
+	var waiters []<-chan slotResult
+	for i := range 3 {
+		waiters = append(waiters, reserveAsync(context.Background(), ks, time.Minute))
+		waiting(t, ks, i+1)
+	}
+	for i, w := range waiters {
+		ks.unpin(cur)
+		got := <-w
+		require.NoError(t, got.err, "waiter %d", i)
+		require.Same(t, cur, got.victim, "waiter %d", i)
+		for _, later := range waiters[i+1:] {
+			select {
+			case <-later:
+				t.Fatalf("a later waiter got a slot before waiter %d", i)
+			default:
+			}
+		}
+		cur = &kernelEntry{key: kernelKey{session: "next"}, k: &fakeKernel{}}
+		require.True(t, ks.add(cur))
+	}
+}
+
+// The wait for a slot ends with the call's context (an interrupt), with
+// closeAll, or after its limit; a subagent's kernel holds no slot and is
+// never evicted.
+func TestKernelSlotWaitEnds(t *testing.T) {
+	ks := newKernels(1)
+	a, _ := started(t, ks, "a", "")
+	sub, _ := started(t, ks, "sub", "a")
+	ks.unpin(sub) // idle, and older than anything: still not a victim
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w := reserveAsync(ctx, ks, time.Minute)
+	waiting(t, ks, 1)
+	cancel()
+	require.ErrorIs(t, (<-w).err, context.Canceled)
+	waiting(t, ks, 0)
+
+	_, waited, err := ks.reserveSlot(context.Background(), 50*time.Millisecond)
+	require.ErrorIs(t, err, errNoSlot)
+	require.GreaterOrEqual(t, waited, 50*time.Millisecond)
+	require.False(t, closed(sub))
+	require.False(t, closed(a))
+
+	w = reserveAsync(context.Background(), ks, time.Minute)
+	waiting(t, ks, 1)
+	ks.closeAll()
+	require.ErrorIs(t, (<-w).err, ErrClosed)
+	require.True(t, closed(a), "closeAll closes running kernels too (their calls are interrupted)")
+}
