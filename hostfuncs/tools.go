@@ -89,6 +89,7 @@ type Tools struct {
 	writeSafeRoot string
 	wasmCacheDir  string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
+	links         linkIndex   // protected files by identity (hardlink.go)
 	confine       bool
 }
 
