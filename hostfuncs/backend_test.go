@@ -45,6 +45,9 @@ func (f *prefixFS) calls() []string {
 
 func (f *prefixFS) Stat(name string) (fs.FileInfo, error)  { return os.Stat(f.host("Stat", name)) }
 func (f *prefixFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(f.host("Lstat", name)) }
+func (f *prefixFS) FileID(name string) (backend.FileID, error) {
+	return backend.LocalFS.FileID(f.host("FileID", name))
+}
 func (f *prefixFS) Readlink(name string) (string, error) {
 	return os.Readlink(f.host("Readlink", name))
 }

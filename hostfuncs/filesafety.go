@@ -13,9 +13,12 @@ package hostfuncs
 // script that reaches for credentials visible in the tool-call log. Paths
 // are judged after symlinks (and Windows junctions) are resolved, in any
 // letter case where the file system folds case, and on Windows as the file
-// the OS opens (see realPathIn); what can still get through is a symlink
-// swapped between the check and the write (the tools do not hold the path
-// open), a hard link to a protected file, and anything terminal does.
+// the OS opens (see realPathIn); a file with more than one hard link is
+// also judged by the protected names it shares its identity with (see
+// hardlink.go). What can still get through is a symlink swapped between
+// the check and the write (the tools do not hold the path open), a hard
+// link to a protected file the run does not find (hardlink.go says where
+// it looks), and anything terminal does.
 
 import (
 	"fmt"
@@ -95,9 +98,15 @@ var (
 			"is the Hermes real-profile browser snapshot directory (copied cookies/logins) and cannot be read directly.",
 			"is inside the Hermes real-profile browser snapshot (copied cookies/logins) and cannot be read directly."},
 	}
-	// projectEnvNames are secret-bearing env files refused anywhere on
-	// disk (compared lower-case); .env.example and the like stay readable.
+	// projectEnvNames are Hermes's secret-bearing env files, refused
+	// anywhere on disk (compared lower-case); isProjectEnv adds the rest of
+	// the .env family.
 	projectEnvNames = []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc"}
+	// envTemplateParts mark an env file that is a template, meant to be
+	// read and committed (.env.example, .env.local.sample, example.env):
+	// isProjectEnv lets a name with one of them as a dot-separated part
+	// through.
+	envTemplateParts = []string{"example", "sample", "template", "dist"}
 )
 
 // expandHome replaces a leading "~" (alone or followed by a separator) with
@@ -373,18 +382,26 @@ type policyCache struct {
 	homes []string
 }
 
-// basePolicy returns the policy of the Hermes homes and their existing
-// profiles, and the homes, built or taken from t's cache.
-func (t *Tools) basePolicy() (safetyPolicy, []string) {
+// policyInputs returns what the base policy is built from: the user's home
+// ("" when unknown) and the wasm cache dir, and a key naming them with
+// the rest (the Hermes home, the temp dir).
+func (t *Tools) policyInputs() (home, wasm, key string) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		home = ""
 	}
-	wasm := t.wasmCacheDir
+	wasm = t.wasmCacheDir
 	if wasm == "" {
 		wasm = os.Getenv(wasmCacheDirEnv)
 	}
-	key := strings.Join([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, "\x00")
+	key = strings.Join([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, "\x00")
+	return home, wasm, key
+}
+
+// basePolicy returns the policy of the Hermes homes and their existing
+// profiles, and the homes, built or taken from t's cache.
+func (t *Tools) basePolicy() (safetyPolicy, []string) {
+	home, wasm, key := t.policyInputs()
 	c := &t.policyCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -615,33 +632,66 @@ func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 // project env files anywhere. lexicalBase is the file name as given, so a
 // link named .env is refused like the file it points to.
 func (p safetyPolicy) readBlock(path, lexicalBase string) string {
-	deny := func(reason string) string { return "Access denied: " + path + " " + reason }
-	if p.matches(path, nil, p.hubDirs) {
-		return deny("is an internal Hermes cache file and cannot be read directly to prevent prompt injection. " +
-			"Use the skills_list or skill_view tools instead.")
-	}
-	if p.matches(path, p.readFiles, nil) {
-		return deny("is a Hermes credential store and cannot be read directly. " +
-			"Provider tools consume these credentials through internal channels." + notABoundary)
-	}
-	for _, d := range p.readDirs {
-		if p.px.within(path, d.path) {
-			if p.px.key(path) == p.px.key(d.path) {
-				return deny(d.dirMsg + notABoundary)
-			}
-			return deny(d.fileMsg + notABoundary)
-		}
-	}
-	if isProjectEnv(p.px.base(path)) || isProjectEnv(lexicalBase) {
-		return deny("is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
-			"If you need to check the file structure, read .env.example instead." + notABoundary)
+	if reason := p.readReason(path, lexicalBase); reason != "" {
+		return "Access denied: " + path + " " + reason
 	}
 	return ""
 }
 
-// isProjectEnv reports whether name is a secret-bearing env file name.
+// readReason is why readBlock refuses path: the refusal after its
+// "Access denied: <path> ", or "".
+func (p safetyPolicy) readReason(path, lexicalBase string) string {
+	if p.matches(path, nil, p.hubDirs) {
+		return "is an internal Hermes cache file and cannot be read directly to prevent prompt injection. " +
+			"Use the skills_list or skill_view tools instead."
+	}
+	if p.matches(path, p.readFiles, nil) {
+		return "is a Hermes credential store and cannot be read directly. " +
+			"Provider tools consume these credentials through internal channels." + notABoundary
+	}
+	for _, d := range p.readDirs {
+		if p.px.within(path, d.path) {
+			if p.px.key(path) == p.px.key(d.path) {
+				return d.dirMsg + notABoundary
+			}
+			return d.fileMsg + notABoundary
+		}
+	}
+	if isProjectEnv(p.px.base(path)) || isProjectEnv(lexicalBase) {
+		return "is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
+			"If you need to check the file structure, read .env.example instead." + notABoundary
+	}
+	return ""
+}
+
+// credential reports whether path is one of the credential files that
+// write_file refuses as "a protected system/credential file".
+func (p safetyPolicy) credential(path string) bool {
+	return p.matches(path, p.writeFiles, p.writeDirs) || p.anyHome && inAnyHome(path)
+}
+
+// isProjectEnv reports whether name is a secret-bearing env file name,
+// compared in lower case as Hermes compares: Hermes's list
+// (projectEnvNames), and the rest of its family, which the list misses
+// (.env.prod, .env.backup, .env.local.bak, prod.env): .env.<anything> and
+// <anything>.env, also with an editor's backup "~" after it. A name with a
+// template part (envTemplateParts: .env.example, .env.sample,
+// .env.template, .env.dist, .env.local.example, example.env) is not one:
+// templates hold no secrets and are what the refusal says to read instead.
 func isProjectEnv(name string) bool {
-	return slices.Contains(projectEnvNames, strings.ToLower(name))
+	n := strings.TrimSuffix(strings.ToLower(name), "~")
+	if slices.Contains(projectEnvNames, n) {
+		return true
+	}
+	if !strings.HasPrefix(n, ".env.") && !(strings.HasSuffix(n, ".env") && n != ".env") {
+		return false
+	}
+	for _, part := range strings.Split(n, ".") {
+		if slices.Contains(envTemplateParts, part) {
+			return false
+		}
+	}
+	return true
 }
 
 // safeRoots parses the HERMES_WRITE_SAFE_ROOT value: each non-empty entry,

@@ -233,7 +233,12 @@ func TestReadFileRefusesSecrets(t *testing.T) {
 		"(Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
 	storeMsg := " is a Hermes credential store and cannot be read directly. Provider tools consume these " +
 		"credentials through internal channels. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
-	for _, name := range []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc", "sub/dir/.env", ".ENV"} {
+	for _, name := range []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc", "sub/dir/.env", ".ENV",
+		// Beyond Hermes's list, the rest of the family (issue 28).
+		".env.prod", ".env.dev", ".env.backup", "prod.env", ".env.local.bak", ".ENV.Prod", "Prod.ENV", ".env~", "sub/staging.env", ".env."} {
+		if runtime.GOOS == "windows" && strings.HasSuffix(name, ".") {
+			continue // Win32 drops a trailing dot: ".env." is .env there, refused above
+		}
 		writeTestFile(t, e.workdir, name, "API_KEY=sk-secret\n")
 		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
 		assert.Equal(t, map[string]any{"error": "Access denied: " + filepath.Join(e.workdir, filepath.FromSlash(name)) + envMsg}, res, name)
@@ -243,7 +248,8 @@ func TestReadFileRefusesSecrets(t *testing.T) {
 	res := callJSON(t, tl, "read_file", map[string]any{"path": "other/.env"})
 	assert.Equal(t, "Access denied: "+filepath.Join(e.workdir, "other", ".env")+envMsg, res["error"])
 
-	for _, name := range []string{".env.example", ".env.sample", "env", ".environment", "dotenv.txt"} {
+	for _, name := range []string{".env.example", ".env.sample", ".env.template", ".env.dist", ".env.local.example", ".env.production.sample",
+		"example.env", ".ENV.EXAMPLE", "env", ".environment", "dotenv.txt", "environment.ts", ".envrc.example", "env.sh"} {
 		writeTestFile(t, e.workdir, name, "API_KEY=\n")
 		res := callJSON(t, tl, "read_file", map[string]any{"path": name})
 		assert.Equal(t, "1|API_KEY=", res["content"], name)
@@ -285,6 +291,20 @@ func TestReadFileRefusesSecrets(t *testing.T) {
 	assert.Equal(t, "1|# notes", res["content"])
 }
 
+// TestIsProjectEnv: Hermes's names, the rest of the .env family, and the
+// templates that stay readable, in any case.
+func TestIsProjectEnv(t *testing.T) {
+	for _, name := range []string{".env", ".envrc", ".env.local", ".env.production", ".env.prod", ".env.dev", ".env.backup",
+		".env.local.bak", ".env.", ".env.swp", ".env~", ".envrc~", "prod.env", "a.b.env", ".ENV.PROD", "PROD.ENV", "x.env~"} {
+		assert.True(t, isProjectEnv(name), name)
+	}
+	for _, name := range []string{".env.example", ".env.sample", ".env.template", ".env.dist", ".env.local.example",
+		".env.staging.sample", "example.env", "prod.sample.env", ".ENV.EXAMPLE", ".env.example~", "env", ".environment", ".envrc.local",
+		"env.prod", "dotenv", "envs", ".envs", "prod.envx", "environment.ts", ""} {
+		assert.False(t, isProjectEnv(name), name)
+	}
+}
+
 // TestSearchFilesSkipsSecrets neither lists nor greps what read_file
 // refuses, and says how many files it left out.
 func TestSearchFilesSkipsSecrets(t *testing.T) {
@@ -308,6 +328,22 @@ func TestSearchFilesSkipsSecrets(t *testing.T) {
 	writeTestFile(t, e.workdir, ".env", "API_KEY=sk-secret\n")
 	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "sk-", "path": ".env"})
 	assert.Contains(t, res["error"], "is a secret-bearing environment file")
+	// The rest of the env family: a visible prod.env is neither listed nor
+	// searched; a hidden .env.prod is refused as a search root.
+	writeTestFile(t, e.workdir, "config/prod.env", "API_KEY=sk-secret\n")
+	writeTestFile(t, e.workdir, "config/.env.prod", "API_KEY=sk-secret\n")
+	writeTestFile(t, e.workdir, "config/app.env.example", "API_KEY=sk-example\n")
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "sk-", "path": "config"})
+	assert.Equal(t, []any{map[string]any{"path": filepath.Join("config", "app.env.example"), "line": float64(1), "content": "API_KEY=sk-example"}}, res["matches"], res)
+	assert.Equal(t, "1 file(s) omitted because they are credential, token, cache, or secret-bearing environment files.", res["_omitted"])
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "*env*", "target": "files", "path": "config"})
+	assert.Equal(t, []any{filepath.Join("config", "app.env.example")}, res["files"], res)
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "sk-", "path": "config/.env.prod"})
+	assert.Contains(t, res["error"], "is a secret-bearing environment file")
+	res = callJSON(t, tl, "search_files", map[string]any{"pattern": "sk-", "path": "config/PROD.ENV"})
+	if foldCase {
+		assert.Contains(t, res["error"], "is a secret-bearing environment file")
+	}
 	res = callJSON(t, tl, "search_files", map[string]any{"pattern": ".", "path": filepath.Join(e.hermes, "mcp-tokens")})
 	assert.Contains(t, res["error"], "is the Hermes MCP token directory")
 
@@ -529,7 +565,9 @@ func TestPatchRefusesReadProtected(t *testing.T) {
 		"If you need to check the file structure, read .env.example instead." + notABoundary
 	authMsg := "Access denied: " + auth + " is a Hermes credential store and cannot be read directly. " +
 		"Provider tools consume these credentials through internal channels." + notABoundary
-	for path, msg := range map[string]string{".env": envMsg, auth: authMsg} {
+	prod := writeTestFile(t, e.workdir, "prod.env", "API_KEY=sk-secret\n")
+	prodMsg := strings.Replace(envMsg, env, prod, 1)
+	for path, msg := range map[string]string{".env": envMsg, auth: authMsg, "prod.env": prodMsg} {
 		for _, old := range []string{"\n", "no such text"} { // a match, and a miss (the hint quotes a line)
 			res := callJSON(t, tl, "patch", map[string]any{"path": path, "old_string": old, "new_string": "\n\n", "replace_all": true})
 			assert.Equal(t, map[string]any{"success": false, "error": msg}, res)
@@ -546,7 +584,9 @@ func TestPatchRefusesReadProtected(t *testing.T) {
 			assert.Equal(t, map[string]any{"success": false, "error": envMsg}, res)
 		})
 	}
-	for p, want := range map[string]string{env: "API_KEY=sk-secret\n", auth: `{"token": "sk-secret"}` + "\n"} {
+	res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": "*** Begin Patch\n*** Update File: prod.env\n@@\n-API_KEY=wrong\n+API_KEY=x\n*** End Patch"})
+	assert.Equal(t, map[string]any{"success": false, "error": prodMsg}, res)
+	for p, want := range map[string]string{env: "API_KEY=sk-secret\n", auth: `{"token": "sk-secret"}` + "\n", prod: "API_KEY=sk-secret\n"} {
 		got, err := os.ReadFile(p)
 		require.NoError(t, err)
 		assert.Equal(t, want, string(got))
@@ -554,7 +594,7 @@ func TestPatchRefusesReadProtected(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(e.workdir, "leaked.txt"))
 	// Adding a new env file shows only what the patch itself brings.
 	require.NoError(t, os.Remove(env))
-	res := callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": "*** Begin Patch\n*** Add File: .env\n+DEBUG=1\n*** End Patch"})
+	res = callJSON(t, tl, "patch", map[string]any{"mode": "patch", "patch": "*** Begin Patch\n*** Add File: .env\n+DEBUG=1\n*** End Patch"})
 	assert.Equal(t, true, res["success"], res)
 }
 

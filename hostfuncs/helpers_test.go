@@ -74,7 +74,7 @@ func newTestTools(t *testing.T) (*Tools, string) {
 // callJSON calls tool with args (marshalled, or used as is when already a
 // json.RawMessage) and returns the result as the script sees it: through a
 // JSON round trip, so numbers are float64.
-func callJSON(t *testing.T, tl *Tools, tool string, args any) map[string]any {
+func callJSON(t testing.TB, tl *Tools, tool string, args any) map[string]any {
 	t.Helper()
 	raw, ok := args.(json.RawMessage)
 	if !ok {

@@ -132,6 +132,9 @@ func (t *Tools) patchReplace(ctx context.Context, a patchArgs) result {
 	case info.Size() > patchMaxBytes:
 		return patchFail(patchTooBig(path, info.Size()))
 	}
+	if msg := t.linkReadBlock(abs, info, nil); msg != "" {
+		return patchFail(msg)
+	}
 	data, err := t.fs.ReadFile(abs)
 	if err != nil {
 		return patchFail(fmt.Sprintf("Failed to read %s: %v", path, err))
@@ -301,6 +304,11 @@ func (t *Tools) patchApplyV4A(ctx context.Context, text string) result {
 		case info.Size() > patchMaxBytes:
 			return nil, patchTooBig(p, info.Size())
 		default:
+			if read {
+				if msg := t.linkReadBlock(abs, info, nil); msg != "" {
+					return nil, msg
+				}
+			}
 			data, err := t.fs.ReadFile(abs)
 			if err != nil {
 				return nil, fmt.Sprintf("Failed to read %s: %v", p, err)

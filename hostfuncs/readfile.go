@@ -40,7 +40,7 @@ type readFileArgs struct {
 // line numbers ("<n>|<line>"), streamed so that files of any size are read
 // in bounded memory. offset < 1 means 1; limit < 1 means 500 and is capped
 // at 2000. Credential stores and project env files are refused (see
-// checkRead).
+// checkRead), under any of their names (see linkReadBlock).
 func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 	a := readFileArgs{Offset: 1, Limit: readDefaultLimit}
 	if r := decodeArgs("read_file", raw, &a); r != nil {
@@ -87,6 +87,9 @@ func (t *Tools) readFile(ctx context.Context, raw json.RawMessage) result {
 		return result{"error": fmt.Sprintf("Cannot read '%s': %v", a.Path, unwrapPathError(err))}
 	}
 	defer f.Close()
+	if msg := t.linkReadBlock(abs, info, f); msg != "" {
+		return result{"error": msg}
+	}
 
 	head, err := readHead(f, sniffSize)
 	if err != nil {

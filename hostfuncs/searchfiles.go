@@ -315,6 +315,12 @@ func (s *searcher) grep(abs string) error {
 	if err != nil || fi.Size() > searchMaxFileSize {
 		return nil
 	}
+	// A hard link to a file read_file refuses is refused by its identity
+	// (its name tells nothing; hardlink.go).
+	if s.t.linkReadBlock(abs, fi, f) != "" {
+		s.omitted++
+		return nil
+	}
 	head, err := readHead(f, sniffSize)
 	if err != nil {
 		return nil

@@ -90,6 +90,7 @@ type Tools struct {
 	writeSafeRoot string
 	wasmCacheDir  string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
+	links         linkIndex   // protected files by identity (hardlink.go)
 	confine       bool
 	// webCache is web_extract's cache of full texts (webcache.go), made
 	// at its first use.

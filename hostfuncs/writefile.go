@@ -57,6 +57,9 @@ func (t *Tools) writeFile(ctx context.Context, raw json.RawMessage) result {
 	case err == nil && !info.Mode().IsRegular():
 		return result{"error": fmt.Sprintf("Failed to write '%s': it is %s, not a regular file", a.Path, fileKind(info.Mode()))}
 	case err == nil:
+		if msg := t.linkWriteBlock(target, info); msg != "" {
+			return result{"error": msg}
+		}
 		mode = info.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
 		return result{"error": fmt.Sprintf("Failed to write '%s': %v", a.Path, unwrapPathError(err))}

@@ -370,7 +370,9 @@ print(sorted(os.listdir("/")))
 // every mode a script's write_file("~/.ssh/authorized_keys", ...) is refused
 // and nothing is written, read_file refuses .env, and with
 // code_execution.confine_tools_to_workdir in config.yaml the file tools stay
-// inside the working dir.
+// inside the working dir. Issue 28's findings 8 and 9: the rest of the env
+// family (.env.prod, prod.env) and a hard link to .env are refused too, by
+// read_file and search_files.
 func TestFileToolsRefuseCredentials(t *testing.T) {
 	forModes(t, allModes, func(t *testing.T, m runMode) {
 		e := newEnvIn(t, m)
@@ -379,14 +381,21 @@ func TestFileToolsRefuseCredentials(t *testing.T) {
 		if goruntime.GOOS == "windows" {
 			t.Setenv("USERPROFILE", home)
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(e.workdir, ".env"), []byte("API_KEY=sk-secret\n"), 0o600))
+		for _, name := range []string{".env", ".env.prod", "prod.env"} {
+			require.NoError(t, os.WriteFile(filepath.Join(e.workdir, name), []byte("API_KEY=sk-secret\n"), 0o600))
+		}
+		linked := os.Link(filepath.Join(e.workdir, ".env"), filepath.Join(e.workdir, "notes.txt")) == nil
 		require.NoError(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("outside\n"), 0o600))
 		script := `import json
-from hermes_tools import write_file, read_file
+from hermes_tools import write_file, read_file, search_files
 w = write_file("~/.ssh/authorized_keys", "ssh-ed25519 AAAA attacker\n")
 r = read_file(".env")
 o = read_file("~/notes.txt")
-print(json.dumps({"write": w.get("error"), "env": r.get("error"), "outside": o.get("content") or o.get("error")}))
+got = {"write": w.get("error"), "env": r.get("error"), "outside": o.get("content") or o.get("error")}
+for name in [".env.prod", "prod.env", "notes.txt"]:
+    got[name] = read_file(name).get("error") or "READ"
+got["search"] = json.dumps(search_files("sk-secret").get("matches"))
+print(json.dumps(got))
 `
 		code, res, _ := e.run(script)
 		require.Equal(t, 0, code, res.Output)
@@ -397,8 +406,17 @@ print(json.dumps({"write": w.get("error"), "env": r.get("error"), "outside": o.g
 		require.Equal(t, "Write denied: '"+filepath.Join(realHome, ".ssh", "authorized_keys")+"' is a protected system/credential file.", got["write"])
 		wd, err := filepath.EvalSymlinks(e.workdir)
 		require.NoError(t, err)
-		require.Equal(t, "Access denied: "+filepath.Join(wd, ".env")+" is a secret-bearing environment file and cannot be read to prevent credential leakage. "+
-			"If you need to check the file structure, read .env.example instead. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)", got["env"])
+		envReason := " is a secret-bearing environment file and cannot be read to prevent credential leakage. " +
+			"If you need to check the file structure, read .env.example instead. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
+		require.Equal(t, "Access denied: "+filepath.Join(wd, ".env")+envReason, got["env"])
+		require.Equal(t, "Access denied: "+filepath.Join(wd, ".env.prod")+envReason, got[".env.prod"])
+		require.Equal(t, "Access denied: "+filepath.Join(wd, "prod.env")+envReason, got["prod.env"])
+		if linked {
+			require.Equal(t, "Access denied: "+filepath.Join(wd, "notes.txt")+" is a hard link to "+filepath.Join(wd, ".env")+", which"+envReason, got["notes.txt"])
+		} else {
+			t.Logf("no hard links in %s: the hard-link refusal is checked where there are (Linux, macOS, NTFS)", e.workdir)
+		}
+		require.Equal(t, "[]", got["search"], "search_files found a secret")
 		require.Equal(t, "1|outside", got["outside"])
 		require.NoDirExists(t, filepath.Join(home, ".ssh"))
 		require.NoDirExists(t, filepath.Join(e.workdir, "~"))

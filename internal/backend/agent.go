@@ -43,8 +43,8 @@ while IFS=' ' read -r op a b && IFS= read -r p; do
   case $op in *64) p=$(d "$p"); p=${p%x}; op=${op%64};; esac
   case $op in
   S) if [ ! -e "$p" ]; then nofile "$p" || echo "$p: No such file or directory" > "$E"; fail
-     else stat -L -c 'ok %f %s %Y' -- "$p" 2>"$E" || fail; fi ;;
-  L) if nofile "$p"; then fail; else stat -c 'ok %f %s %Y' -- "$p" 2>"$E" || fail; fi ;;
+     else stat -L -c 'ok %f %s %Y %h %d %i' -- "$p" 2>"$E" || fail; fi ;;
+  L) if nofile "$p"; then fail; else stat -c 'ok %f %s %Y %h %d %i' -- "$p" 2>"$E" || fail; fi ;;
   K) if o=$(readlink -- "$p" 2>"$E"); then printf 'ok %s\n' "$(printf %s "$o" | base64 -w0)"
      else [ -s "$E" ] || echo "$p: Invalid argument" > "$E"; fail; fi ;;
   R) if [ -d "$p" ]; then echo "$p: Is a directory" > "$E"; fail
@@ -52,7 +52,7 @@ while IFS=' ' read -r op a b && IFS= read -r p; do
      elif nofile "$p"; then fail
      else cat -- "$p" 2>"$E" >/dev/null; [ -s "$E" ] || echo "$p: Permission denied" > "$E"; fail; fi ;;
   D) if cd -- "$p" 2>"$E"; then
-       printf 'ok %s\n' "$(find . -mindepth 1 -maxdepth 1 -exec stat --printf '%f %s %Y %n\0' -- {} + 2>/dev/null | base64 -w0)"; cd /
+       printf 'ok %s\n' "$(find . -mindepth 1 -maxdepth 1 -exec stat --printf '%f %s %Y %h %d %i %n\0' -- {} + 2>/dev/null | base64 -w0)"; cd /
      else fail; fi ;;
   M) if mkdir -p -m "$a" -- "$p" 2>"$E"; then echo ok; else fail; fi ;;
   W) IFS= read -r data
@@ -274,6 +274,16 @@ func (f remoteFS) stat(op, letter, name string) (fs.FileInfo, error) {
 func (f remoteFS) Stat(name string) (fs.FileInfo, error)  { return f.stat("stat", "S", name) }
 func (f remoteFS) Lstat(name string) (fs.FileInfo, error) { return f.stat("lstat", "L", name) }
 
+// FileID is what Stat tells: every stat answer carries the identity.
+func (f remoteFS) FileID(name string) (FileID, error) {
+	fi, err := f.Stat(name)
+	if err != nil {
+		return FileID{}, err
+	}
+	id, _ := IDOf(fi)
+	return id, nil
+}
+
 func (f remoteFS) Readlink(name string) (string, error) {
 	out, err := f.do("readlink", name, "K", nil, nil)
 	if err != nil {
@@ -297,11 +307,11 @@ func (f remoteFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		if rec == "" {
 			continue
 		}
-		fields := strings.SplitN(rec, " ", 4)
-		if len(fields) != 4 {
+		fields := strings.SplitN(rec, " ", statFields+1)
+		if len(fields) != statFields+1 {
 			continue
 		}
-		fi, err := parseStat(strings.Join(fields[:3], " "), strings.TrimPrefix(fields[3], "./"))
+		fi, err := parseStat(strings.Join(fields[:statFields], " "), strings.TrimPrefix(fields[statFields], "./"))
 		if err != nil {
 			continue
 		}
@@ -380,6 +390,7 @@ type remoteInfo struct {
 	size    int64
 	mode    fs.FileMode
 	modTime time.Time
+	id      FileID
 }
 
 func (i *remoteInfo) Name() string       { return i.name }
@@ -387,21 +398,31 @@ func (i *remoteInfo) Size() int64        { return i.size }
 func (i *remoteInfo) Mode() fs.FileMode  { return i.mode }
 func (i *remoteInfo) ModTime() time.Time { return i.modTime }
 func (i *remoteInfo) IsDir() bool        { return i.mode.IsDir() }
-func (i *remoteInfo) Sys() any           { return nil }
 
-// parseStat parses "rawmode-hex size mtime" as stat -c '%f %s %Y' prints it.
+// Sys is the file's identity, a *FileID (see IDOf).
+func (i *remoteInfo) Sys() any { return &i.id }
+
+// statFields is the number of fields of a stat answer.
+const statFields = 6
+
+// parseStat parses "rawmode-hex size mtime links dev inode" as
+// stat -c '%f %s %Y %h %d %i' prints it.
 func parseStat(s, name string) (fs.FileInfo, error) {
 	f := strings.Fields(s)
-	if len(f) != 3 {
+	if len(f) != statFields {
 		return nil, fmt.Errorf("unexpected stat answer %q", s)
 	}
 	raw, err1 := strconv.ParseUint(f[0], 16, 32)
 	size, err2 := strconv.ParseInt(f[1], 10, 64)
 	mtime, err3 := strconv.ParseInt(f[2], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	nlink, err4 := strconv.ParseUint(f[3], 10, 64)
+	dev, err5 := strconv.ParseUint(f[4], 10, 64)
+	ino, err6 := strconv.ParseUint(f[5], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, fmt.Errorf("unexpected stat answer %q", s)
 	}
-	return &remoteInfo{name: name, size: size, mode: unixMode(uint32(raw)), modTime: time.Unix(mtime, 0)}, nil
+	return &remoteInfo{name: name, size: size, mode: unixMode(uint32(raw)), modTime: time.Unix(mtime, 0),
+		id: FileID{Dev: dev, Ino: ino, Nlink: nlink}}, nil
 }
 
 // unixMode converts a st_mode to an fs.FileMode, as package os does.

@@ -9,7 +9,7 @@ inp, out = sys.stdin.buffer, sys.stdout.buffer
 
 
 def info(st):
-    return b"%x %d %d" % (st.st_mode, st.st_size, int(st.st_mtime))
+    return b"%x %d %d %d %d %d" % (st.st_mode, st.st_size, int(st.st_mtime), st.st_nlink, st.st_dev, st.st_ino)
 
 
 def b64(b):

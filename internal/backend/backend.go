@@ -102,6 +102,9 @@ type Process interface {
 type FS interface {
 	Stat(name string) (fs.FileInfo, error)
 	Lstat(name string) (fs.FileInfo, error)
+	// FileID returns the identity of the file name opens (a final symlink
+	// followed, as Stat): its device, inode and link count.
+	FileID(name string) (FileID, error)
 	Readlink(name string) (string, error)
 	// ReadDir lists a directory, sorted by name, as os.ReadDir.
 	ReadDir(name string) ([]fs.DirEntry, error)

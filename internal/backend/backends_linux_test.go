@@ -44,8 +44,14 @@ func TestSSHBackend(t *testing.T) {
 	out, code := runOn(t, b, Command{Shell: "echo $((6*7)) $SECRET", Env: []string{"SECRET=xyz"}})
 	require.Equal(t, 0, code)
 	require.Equal(t, "42 xyz\n", out)
-	_, err := b.FS().Stat("/etc/passwd")
+	fi, err := b.FS().Stat("/etc/passwd")
 	require.NoError(t, err)
+	id, ok := IDOf(fi)
+	require.True(t, ok, "a stat carries the file's identity")
+	local, err := os.Stat("/etc/passwd")
+	require.NoError(t, err)
+	want, _ := IDOf(local)
+	require.Equal(t, want, id, "the target is this host")
 }
 
 func TestDockerBackend(t *testing.T) {
@@ -57,4 +63,8 @@ func TestDockerBackend(t *testing.T) {
 	data, err := b.FS().ReadFile("/etc/debian_version")
 	require.NoError(t, err)
 	require.NotEmpty(t, data)
+	id, err := b.FS().FileID("/etc/debian_version")
+	require.NoError(t, err)
+	require.NotZero(t, id.Ino)
+	require.Equal(t, uint64(1), id.Nlink)
 }

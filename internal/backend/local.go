@@ -322,6 +322,7 @@ type localFS struct{}
 
 func (localFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 func (localFS) Lstat(name string) (fs.FileInfo, error)     { return os.Lstat(name) }
+func (localFS) FileID(name string) (FileID, error)         { return localFileID(name) }
 func (localFS) Readlink(name string) (string, error)       { return os.Readlink(name) }
 func (localFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 func (localFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }

@@ -200,6 +200,33 @@ func testRemoteFS(t *testing.T, b Backend, dir string) {
 	local, _ := os.Stat(name)
 	assert.Equal(t, local.ModTime().Unix(), fi.ModTime().Unix())
 
+	// Every stat answer carries the file's identity: a hard link is the
+	// same file, with two links, as this host sees it.
+	require.NoError(t, os.Link(name, filepath.Join(dir, "hard")))
+	id, err := f.FileID(filepath.Join(dir, "hard"))
+	require.NoError(t, err)
+	want, ok := IDOf(local)
+	require.True(t, ok)
+	want.Nlink = 2
+	assert.Equal(t, want, id)
+	fi, err = f.Lstat(name)
+	require.NoError(t, err)
+	id, ok = IDOf(fi)
+	assert.True(t, ok)
+	assert.Equal(t, want, id)
+	entries, err := f.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		id, ok := IDOf(info)
+		assert.True(t, ok, e.Name())
+		assert.Equal(t, e.Name() == "hard" || e.Name() == filepath.Base(name), id == want, e.Name())
+	}
+	require.NoError(t, os.Remove(filepath.Join(dir, "hard")))
+	_, err = f.FileID(filepath.Join(dir, "hard"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+
 	require.NoError(t, os.Symlink("a file\nwith newline ", filepath.Join(dir, "link")))
 	fi, err = f.Lstat(filepath.Join(dir, "link"))
 	require.NoError(t, err)
@@ -213,7 +240,7 @@ func testRemoteFS(t *testing.T, b Backend, dir string) {
 	require.NoError(t, f.MkdirAll(filepath.Join(dir, "d", "e"), 0o755))
 	_, err = f.ReadFile(filepath.Join(dir, "d"))
 	assert.ErrorContains(t, err, "is a directory")
-	entries, err := f.ReadDir(dir)
+	entries, err = f.ReadDir(dir)
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
