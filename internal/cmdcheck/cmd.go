@@ -183,7 +183,7 @@ func expands(src string, i int) bool {
 // checkCmd reads src as a cmd.exe line at nesting depth and holds every
 // command in it against the rules.
 func (c *checker) checkCmd(src string, depth int) {
-	if !c.enter(src, depth, Cmd) {
+	if !c.enter(src, depth, Cmd, "") {
 		return
 	}
 	p := &cmdParser{c: c, src: src, toks: cmdTokens(src), depth: depth}
@@ -344,6 +344,11 @@ func (p *cmdParser) endPipeline() {
 type win struct {
 	c     *checker
 	depth int
+	// psAliases are the aliases PowerShell code defines (Set-Alias):
+	// lower-case name to the commands it may run; psAliasDepth bounds a
+	// chain of them.
+	psAliases    map[string][]string
+	psAliasDepth int
 }
 
 func (w *win) add(reason string) { w.c.add(reason) }

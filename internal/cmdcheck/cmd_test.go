@@ -133,11 +133,33 @@ var cmdDangerous = map[string]string{
 	`wsl rm -rf /`:                    reasonRootDelete,
 	`wsl -u root apt remove x`:        reasonPrivilege,
 	`wsl -e sh -c "rm -rf ~"`:         reasonRootDelete,
+	// PowerShell aliases and functions (issue 28): an alias resolves when
+	// the command runs, wherever Set-Alias is.
+	`powershell -Command "Set-Alias r Remove-Item; r -Recurse x"`:               reasonRecursiveDelete,
+	`powershell -c "New-Alias -Name r -Value Remove-Item; r -Recurse x"`:        reasonRecursiveDelete,
+	`powershell -c "sal -Name:r -Value:ri; r -r x"`:                             reasonRecursiveDelete,
+	`powershell -c "r -Recurse x; Set-Alias r Remove-Item"`:                     reasonRecursiveDelete,
+	`powershell -c "Set-Alias a b; Set-Alias b Remove-Item; a -Recurse x"`:      reasonRecursiveDelete,
+	`powershell -c "Set-Alias s Stop-Computer; s"`:                              reasonShutdown,
+	`powershell -c "Set-Alias r $v; r -Recurse x"`:                              reasonAlias,
+	`powershell -c "Import-Alias a.csv; r x"`:                                   reasonAlias,
+	`powershell -c "function r { Remove-Item @args }; r -Recurse x"`:            reasonDynamicArgs("remove-item"),
+	`powershell -c "Set-Item function:r 'Remove-Item -Recurse x'; r"`:           reasonAlias,
+	`powershell -c "New-Item -Path function:r -Value 'Remove-Item -Recurse x'"`: reasonAlias,
+	`powershell -c "$function:r = 'Remove-Item -Recurse x'; r"`:                 reasonAlias,
+	`powershell -c "${alias:r} = 'Remove-Item'; r -Recurse x"`:                  reasonAlias,
+	`set r=rd /s /q & call %r% x`:                                               reasonDynamic,
 }
 
 // cmdHarmless are cmd.exe lines that need no approval, cmd-only syntax
 // included.
 var cmdHarmless = []string{
+	// doskey macros are expanded only in a console's interactive input,
+	// never in cmd /c (nor in a batch file).
+	`doskey r=rd /s /q $* & r x`,
+	`powershell -c "Set-Alias ll Get-ChildItem; ll"`,
+	`powershell -c "Get-Item alias:ls"`,
+	`powershell -c "function hi { Write-Output hi }; hi"`,
 	`dir /b`,
 	`dir /s /b *.go`,
 	`echo %PATH%`,

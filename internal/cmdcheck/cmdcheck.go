@@ -3,11 +3,14 @@
 // (mvdan.cc/sh/v3/syntax) and holds every command the line would run —
 // in pipelines, lists, subshells, functions, loop and if bodies, command
 // and process substitutions, behind wrappers (sudo, env, nohup, timeout,
-// xargs, ...) and inside strings run as code (sh -c, su -c, eval, a
-// here-document fed to a shell) — against a table of dangerous operations
-// modelled on Hermes Agent's dangerous-command patterns: recursive deletes,
-// disk formatting, sudo, a downloaded script run by a shell, force pushes,
-// SQL DROP, writes to /etc or ~/.ssh, and more.
+// xargs, ...), inside strings run as code (sh -c, su -c, eval, a
+// here-document fed to a shell) and as the aliases defined before it
+// expand it (alias.go) — against a table of dangerous operations modelled
+// on Hermes Agent's dangerous-command patterns: recursive deletes, disk
+// formatting and erasing, sudo, a downloaded script run by a shell, force
+// pushes and remote deletes, SQL DROP, writes to /etc, ~/.ssh, shell
+// startup files and the kernel's control files, signals to processes by
+// name, loops that start jobs without bound, and more.
 //
 // Quoting is read the way the shell reads it (r'm', "rm", \rm, $'\x72m',
 // rm${IFS}-rf, {rm,-rf,x} all run rm), and quoted text that is only data
@@ -17,19 +20,22 @@
 //
 // This is defence in depth, not a boundary: it reads the command line, not
 // what the programs it starts will do. A script written to a file and then
-// run by name, an interpreter's own code (python3 -c '...'), a program
-// that deletes files itself, or a function or alias defined by an earlier
-// command are not seen. What it cannot read for certain is flagged rather
-// than passed: a command whose name is only known at run time ($X,
-// $(...), a glob), a program that has rules (rm, chmod, git push, kill,
-// ...) given an argument only known at run time, eval, a program fed to a
-// shell or interpreter on stdin (or named as /dev/stdin or <(...)), a
-// line that does not parse, and a line too long or too deeply nested to
-// check. The line is read both as bash and as POSIX sh (dash, which is
-// /bin/sh on Debian), and what either would run is checked.
+// run by name or sourced (and the aliases and functions such a file
+// defines), an interpreter's own code (python3 -c '...'), or a program
+// that deletes files itself are not seen. What it cannot read for certain
+// is flagged rather than passed: a command whose name is only known at run
+// time ($X, $(...), a glob), a program that has rules (rm, chmod, git
+// push, kill, ...) given an argument only known at run time, eval, a
+// program fed to a shell or interpreter on stdin (or named as /dev/stdin
+// or <(...)), an alias or renamed command it cannot follow (one defined
+// in a block or from a variable, hash -p, BASH_ALIASES), a line that does
+// not parse, and a line too long or too deeply nested to check. The line
+// is read both as bash and as POSIX sh (dash, which is /bin/sh on Debian),
+// and what either would run is checked.
 package cmdcheck
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -74,9 +80,29 @@ const (
 	reasonZipMove         = "deletes the files it archives (zip -m)"
 	reasonSyncDelete      = "deletes files (rsync --delete, --remove-source-files)"
 	reasonGitCode         = "defines a git alias that runs shell code (git -c alias.x='!...')"
+	reasonChmodWorld      = "world-writable permissions (chmod 777, o+w)"
+	reasonSetuid          = "makes a program run as its owner (chmod u+s, 4755)"
+	reasonPermSystem      = "permission or ownership change of /, ~ or a system directory (chmod 777 /, chown /etc)"
+	reasonChownToRoot     = "recursive ownership change to root (chown -R root)"
+	reasonDiskErase       = "erases a disk or volume (blkdiscard, hdparm --security-erase, lvremove, zpool destroy)"
+	reasonKernel          = "changes the running kernel (writes to /proc/sys, /proc/sysrq-trigger or /sys; sysctl -w; modprobe)"
+	reasonSignalByName    = "signals processes by name or pattern (pkill, fuser -k, loginctl kill-user)"
+	reasonSpawnLoop       = "starts background jobs in a loop without bound (while true; do ... & done)"
+	reasonRemoteDelete    = "deletes on a remote (git push --delete, aws s3 rm --recursive, rclone purge, kubectl delete)"
+	reasonGitHistory      = "rewrites or expires git history (git filter-branch, reflog expire, gc --prune=now)"
+	reasonBranchDelete    = "force-deletes or overwrites a git branch (git branch -D, -M)"
+	reasonUninstall       = "uninstalls packages (npm uninstall, pip uninstall, apt remove)"
+	reasonContainers      = "stops, kills or removes containers or their data (docker stop/kill/rm, compose down, volume prune)"
+	reasonDockerHost      = "points docker or podman at another daemon (-H, --context, DOCKER_HOST)"
+	reasonMetadata        = "reaches the cloud metadata endpoint (instance credentials)"
+	reasonShellStartup    = "writes to a shell startup file (~/.bashrc, ~/.profile, ...)"
+	reasonCredentials     = "writes to a credential file (~/.netrc, ~/.pgpass, ~/.npmrc, ~/.pypirc, ...)"
+	reasonEnvConfig       = "writes to an .env file or config.yaml (secrets, Hermes's config)"
+	reasonGateway         = "stops, restarts or detaches the Hermes gateway (kills running agents)"
 
 	// What the check cannot see through.
 	reasonDynamic     = "runs a command whose name or code is only known at run time ($VAR, $(...), a glob)"
+	reasonAlias       = "renames a command in a way the check cannot follow (an alias defined in a block or from a variable, hash -p, BASH_ALIASES)"
 	reasonEval        = "runs a string as shell code (eval)"
 	reasonStdinCode   = "feeds a program to a shell or interpreter on stdin (... | sh, bash < file)"
 	reasonUnparseable = "not valid shell syntax, so it cannot be checked"
@@ -151,6 +177,7 @@ type checked struct {
 	src     string
 	depth   int
 	dialect Dialect
+	env     string
 }
 
 func (c *checker) add(reason string) {
@@ -165,7 +192,21 @@ func (c *checker) add(reason string) {
 // check parses src, a command line or a string run as one at nesting
 // depth, and holds every command in it against the rules.
 func (c *checker) check(src string, depth int) {
-	if !c.enter(src, depth, Sh) {
+	c.checkIn(src, depth, nil)
+}
+
+// checkIn is check for code that parent's shell runs itself (eval,
+// source, trap; nil: a shell of its own, or the line): the aliases parent
+// defines apply to it, and one it defines would apply to parent's later
+// lines, which the check cannot follow.
+func (c *checker) checkIn(src string, depth int, parent *scan) {
+	var inherited map[string][]aliasEntry // read only: a shared scan defines none
+	env := ""
+	if parent != nil {
+		env = "shared " + parent.aliasKey()
+		inherited = parent.aliases
+	}
+	if !c.enter(src, depth, Sh, env) {
 		return
 	}
 	// The terminal runs the line with /bin/sh, which is dash on Debian
@@ -180,7 +221,13 @@ func (c *checker) check(src string, depth int) {
 			continue
 		}
 		parsed = true
-		s := &scan{c: c, src: src, depth: depth, stdin: map[*syntax.Stmt]*pipeInput{}, staged: map[*syntax.Stmt]bool{}, cmds: map[*syntax.CallExpr]*command{}}
+		s := &scan{c: c, src: src, depth: depth, lang: lang, shared: parent != nil, aliases: inherited,
+			stdin: map[*syntax.Stmt]*pipeInput{}, staged: map[*syntax.Stmt]bool{}, cmds: map[*syntax.CallExpr]*command{},
+			top: map[*syntax.Stmt]bool{}, inFunc: map[*syntax.Stmt]bool{}, file: f}
+		for _, st := range f.Stmts {
+			s.top[st] = true
+			s.collectAliases(st)
+		}
 		syntax.Walk(f, s.visit)
 	}
 	if !parsed {
@@ -188,17 +235,17 @@ func (c *checker) check(src string, depth int) {
 	}
 }
 
-// enter starts the check of src in dialect d at nesting depth: false
-// when there is nothing to do (empty, already checked, or over a bound,
-// which is flagged).
-func (c *checker) enter(src string, depth int, d Dialect) bool {
+// enter starts the check of src in dialect d at nesting depth, in a
+// setting env (what it inherits; "" for none): false when there is nothing
+// to do (empty, already checked, or over a bound, which is flagged).
+func (c *checker) enter(src string, depth int, d Dialect, env string) bool {
 	if strings.TrimSpace(src) == "" {
 		return false
 	}
 	// Each dialect's reading finds the same strings run as code; one
 	// check of each is enough (and keeps nested code from doubling per
 	// level).
-	key := checked{src, depth, d}
+	key := checked{src, depth, d, env}
 	if c.seen[key] {
 		return false
 	}
@@ -215,8 +262,29 @@ func (c *checker) enter(src string, depth int, d Dialect) bool {
 		c.add(reasonTooComplex)
 		return false
 	}
+	// The metadata endpoint's address has no other use: anywhere in the
+	// line (an argument, a variable, a script's code) it is the signal.
+	if mentionsMetadata(src) {
+		c.add(reasonMetadata)
+	}
 	return true
 }
+
+// mentionsMetadata reports whether src names a metadata endpoint
+// (metadataRe, run only where one of the addresses appears).
+func mentionsMetadata(src string) bool {
+	if !strings.Contains(src, "169.254.169.254") && !strings.Contains(src, "100.100.100.200") &&
+		!strings.Contains(src, "fd00:ec2::254") && !strings.Contains(strings.ToLower(src), "metadata.google.internal") {
+		return false
+	}
+	return metadataRe.MatchString(src)
+}
+
+// metadataRe matches the cloud instance-metadata endpoints, which give
+// any local process the machine's credentials: 169.254.169.254 (AWS,
+// Azure, GCP, OpenStack), fd00:ec2::254 (AWS over IPv6),
+// metadata.google.internal, 100.100.100.200 (Alibaba).
+var metadataRe = regexp.MustCompile(`(?i)(?:^|[^\d.])(?:169\.254\.169\.254|100\.100\.100\.200)(?:$|[^\d.])|(?:^|[^\w.-])metadata\.google\.internal(?:$|[^\w.-])|fd00:ec2::254`)
 
 // dialects are the shells a line is read as: bash, and POSIX sh (dash).
 var dialects = []syntax.LangVariant{syntax.LangBash, syntax.LangPOSIX}
@@ -247,6 +315,27 @@ type scan struct {
 	c     *checker
 	src   string
 	depth int
+	lang  syntax.LangVariant
+	// shared: the source runs in the shell of the code that holds it
+	// (eval, source, trap).
+	shared bool
+	// top marks the statements of the source's top level.
+	top map[*syntax.Stmt]bool
+	// inFunc marks the statements of function bodies: their stdin is
+	// whatever the function's caller gives it.
+	inFunc map[*syntax.Stmt]bool
+	// aliases are the followed alias definitions by name (alias.go;
+	// in a shared scan, its parent's, all of which apply), aliasHash
+	// their hash, aliasDefs their values read, readings the alias
+	// readings of each command.
+	aliases   map[string][]aliasEntry
+	aliasHash string
+	aliasDefs map[string]aliasDef
+	readings  map[*syntax.CallExpr][]*command
+	// file is the parsed source; graph its functions and the commands
+	// each runs (built on first use).
+	file  *syntax.File
+	graph map[string][]string
 	// stdin says what feeds the statements that read a pipe.
 	stdin map[*syntax.Stmt]*pipeInput
 	// staged marks the statements already seen as part of a pipeline.
@@ -268,6 +357,10 @@ func (s *scan) visit(n syntax.Node) bool {
 		s.stmt(n)
 	case *syntax.FuncDecl:
 		s.funcDecl(n)
+	case *syntax.WhileClause, *syntax.ForClause:
+		s.loop(n)
+	case *syntax.Assign, *syntax.ParamExp, *syntax.DeclClause:
+		s.variables(n)
 	}
 	return true
 }
@@ -279,10 +372,23 @@ func (s *scan) stmt(st *syntax.Stmt) {
 			s.sql(st, stages)
 		}
 	}
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok {
+		// DOCKER_HOST=... docker, env DOCKER_HOST=..., export DOCKER_HOST=...
+		for _, w := range call.Args {
+			if t := s.literalText(w).s; slices.ContainsFunc(dockerHostVars, func(v string) bool { return strings.HasPrefix(t, v) }) {
+				s.add(reasonDockerHost)
+			}
+		}
+	}
 	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 		cmd := s.command(call)
 		cmd.stmt = st
 		s.run(cmd)
+		// What it runs once aliases are expanded (alias.go).
+		for _, alt := range s.aliasReadings(call) {
+			alt.stmt = st
+			s.run(alt)
+		}
 	}
 }
 
@@ -343,12 +449,34 @@ func (s *scan) rules(cmd *command) {
 		// Under xargs or parallel the input supplies more arguments.
 		fed := slices.Contains(cmd.via, "xargs") || slices.Contains(cmd.via, "parallel")
 		for _, f := range cmd.fields {
+			if fam == "kill" && lastJob(f) {
+				continue // its own background job
+			}
 			if fed || runtimeArg(f) {
 				s.add(reasonDynamicArgs(fam))
 				break
 			}
 		}
 		if fed && len(cmd.fields) == 0 {
+			s.add(reasonDynamicArgs(fam))
+		}
+	}
+	if remoteRules[fam] != nil {
+		// A subcommand only known at run time (kubectl $VERB, npm
+		// "$@"): a run-time word or xargs' input before the first
+		// literal operand.
+		fed := slices.Contains(cmd.via, "xargs") || slices.Contains(cmd.via, "parallel")
+		operand := false
+		for _, f := range cmd.fields {
+			if runtimeArg(f) {
+				s.add(reasonDynamicArgs(fam))
+				break
+			}
+			if operand = f.lit && !strings.HasPrefix(f.s, "-"); operand {
+				break
+			}
+		}
+		if fed && !operand {
 			s.add(reasonDynamicArgs(fam))
 		}
 	}
@@ -379,6 +507,29 @@ func (s *scan) code(f field) {
 		s.add(reasonDynamic)
 	}
 	s.c.check(f.s, s.depth+1)
+}
+
+// sharedCode is code for a string run in this shell (trap, source): its
+// aliases apply, and one it defines is flagged (checkIn).
+func (s *scan) sharedCode(f field) {
+	if s.downloadsIn(f) {
+		s.add(reasonRemoteScript)
+		return
+	}
+	if !f.lit {
+		s.add(reasonDynamic)
+	}
+	s.c.checkIn(f.s, s.depth+1, s)
+}
+
+// shellCode is code or sharedCode, as the program that runs f is a shell
+// of its own or this one.
+func (s *scan) shellCode(f field, kind prog) {
+	if kind == progSource {
+		s.sharedCode(f)
+	} else {
+		s.code(f)
+	}
 }
 
 // pipeline marks the stages of the pipeline st starts, with what each
@@ -463,7 +614,7 @@ var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "ar
 func (s *scan) downloads(n syntax.Node) bool {
 	found := false
 	syntax.Walk(n, func(n syntax.Node) bool {
-		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && downloaders[s.command(call).name] {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && slices.ContainsFunc(s.names(call), func(name string) bool { return downloaders[name] }) {
 			found = true
 		}
 		return !found
@@ -481,13 +632,33 @@ func (s *scan) downloadsIn(f field) bool {
 	return false
 }
 
-// funcDecl flags a function that starts itself in the background or in a
-// pipeline: a fork bomb (:(){ :|:& };:).
+// funcDecl checks a function definition: a function that starts itself
+// (or a function that calls it back) in the background or in a pipeline
+// is a fork bomb (:(){ :|:& };:), and its body reads whatever its caller
+// pipes into it. The name of a function definition is alias-expanded too
+// (alias r=rm; r() { ...; } defines rm).
 func (s *scan) funcDecl(fn *syntax.FuncDecl) {
 	if fn.Name == nil || fn.Body == nil {
 		return
 	}
-	name := fn.Name.Value
+	syntax.Walk(fn.Body, func(n syntax.Node) bool {
+		if st, ok := n.(*syntax.Stmt); ok {
+			s.inFunc[st] = true
+		}
+		return true
+	})
+	names := []string{fn.Name.Value}
+	for _, a := range s.aliases[fn.Name.Value] {
+		if !s.shared && a.pos >= int(fn.Pos().Offset()) {
+			continue
+		}
+		d := s.aliasDef(a.value)
+		if d.opaque || len(d.toks) != 1 || len(d.toks[0].fields) != 1 {
+			s.add(reasonAlias)
+			continue
+		}
+		names = append(names, d.toks[0].fields[0].s)
+	}
 	syntax.Walk(fn.Body, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
@@ -497,24 +668,58 @@ func (s *scan) funcDecl(fn *syntax.FuncDecl) {
 		if !st.Background && !(pipe && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll)) {
 			return true
 		}
-		if s.calls(st, name) {
-			s.add(reasonForkBomb)
-			return false
+		for _, called := range s.called(st) {
+			if slices.ContainsFunc(names, func(name string) bool { return s.reaches(called, name) }) {
+				s.add(reasonForkBomb)
+				return false
+			}
 		}
 		return true
 	})
 }
 
-// calls reports whether n runs a command named name.
-func (s *scan) calls(n syntax.Node, name string) bool {
-	found := false
-	syntax.Walk(n, func(n syntax.Node) bool {
-		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && call.Args[0].Lit() == name {
-			found = true
+// reaches reports whether running the command from runs the function
+// to: it is to, or a function of the source that calls it, directly or
+// through others.
+func (s *scan) reaches(from, to string) bool {
+	if s.graph == nil {
+		// Each function of the source and the commands its bodies run.
+		s.graph = map[string][]string{}
+		syntax.Walk(s.file, func(n syntax.Node) bool {
+			if fn, ok := n.(*syntax.FuncDecl); ok && fn.Name != nil && fn.Body != nil {
+				s.graph[fn.Name.Value] = append(s.graph[fn.Name.Value], s.called(fn.Body)...)
+			}
+			return true
+		})
+	}
+	seen := map[string]bool{}
+	queue := []string{from}
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		if f == to {
+			return true
 		}
-		return !found
+		if !seen[f] {
+			seen[f] = true
+			queue = append(queue, s.graph[f]...)
+		}
+	}
+	return false
+}
+
+// called lists the names of the commands n runs: as written (function
+// names are case-sensitive), and as the rules read them (behind wrappers,
+// aliases expanded).
+func (s *scan) called(n syntax.Node) []string {
+	var names []string
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			names = append(append(names, call.Args[0].Lit()), s.names(call)...)
+		}
+		return true
 	})
-	return found
+	return names
 }
 
 // redirects checks where a statement's output goes.

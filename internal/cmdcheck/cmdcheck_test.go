@@ -214,7 +214,7 @@ var newHarmless = []string{
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	for _, table := range []map[string]string{oldDangerous, newDangerous, round2Dangerous} {
+	for _, table := range []map[string]string{oldDangerous, newDangerous, round2Dangerous, round3Dangerous} {
 		for cmd, want := range table {
 			t.Run(cmd, func(t *testing.T) {
 				reasons := Check(cmd)
@@ -225,7 +225,7 @@ func TestCheck(t *testing.T) {
 			})
 		}
 	}
-	for _, list := range [][]string{oldHarmless, newHarmless, round2Harmless} {
+	for _, list := range [][]string{oldHarmless, newHarmless, round2Harmless, round3Harmless} {
 		for _, cmd := range list {
 			t.Run(cmd, func(t *testing.T) {
 				reason, ok := Dangerous(cmd)
@@ -303,6 +303,9 @@ func pathological() []string {
 		// Wrappers read every way their options allow, within bounds.
 		rep("nice -q ") + "rm -rf x", "nice " + rep("-q a ") + "rm -rf x", rep("env -S a ") + "rm -rf x",
 		rep("flock a -c a ") + "rm -rf x", rep("watch ") + "rm -rf x",
+		// Aliases read every way they may expand, within bounds.
+		rep("alias a='a a '\n") + "a x; rm -rf x", "alias n='nohup '\n" + rep("n ") + "rm -rf x",
+		rep("alias r=rm\nr -rf x\n"), rep("alias a='b c' b='a b'\n") + "a x; rm -rf x",
 	}
 }
 

@@ -16,6 +16,9 @@ var allReasons = []string{
 	reasonDynamic, reasonEval, reasonStdinCode, reasonUnparseable, reasonTooLong,
 	reasonKillParent, reasonTarRemove, reasonSyncDelete, reasonGitCode, reasonZipMove,
 	reasonEncoded, reasonRegistry, reasonACL, reasonBoot, reasonShadows, reasonWipe, reasonEventLogs, reasonPipedDelete,
+	reasonAlias, reasonChmodWorld, reasonSetuid, reasonPermSystem, reasonChownToRoot, reasonDiskErase, reasonKernel,
+	reasonSignalByName, reasonSpawnLoop, reasonRemoteDelete, reasonGitHistory, reasonBranchDelete, reasonUninstall,
+	reasonContainers, reasonDockerHost, reasonMetadata, reasonShellStartup, reasonCredentials, reasonEnvConfig, reasonGateway,
 }
 
 // knownReason reports whether r is a reason Check may give: one of
@@ -29,12 +32,31 @@ func knownReason(r string) bool {
 			return true
 		}
 	}
-	for name := range winRules {
-		if r == reasonDynamicArgs(name) {
-			return true
+	for _, table := range []map[string]bool{winProgs(), psRules, remoteProgs()} {
+		for name := range table {
+			if r == reasonDynamicArgs(name) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// winProgs and remoteProgs are the names of winRules and remoteRules.
+func winProgs() map[string]bool {
+	out := map[string]bool{}
+	for name := range winRules {
+		out[name] = true
+	}
+	return out
+}
+
+func remoteProgs() map[string]bool {
+	out := map[string]bool{}
+	for name := range remoteRules {
+		out[name] = true
+	}
+	return out
 }
 
 // FuzzCheck: Check never panics, returns within a bounded time, gives the
@@ -49,7 +71,10 @@ func FuzzCheck(f *testing.F) {
 	for cmd := range round2Dangerous {
 		f.Add(cmd)
 	}
-	for _, cmd := range slices.Concat(oldHarmless, newHarmless, round2Harmless) {
+	for cmd := range round3Dangerous {
+		f.Add(cmd)
+	}
+	for _, cmd := range slices.Concat(oldHarmless, newHarmless, round2Harmless, round3Harmless) {
 		f.Add(cmd)
 	}
 	for _, s := range []string{"a'b", "$(", "`", "$'\\x", "x > ", "bash -c 'sh -c \"eval rm -rf x\"'", "{a,b}{c,d}{1..99}", "${IFS}", "<<EOF", "f() { f | f & }", "git -c alias.x x", "timeout -q nice -q nice -q rm"} {

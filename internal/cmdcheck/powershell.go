@@ -1,6 +1,7 @@
 package cmdcheck
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -88,11 +89,12 @@ type psWord struct {
 
 // checkPS reads src as PowerShell code.
 func (c *checker) checkPS(src string, depth int) {
-	if !c.enter(src, depth, powerShell) {
+	if !c.enter(src, depth, powerShell, "") {
 		return
 	}
 	w := &win{c: c, depth: depth}
 	stmts := psStatements(src)
+	w.psAliasDefs(stmts)
 	lower := strings.ToLower(src)
 	downloads := strings.Contains(lower, "downloadstring") || strings.Contains(lower, "downloadfile") ||
 		strings.Contains(lower, "downloaddata") || strings.Contains(lower, "net.webclient") || strings.Contains(lower, "http://") || strings.Contains(lower, "https://")
@@ -219,6 +221,10 @@ func readPSWord(src string, i int) (psWord, int) {
 			continue
 		case ch == '$':
 			w.runtime = true
+		case ch == '@' && b.Len() == 0 && i+1 < len(src) && (isWordByte(src[i+1]) || src[i+1] == '{' || src[i+1] == '('):
+			// @args, @params splat an array or a hashtable into the
+			// arguments: any parameter, known at run time.
+			w.runtime = true
 		case strings.IndexByte(" \t\r\n;|&{}(),", ch) >= 0:
 			w.text = b.String()
 			return w, i
@@ -243,6 +249,7 @@ func (w *win) psCommand(words []psWord, in stageInput, downloads *bool) {
 		return
 	}
 	if words[0].runtime {
+		w.psRenames("", words) // $function:r = '...'
 		// $x = ..., $x.Method(): an expression; & $x runs a command
 		// only known at run time.
 		if called {
@@ -252,6 +259,20 @@ func (w *win) psCommand(words []psWord, in stageInput, downloads *bool) {
 	}
 	name := winName(words[0].text)
 	args := words[1:]
+	w.psRenames(name, words)
+	// What it runs once the aliases the code defines are resolved
+	// (PowerShell resolves them when the command runs, wherever the
+	// Set-Alias is).
+	if targets := w.psAliases[name]; len(targets) > 0 && w.psAliasDepth < maxDepth {
+		w.psAliasDepth++
+		for _, t := range targets {
+			w.psCommand(append([]psWord{{text: t}}, args...), in, downloads)
+		}
+		w.psAliasDepth--
+	}
+	if psRules[name] && slices.ContainsFunc(args, isSplat) {
+		w.add(reasonDynamicArgs(name))
+	}
 	lowArgs := make([]string, len(args))
 	for i, a := range args {
 		lowArgs[i] = strings.ToLower(a.text)
@@ -429,4 +450,111 @@ func isNumber(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// psRules are the PowerShell commands psCommand has rules for: a splatted
+// argument (@args) can be any of their parameters.
+var psRules = map[string]bool{
+	"remove-item": true, "ri": true, "rm": true, "del": true, "erase": true, "rd": true, "rmdir": true,
+	"remove-itemproperty": true, "rp": true, "clear-itemproperty": true, "clp": true,
+	"invoke-command": true, "icm": true, "start-process": true, "saps": true, "start": true,
+	"stop-process": true, "spps": true, "kill": true, "set-service": true,
+	"set-netfirewallprofile": true, "set-mppreference": true,
+}
+
+// isSplat reports whether a word splats a variable (@args).
+func isSplat(w psWord) bool {
+	return w.runtime && strings.HasPrefix(w.text, "@")
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// psAliasDefs collects the aliases the code's Set-Alias and New-Alias
+// (sal, nal) define, wherever they are: PowerShell looks an alias up when
+// the command runs. One whose name or value is only known at run time is
+// flagged.
+func (w *win) psAliasDefs(stmts []psStmt) {
+	for _, st := range stmts {
+		words := st.words
+		for len(words) > 0 && (words[0].text == "&" || words[0].text == ".") && !words[0].runtime {
+			words = words[1:]
+		}
+		if len(words) == 0 || words[0].runtime {
+			continue
+		}
+		switch winName(words[0].text) {
+		case "set-alias", "new-alias", "sal", "nal":
+		default:
+			continue
+		}
+		var pos []psWord
+		var name, value *psWord
+		args := words[1:]
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if !strings.HasPrefix(a.text, "-") || a.runtime {
+				pos = append(pos, a)
+				continue
+			}
+			p, v, attached := strings.Cut(strings.ToLower(a.text[1:]), ":")
+			var val *psWord
+			if attached {
+				val = &psWord{text: a.text[len(a.text)-len(v):], runtime: a.runtime}
+			} else if i+1 < len(args) && !psParam(p, "passthru", 1) && !psParam(p, "force", 1) && !psParam(p, "whatif", 1) && !psParam(p, "confirm", 1) {
+				i++
+				val = &args[i]
+			}
+			switch {
+			case psParam(p, "name", 1):
+				name = val
+			case psParam(p, "value", 1):
+				value = val
+			}
+		}
+		for _, a := range pos {
+			if name == nil {
+				name = &a
+			} else if value == nil {
+				value = &a
+			}
+		}
+		if name == nil || value == nil {
+			continue
+		}
+		if name.runtime || value.runtime {
+			w.add(reasonAlias)
+			continue
+		}
+		if w.psAliases == nil {
+			w.psAliases = map[string][]string{}
+		}
+		n := winName(name.text)
+		w.psAliases[n] = append(w.psAliases[n], winName(value.text))
+	}
+}
+
+// psRenames flags the other ways PowerShell code renames a command: an
+// alias defined with a name or value only known at run time, aliases
+// imported from a file (Import-Alias), and the alias: and function:
+// drives (Set-Item function:r 'Remove-Item -Recurse x', $function:r =
+// '...'), whose string values are code not seen here.
+func (w *win) psRenames(name string, words []psWord) {
+	switch name {
+	case "import-alias", "ipal":
+		w.add(reasonAlias)
+		return
+	}
+	if strings.HasPrefix(name, "get-") || name == "test-path" || name == "gi" || name == "gci" || name == "dir" || name == "ls" {
+		return
+	}
+	for _, wd := range words {
+		l := strings.ToLower(strings.TrimLeft(wd.text, "${"))
+		if strings.HasPrefix(l, "alias:") || strings.HasPrefix(l, "function:") ||
+			strings.HasPrefix(l, "-path:alias:") || strings.HasPrefix(l, "-path:function:") {
+			w.add(reasonAlias)
+			return
+		}
+	}
 }

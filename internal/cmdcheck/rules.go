@@ -14,7 +14,7 @@ var rules map[string]rule
 
 func init() {
 	rules = map[string]rule{}
-	for _, table := range []map[string]rule{fileRules, systemRules, codeRules} {
+	for _, table := range []map[string]rule{fileRules, systemRules, codeRules, remoteRules} {
 		for name, r := range table {
 			rules[name] = r
 		}
@@ -103,7 +103,7 @@ func gitRule(s *scan, cmd *command) {
 	if len(args) > 0 {
 		_, aliased := aliases[strings.ToLower(args[0])]
 		switch strings.ToLower(args[0]) {
-		case "push", "reset", "clean":
+		case "push", "reset", "clean", "rm", "config":
 			aliased = true
 		}
 		if aliased {
@@ -128,6 +128,22 @@ func gitRule(s *scan, cmd *command) {
 		}
 		sub, rest = strings.ToLower(expanded[0]), expanded[1:]
 	}
+	gitSubcommand(s, cmd, sub, rest)
+}
+
+// gitSubcommand checks what a git subcommand does with its arguments.
+func gitSubcommand(s *scan, cmd *command, sub string, rest []string) {
+	has := func(short string, long ...string) bool {
+		for _, a := range rest {
+			if a == "--" {
+				break
+			}
+			if short != "" && shortFlag(a, short) || longOpt(a, long...) {
+				return true
+			}
+		}
+		return false
+	}
 	switch sub {
 	case "push":
 		for _, a := range rest {
@@ -135,20 +151,119 @@ func gitRule(s *scan, cmd *command) {
 				shortFlag(a, "f") || (strings.HasPrefix(a, "+") && len(a) > 1) {
 				s.add(reasonForcePush)
 			}
+			// --delete, -d, a refspec with no source (:branch) and
+			// --prune delete remote refs; --mirror does both.
+			if longOpt(a, "delete", "prune", "mirror") || shortFlag(a, "d") ||
+				(strings.HasPrefix(a, ":") || strings.HasPrefix(a, "+:")) && len(strings.TrimLeft(a, "+:")) > 0 {
+				s.add(reasonRemoteDelete)
+			}
 		}
 	case "reset":
-		for _, a := range rest {
-			if longOpt(a, "hard") {
-				s.add(reasonResetHard)
-			}
+		if has("", "hard") {
+			s.add(reasonResetHard)
 		}
 	case "clean":
+		if has("f", "force") {
+			s.add(reasonGitClean)
+		}
+	case "rm":
+		// git rm -r deletes a tree from the work tree (--cached only
+		// from the index; -n is a dry run).
+		if has("r") && !has("n", "cached", "dry-run") {
+			s.add(reasonRecursiveDelete)
+		}
+	case "checkout", "restore":
+		// Whole-tree pathspecs (., :/, *) and --force throw away the
+		// changes of the work tree; restore --staged alone only
+		// unstages.
+		staged := sub == "restore" && has("S", "staged") && !has("W", "worktree")
+		if !staged && (has("f", "force") || slices.ContainsFunc(positional(rest), broadPathspec)) {
+			s.add(reasonResetHard)
+		}
+	case "switch":
+		if has("f", "force", "discard-changes") {
+			s.add(reasonResetHard)
+		}
+	case "stash":
+		if pos := positional(rest); len(pos) > 0 && (pos[0] == "drop" || pos[0] == "clear") {
+			s.add(reasonResetHard)
+		}
+	case "worktree":
+		if pos := positional(rest); len(pos) > 0 && pos[0] == "remove" && has("f", "force") {
+			s.add(reasonResetHard)
+		}
+	case "branch":
+		// -D is -d --force; -M and -C overwrite the target branch.
+		if has("DMC") || has("d", "delete") && has("f", "force") {
+			s.add(reasonBranchDelete)
+		}
+	case "update-ref":
+		if has("d") {
+			s.add(reasonBranchDelete)
+		}
+	case "filter-branch", "filter-repo":
+		s.add(reasonGitHistory)
+	case "reflog":
+		if pos := positional(rest); len(pos) > 0 && (pos[0] == "expire" || pos[0] == "delete") {
+			s.add(reasonGitHistory)
+		}
+	case "gc", "prune":
 		for _, a := range rest {
-			if longOpt(a, "force") || shortFlag(a, "f") {
-				s.add(reasonGitClean)
+			if v, ok := strings.CutPrefix(a, "--prune="); ok && (v == "now" || v == "all") || sub == "prune" && longOpt(a, "expire") {
+				s.add(reasonGitHistory)
 			}
 		}
+	case "config":
+		gitConfigCommand(s, cmd, rest)
 	}
+}
+
+// broadPathspec reports whether a git pathspec names the whole tree (or
+// everything in a directory): ., :/, *, ./, a broad path.
+func broadPathspec(p string) bool {
+	return p == ":/" || p == ":" || strings.HasPrefix(p, ":(top)") || broadPath(p)
+}
+
+// gitConfigCommand reads git config KEY VALUE (and git config set KEY
+// VALUE): the setting lasts beyond this command, so what it makes git run
+// later is judged now: an alias (one that runs shell code, or one whose
+// git command the rules flag: alias.p 'push --force'), and the settings
+// that name a command line.
+func gitConfigCommand(s *scan, cmd *command, rest []string) {
+	var pos []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "-f" || a == "--file" || a == "--blob" || a == "--type" || a == "--default" || a == "--comment" || a == "--value":
+			i++
+		case a == "--unset" || a == "--unset-all" || a == "--get" || a == "--get-all" || a == "--get-regexp" ||
+			a == "-l" || a == "--list" || a == "--remove-section" || a == "--rename-section" || a == "-e" || a == "--edit":
+			return
+		case strings.HasPrefix(a, "-"):
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) > 0 {
+		switch pos[0] {
+		case "set":
+			pos = pos[1:]
+		case "get", "list", "unset", "edit", "rename-section", "remove-section":
+			return
+		}
+	}
+	if len(pos) < 2 {
+		return
+	}
+	key, value := strings.ToLower(pos[0]), pos[1]
+	if strings.HasPrefix(key, "alias.") && !strings.HasPrefix(value, "!") {
+		// The alias as the git command it stands for.
+		if words := strings.Fields(value); len(words) > 0 {
+			gitSubcommand(s, cmd, strings.ToLower(words[0]), words[1:])
+		}
+		return
+	}
+	gitConfig(s, cmd, key+"="+value, map[string]string{})
 }
 
 // gitCodeKeys are settings whose value git runs as a command line (the
@@ -202,7 +317,9 @@ func gitConfigEnv(s *scan, kv string) {
 }
 
 // tarRule: tar --remove-files deletes what it archives, and
-// --recursive-unlink empties directories before extracting over them.
+// --recursive-unlink empties directories before extracting over them;
+// --to-command, -I (--use-compress-program), -F (--info-script) and
+// --checkpoint-action=exec= run a command line.
 func tarRule(s *scan, cmd *command) {
 	for _, a := range cmd.args {
 		if longOpt(a, "remove-files", "recursive-unlink") {
@@ -210,18 +327,32 @@ func tarRule(s *scan, cmd *command) {
 		}
 	}
 	// Old-style and short options have no letter for either.
+	optionCode(s, cmd, "IF", "to-command", "use-compress-program", "info-script", "new-volume-script", "rsh-command")
+	for _, f := range cmd.fields {
+		if _, v, ok := strings.Cut(f.s, "="); ok && longOpt(f.s, "checkpoint-action") {
+			if code, ok := strings.CutPrefix(v, "exec="); ok {
+				s.code(field{s: code, lit: f.lit, runtime: f.runtime, word: f.word})
+			}
+		}
+	}
 }
 
-// zipRule: zip -m (--move) deletes the files it archives.
+// zipRule: zip -m (--move) deletes the files it archives; -TT
+// (--unzip-command) runs a command line to test the archive.
 func zipRule(s *scan, cmd *command) {
-	for _, a := range cmd.args {
+	for i, a := range cmd.args {
 		if a == "--" {
 			break
+		}
+		if a == "-TT" && i+1 < len(cmd.fields) {
+			s.code(cmd.fields[i+1])
+			continue
 		}
 		if shortFlag(a, "m") || longOpt(a, "move") {
 			s.add(reasonZipMove)
 		}
 	}
+	optionCode(s, cmd, "", "unzip-command")
 }
 
 // findRule: find -delete, and the command find -exec runs on each match.

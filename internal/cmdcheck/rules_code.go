@@ -2,6 +2,7 @@ package cmdcheck
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -13,6 +14,16 @@ var codeRules = map[string]rule{
 	"eval":   evalRule,
 	"trap":   trapRule,
 	"alias":  aliasRule,
+	"hash":   hashRule,
+	"enable": enableRule,
+	"read":   readRule,
+	"printf": printfRule,
+	// Programs with an option whose value is a command line they run.
+	"sort": optionCodeRule("", "compress-program"),
+	"rg":   optionCodeRule("", "pre", "hostname-bin"),
+	"ag":   optionCodeRule("", "pager"),
+	"man":  optionCodeRule("P", "pager", "html"),
+	"ssh":  sshRule, "scp": sshRule, "sftp": sshRule,
 	"source": sourceRule, ".": sourceRule,
 	"python": interpreterRule, "ruby": interpreterRule, "node": interpreterRule,
 	"php": interpreterRule, "pwsh": interpreterRule, "lua": interpreterRule,
@@ -144,7 +155,8 @@ func interpreterRule(s *scan, cmd *command) {
 }
 
 // evalRule: eval always needs approval (its code is a string, often built
-// at run time); what can be read of that string is checked too.
+// at run time); what can be read of that string is checked too, in this
+// shell (its aliases apply, one it defines would apply later).
 func evalRule(s *scan, cmd *command) {
 	s.add(reasonEval)
 	if len(cmd.fields) == 0 {
@@ -155,25 +167,112 @@ func evalRule(s *scan, cmd *command) {
 		s.add(reasonRemoteScript)
 		return
 	}
-	s.c.check(code.s, s.depth+1)
+	s.c.checkIn(code.s, s.depth+1, s)
 }
 
-// trapRule: trap CODE SIGNAL... runs CODE when a signal comes (or the
-// shell exits), so CODE is checked as a command line.
+// trapRule: trap CODE SIGNAL... runs CODE in this shell when a signal
+// comes (or the shell exits, or before each command for DEBUG), so CODE
+// is checked as a command line of this shell.
 func trapRule(s *scan, cmd *command) {
 	if len(cmd.fields) < 2 || strings.HasPrefix(cmd.args[0], "-") {
 		return // trap -p, trap -l, trap - SIGNAL (reset), trap SIGNAL
 	}
-	s.code(cmd.fields[0])
+	s.sharedCode(cmd.fields[0])
 }
 
 // aliasRule: alias NAME=VALUE makes NAME run VALUE, so VALUE is checked
-// as a command line.
+// as a command line, and later commands are read with the alias
+// (alias.go). A definition the check cannot follow is flagged: not a
+// top-level statement of the line (in a block, a loop, a condition, a
+// function, a pipeline), in code run later in the same shell (eval,
+// source, trap), or with a name or value only known at run time.
 func aliasRule(s *scan, cmd *command) {
 	for _, f := range cmd.fields {
-		if _, value, ok := strings.Cut(f.s, "="); ok {
-			s.code(field{s: value, lit: f.lit, word: f.word})
+		name, value, ok := strings.Cut(f.s, "=")
+		if !f.lit {
+			s.add(reasonAlias) // alias "$x", alias r="$v"
 		}
+		if !ok {
+			continue // alias, alias -p, alias NAME: prints
+		}
+		s.code(field{s: value, lit: f.lit, word: f.word})
+		if !s.followed(cmd, name, value) {
+			s.add(reasonAlias)
+		}
+	}
+}
+
+// followed reports whether the alias definition NAME=VALUE of cmd is one
+// collectAliases recorded: made by a top-level statement of this source.
+func (s *scan) followed(cmd *command, name, value string) bool {
+	if s.shared || cmd.stmt == nil || !s.top[cmd.stmt] {
+		return false
+	}
+	return slices.ContainsFunc(s.aliases[name], func(a aliasEntry) bool { return a.value == value })
+}
+
+// hashRule: hash -p PATH NAME makes NAME run PATH (bash), for the rest of
+// the shell's life, whatever line it is on.
+func hashRule(s *scan, cmd *command) {
+	for _, a := range cmd.args {
+		if a == "--" {
+			return
+		}
+		if shortFlag(a, "p") {
+			s.add(reasonAlias)
+		}
+	}
+}
+
+// enableRule: enable -f FILE NAME makes NAME a builtin loaded from FILE
+// (bash); enable -n only turns builtins off.
+func enableRule(s *scan, cmd *command) {
+	for _, a := range cmd.args {
+		if shortFlag(a, "f") {
+			s.add(reasonAlias)
+		}
+	}
+}
+
+// readRule: read NAME... sets variables; one named at run time, or an
+// element of BASH_ALIASES or BASH_CMDS, can rename a command.
+func readRule(s *scan, cmd *command) {
+	for i := 0; i < len(cmd.fields); i++ {
+		a := cmd.fields[i]
+		if !a.lit || !strings.HasPrefix(a.s, "-") || len(a.s) < 2 {
+			renameTarget(s, a)
+			continue
+		}
+		// An option cluster (-rp): the last letter may take a value
+		// (-p PROMPT, -d DELIM; -a NAME names an array).
+		if last := a.s[len(a.s)-1]; strings.IndexByte("adinNptu", last) >= 0 && i+1 < len(cmd.fields) {
+			i++
+			if last == 'a' {
+				renameTarget(s, cmd.fields[i])
+			}
+		}
+	}
+}
+
+// printfRule: printf -v NAME FORMAT ... sets a variable (bash).
+func printfRule(s *scan, cmd *command) {
+	if len(cmd.fields) == 0 {
+		return
+	}
+	a := cmd.fields[0]
+	if a.s == "-v" && len(cmd.fields) > 1 {
+		renameTarget(s, cmd.fields[1])
+	} else if v, ok := strings.CutPrefix(a.s, "-v"); ok && v != "" {
+		renameTarget(s, field{s: v, lit: a.lit})
+	}
+}
+
+// renameTarget flags a variable a builtin sets that may be an alias or a
+// hashed command: its name only known at run time, or BASH_ALIASES or
+// BASH_CMDS.
+func renameTarget(s *scan, f field) {
+	if !f.lit || namesRenameVar(f.s) {
+		s.add(reasonAlias)
 	}
 }
 
@@ -195,7 +294,7 @@ func sourceRule(s *scan, cmd *command) {
 	default:
 		// source /dev/stdin <<< CODE
 		if fd, ok := fdPath(f.s); ok {
-			s.fedProgram(cmd, true, fd, true)
+			s.fedProgram(cmd, progSource, fd, true)
 		}
 	}
 }
@@ -229,9 +328,102 @@ func (s *scan) stdinCode(cmd *command, sp progSpec) {
 		explicit = reads
 	}
 	if reads {
-		s.fedProgram(cmd, sp.shell, fd, explicit)
+		kind := progInterpreter
+		if sp.shell {
+			kind = progShell
+		}
+		s.fedProgram(cmd, kind, fd, explicit)
 	}
 }
+
+// optionCodeRule checks the values of a program's options that name a
+// command line it runs (sort --compress-program, rg --pre, man -P): as
+// shell code, like git's core.pager.
+func optionCodeRule(shorts string, longs ...string) rule {
+	return func(s *scan, cmd *command) {
+		optionCode(s, cmd, shorts, longs...)
+	}
+}
+
+// optionCode checks the command lines given to cmd by the short options
+// (letters of shorts, -Pless or -P less) and long options (--pre=x,
+// --pre x, or a GNU abbreviation) that take one.
+func optionCode(s *scan, cmd *command, shorts string, longs ...string) {
+	for i := 0; i < len(cmd.fields); i++ {
+		f := cmd.fields[i]
+		a := f.s
+		if a == "--" {
+			return
+		}
+		value, found := f, false
+		switch {
+		case strings.HasPrefix(a, "--"):
+			if longOpt(a, longs...) {
+				found = true
+				if _, v, eq := strings.Cut(a, "="); eq {
+					value.s = v
+				} else if i+1 < len(cmd.fields) {
+					i++
+					value = cmd.fields[i]
+				}
+			}
+		case len(a) > 1 && a[0] == '-' && shorts != "":
+			if j := strings.IndexAny(a[1:], shorts); j >= 0 {
+				found = true
+				if rest := a[j+2:]; rest != "" {
+					value.s = rest
+				} else if i+1 < len(cmd.fields) {
+					i++
+					value = cmd.fields[i]
+				}
+			}
+		}
+		if found && value.s != "" {
+			s.code(value)
+		}
+	}
+}
+
+// sshRule: ssh -o ProxyCommand=CMD (and LocalCommand, KnownHostsCommand)
+// runs CMD here, like scp -S and sftp -S run their ssh program.
+func sshRule(s *scan, cmd *command) {
+	if cmd.name != "ssh" {
+		optionCode(s, cmd, "S")
+	}
+	for i := 0; i < len(cmd.fields); i++ {
+		f := cmd.fields[i]
+		opt := ""
+		switch {
+		case f.s == "-o" && i+1 < len(cmd.fields):
+			i++
+			f = cmd.fields[i]
+			opt = f.s
+		case strings.HasPrefix(f.s, "-o"):
+			opt = f.s[2:]
+		default:
+			continue
+		}
+		key, value, ok := strings.Cut(opt, "=")
+		if !ok {
+			key, value, _ = strings.Cut(opt, " ")
+		}
+		switch strings.ToLower(strings.TrimSpace(key)) {
+		case "proxycommand", "localcommand", "knownhostscommand":
+			if value = strings.TrimSpace(value); value != "" && !strings.EqualFold(value, "none") {
+				s.code(field{s: value, lit: f.lit, runtime: f.runtime, word: f.word})
+			}
+		}
+	}
+}
+
+// prog is the kind of program that reads code from a file descriptor.
+type prog int
+
+const (
+	progInterpreter prog = iota // python3, node, ...: its code is not read here
+	progShell                   // sh, bash, ...: a shell of its own
+	progSource                  // source, .: this shell
+)
 
 // procProgram checks a program read from <(...) (bash <(echo CODE)): not
 // in plain sight, like one on stdin; what echo or printf gives a shell is
@@ -250,8 +442,10 @@ func (s *scan) procProgram(ps *syntax.ProcSubst, shell bool) {
 
 // fedProgram checks a program read from file descriptor fd; explicit: the
 // command line says so (sh -s, python3 -, sh /dev/stdin), so with nothing
-// feeding it the program comes from wherever the executor's fd points.
-func (s *scan) fedProgram(cmd *command, shell bool, fd string, explicit bool) {
+// feeding it the program comes from wherever the executor's fd points. In
+// a function body stdin is whatever the caller pipes in (f() { sh; };
+// echo CODE | f), so nothing feeding it there is no better.
+func (s *scan) fedProgram(cmd *command, kind prog, fd string, explicit bool) {
 	fed := false
 	if cmd.stmt != nil {
 		if in := s.stdin[cmd.stmt]; in != nil && fd == "0" {
@@ -264,10 +458,10 @@ func (s *scan) fedProgram(cmd *command, shell bool, fd string, explicit bool) {
 			}
 		}
 		for _, r := range cmd.stmt.Redirs {
-			fed = s.stdinRedirect(r, shell, fd) || fed
+			fed = s.stdinRedirect(r, kind, fd) || fed
 		}
 	}
-	if explicit && !fed {
+	if !fed && (explicit || fd == "0" && cmd.stmt != nil && s.inFunc[cmd.stmt]) {
 		s.add(reasonStdinCode)
 	}
 }
@@ -279,14 +473,16 @@ func (s *scan) echoed(prev *syntax.Stmt) {
 	if !ok || len(call.Args) == 0 {
 		return
 	}
-	if cmd := s.command(call); cmd.name == "echo" || cmd.name == "printf" {
-		s.c.check(joinFields(cmd.fields).s, s.depth+1)
+	for _, cmd := range append([]*command{s.command(call)}, s.aliasReadings(call)...) {
+		if cmd.name == "echo" || cmd.name == "printf" {
+			s.c.check(joinFields(cmd.fields).s, s.depth+1)
+		}
 	}
 }
 
 // stdinRedirect checks one redirection of a program that reads its code
 // from file descriptor fd (stdin: "0"); it reports whether r feeds it.
-func (s *scan) stdinRedirect(r *syntax.Redirect, shell bool, fd string) bool {
+func (s *scan) stdinRedirect(r *syntax.Redirect, kind prog, fd string) bool {
 	n := "0"
 	if r.N != nil {
 		n = r.N.Value
@@ -307,12 +503,12 @@ func (s *scan) stdinRedirect(r *syntax.Redirect, shell bool, fd string) bool {
 	case syntax.Hdoc, syntax.DashHdoc:
 		// An interpreter's program in a here-document is in plain
 		// sight, like python3 -c CODE; a shell's is checked.
-		if shell && r.Hdoc != nil {
-			s.code(s.hdocText(r))
+		if kind != progInterpreter && r.Hdoc != nil {
+			s.shellCode(s.hdocText(r), kind)
 		}
 	case syntax.WordHdoc:
-		if shell && r.Word != nil {
-			s.code(s.literalText(r.Word))
+		if kind != progInterpreter && r.Word != nil {
+			s.shellCode(s.literalText(r.Word), kind)
 		}
 	default:
 		return false

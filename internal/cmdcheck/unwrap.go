@@ -339,7 +339,12 @@ func (w *unwrapper) wrapper(name string, sp *wrapSpec, start int) []int {
 			for j := len(next) - 1; j >= 0; j-- {
 				stack = append(stack, state{next[j], st.k, false})
 			}
-		case sp.assigns && f.lit && isAssignment(f.s):
+		case sp.assigns && f.lit && strings.IndexByte(f.s, '=') > 0:
+			// env takes any NAME=VALUE; BASH_FUNC_NAME%%=() { ...; }
+			// is a function bash imports, so its body is code.
+			if strings.HasPrefix(f.s, "BASH_FUNC_") {
+				w.importedFunc(st.i)
+			}
 			stack = append(stack, state{st.i + 1, st.k, st.done})
 		case st.k > 0:
 			stack = append(stack, state{st.i + 1, st.k - 1, st.done})
@@ -441,6 +446,23 @@ func (w *unwrapper) addCode(sp *wrapSpec, i int, f field) {
 		return
 	}
 	w.code = append(w.code, f)
+}
+
+// importedFunc records the function an environment word
+// BASH_FUNC_NAME%%=() { BODY; } defines in the bash it reaches, as the
+// code NAME() { BODY; }.
+func (w *unwrapper) importedFunc(i int) {
+	if w.codeAt[i] {
+		return
+	}
+	w.codeAt[i] = true
+	f := w.words[i]
+	name, value, _ := strings.Cut(strings.TrimPrefix(f.s, "BASH_FUNC_"), "=")
+	name = strings.TrimSuffix(strings.TrimSuffix(name, "%%"), "()")
+	if !w.spend(len(name) + len(value)) {
+		return
+	}
+	w.code = append(w.code, field{s: name + value, lit: f.lit, runtime: f.runtime, word: f.word})
 }
 
 // spend counts n bytes of code towards maxWork, and reports whether they
