@@ -2,7 +2,9 @@ package landlock
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,6 +169,50 @@ func TestLaunchScopesSignals(t *testing.T) {
 	require.Contains(t, out, "own-ok")
 	require.Contains(t, out, "other 1")
 	require.Contains(t, out, "plain 1")
+}
+
+// TestLaunchScopesAbstractSockets: a command cannot connect to an
+// abstract Unix socket of a process outside its domain (this one), but
+// can to one it made itself.
+func TestLaunchScopesAbstractSockets(t *testing.T) {
+	requireLandlock(t)
+	if !Probe().Sockets {
+		t.Skip("abstract Unix sockets are not scoped on this kernel")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to connect with")
+	}
+	name := fmt.Sprintf("hermes-landlock-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	connect := `import socket
+def connect(name):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\0" + name)
+        return "ok"
+    except OSError as e:
+        return type(e).__name__
+own = socket.socket(socket.AF_UNIX)
+own.bind("\0" + "%s-own")
+own.listen(1)
+print(connect("%s"), connect("%s-own"))
+`
+	p := &Policy{Protect: []string{filepath.Join(t.TempDir(), "state")}}
+	out, err := run(t, p, "/", python+" -c '"+fmt.Sprintf(connect, name, name, name)+"'")
+	require.NoError(t, err, out)
+	require.Equal(t, "PermissionError ok\n", out)
 }
 
 // TestLaunchKeepsTheThreadUntilReleased: the command's parent-death
