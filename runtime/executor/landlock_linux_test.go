@@ -114,6 +114,8 @@ for name, path in args["create"].items():
     attempt(name, lambda p=path: create(p))
 for name, pid in args["kill"].items():
     attempt(name, lambda p=pid: os.kill(p, 0))
+for name, path in args.get("open", {}).items():
+    attempt(name, lambda p=path: os.close(os.open(p, os.O_RDONLY)))
 attempt("tempfile", lambda: tempfile.mkstemp())
 attempt("read config", lambda: open(args["read"]).read())
 for name, path in args["terminal"].items():
@@ -180,7 +182,13 @@ func TestProjectRunsCannotWriteExecutorState(t *testing.T) {
 			"temp dir":        filepath.Join(e.tmp, "scratch", "x"),
 			"home, new entry": filepath.Join(e.user, "newfile"),
 		},
-		"kill":     map[string]int{"kill executor": os.Getpid(), "kill other session": otherPid},
+		"kill": map[string]int{"kill executor": os.Getpid(), "kill other session": otherPid},
+		// ptrace access, which these need, is refused outside the
+		// domain, to root too.
+		"open": map[string]string{
+			"executor fd":  fmt.Sprintf("/proc/%d/fd/2", os.Getpid()),
+			"executor mem": fmt.Sprintf("/proc/%d/mem", os.Getpid()),
+		},
 		"read":     cfgFile,
 		"terminal": map[string]string{"snapshot": snap, "config": cfgFile, "token": e.token},
 	})
@@ -198,6 +206,9 @@ func TestProjectRunsCannotWriteExecutorState(t *testing.T) {
 	require.Contains(t, got["home, new entry"], "PermissionError: [Errno 13]")
 	for _, name := range []string{"kill executor", "kill other session"} {
 		require.Contains(t, got[name], "PermissionError: [Errno 1]", name)
+	}
+	for _, name := range []string{"executor fd", "executor mem"} {
+		require.Contains(t, got[name], "PermissionError: [Errno 13]", name)
 	}
 	for _, name := range []string{"workdir", "user cache", "temp dir", "tempfile", "read config"} {
 		require.Equal(t, "ok", got[name], name)
