@@ -720,7 +720,8 @@ func (e *Executor) landlockHint(workdir, traceback string) string {
 	}
 	const off = " If that refusal is wrong for your setup, set code_execution.landlock: off in config.yaml (SECURITY.md says what it protects)."
 	if m[3] != "" {
-		if !landlock.Probe().Signals {
+		// EPERM has other causes (setuid, say): only a signal's is ours.
+		if !landlock.Probe().Signals || !strings.Contains(traceback, "kill(") {
 			return ""
 		}
 		return "Signals to processes this run did not start (the executor, other sessions' processes) are refused on this host (Landlock); a script may still signal what it started itself." + off

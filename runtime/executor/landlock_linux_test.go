@@ -228,6 +228,9 @@ func TestProjectRunsCannotWriteExecutorState(t *testing.T) {
 	require.Equal(t, config.StatusError, res.Status)
 	require.Contains(t, res.Hint, "refused by Landlock: it is the executor's state")
 	require.Contains(t, res.Hint, "code_execution.landlock: off")
+	res = e.run(t, ex, executor.Request{Code: "import os\nos.kill(os.getppid(), 0)", Mode: config.ModeProject})
+	require.Equal(t, config.StatusError, res.Status)
+	require.Contains(t, res.Hint, "Signals to processes this run did not start")
 
 	// A new executor (as the next process would) starts strict runs from
 	// the snapshot file as it was.
