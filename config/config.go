@@ -363,8 +363,17 @@ type CodeExecution struct {
 	Timezone string
 	// ConfineToolsToWorkdir makes the file tools (read_file, write_file, patch and
 	// search_files) refuse any path that resolves, through symlinks, outside the session
-	// working directory. Default false. YAML key: confine_tools_to_workdir.
+	// working directory. Default false. On Linux with Landlock it also limits what the
+	// processes a run starts may write to the working dir and the temp dir (see Landlock).
+	// YAML key: confine_tools_to_workdir.
 	ConfineToolsToWorkdir bool
+	// Landlock is "auto" (the default) or "off": with auto, on Linux with Landlock, the
+	// project-mode child, terminal commands and what they start cannot write the executor's
+	// state (its caches and interpreter snapshot, config.yaml, token and credential stores,
+	// other profiles) nor signal processes they did not start. A YAML boolean is read as
+	// Hermes reads it: false (or a bare off) means off, true auto; any other value falls back
+	// to auto with a warning. YAML key: landlock.
+	Landlock string
 }
 
 // Terminal is the terminal section of the configuration file: the environment passed to
@@ -530,6 +539,20 @@ const (
 	ScopeAlways  = "always"
 )
 
+// Values of code_execution.landlock: whether the processes a run starts on Linux (the
+// project-mode child, terminal commands) are kept from writing the executor's state with
+// Landlock (SECURITY.md).
+const (
+	// LandlockAuto restricts them where the kernel has Landlock (ABI 2, Linux 5.19, or
+	// later), and runs them as before elsewhere. The default.
+	LandlockAuto = "auto"
+	// LandlockOff never restricts them.
+	LandlockOff = "off"
+)
+
+// LandlockModes lists the code_execution.landlock values.
+var LandlockModes = []string{LandlockAuto, LandlockOff}
+
 // Approval modes accepted for approvals.mode.
 const (
 	// ApprovalsManual asks a person (the serve or MCP client, or the terminal for run) and
@@ -674,6 +697,7 @@ func Default() Config {
 			DiskLimitMB:       1024,
 			WarmPool:          2,
 			Timezone:          "",
+			Landlock:          LandlockAuto,
 		},
 		Terminal: Terminal{
 			EnvPassthrough:      nil,
@@ -929,6 +953,7 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 		{name: "warm_pool", apply: p.intField(&ce.WarmPool, 0, 16, "")},
 		{name: "timezone", apply: p.zone(&ce.Timezone)},
 		{name: "confine_tools_to_workdir", apply: p.boolField(&ce.ConfineToolsToWorkdir)},
+		{name: "landlock", apply: p.landlock},
 	})
 }
 
@@ -1187,6 +1212,8 @@ func (c *Config) valueOf(path string) string {
 		v = ce.Timezone
 	case "code_execution.confine_tools_to_workdir":
 		v = ce.ConfineToolsToWorkdir
+	case "code_execution.landlock":
+		v = ce.Landlock
 	case "terminal.env_passthrough":
 		v = listText(c.Terminal.EnvPassthrough)
 	case "terminal.backend":
@@ -1276,6 +1303,40 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 	p.cfg.CodeExecution.Mode = m
 	if !ok {
 		p.warnf(n.Line, "%s", UnknownMode(key, n.Value))
+	}
+	return nil
+}
+
+// landlock reads code_execution.landlock. A typo falls back to auto, the safer value.
+func (p *parser) landlock(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	ce := &p.cfg.CodeExecution
+	if isNull(n) {
+		ce.Landlock = LandlockAuto
+		return nil
+	}
+	if b, ok := yaml11Bool(n); ok {
+		ce.Landlock = LandlockOff
+		if b {
+			ce.Landlock = LandlockAuto
+		}
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be %q or %q, got %s", key, LandlockAuto, LandlockOff, describe(n))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
+	case "", LandlockAuto:
+		ce.Landlock = LandlockAuto
+	case LandlockOff:
+		ce.Landlock = LandlockOff
+	default:
+		ce.Landlock = LandlockAuto
+		msg := fmt.Sprintf("unknown %s %q; using %q, the safer value (valid: %s, %s)", key, n.Value, LandlockAuto, LandlockAuto, LandlockOff)
+		if s := suggest(v, LandlockModes); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		p.warnf(n.Line, "%s", msg)
 	}
 	return nil
 }

@@ -23,6 +23,9 @@ func TestDefault(t *testing.T) {
 	if ce.ConfineToolsToWorkdir {
 		t.Fatal("confine_tools_to_workdir must default to false")
 	}
+	if ce.Landlock != LandlockAuto {
+		t.Fatalf("landlock defaults to %q, want auto", ce.Landlock)
+	}
 	if len(d.Terminal.EnvPassthrough) != 0 || d.Terminal.Backend != "local" || d.Source != "" || d.Warnings != nil ||
 		d.Used != nil || d.Ignored != nil || d.Notes != nil || d.Timezone != "" || d.TimezoneSource != "" {
 		t.Fatalf("unexpected defaults: %+v", d)
@@ -76,7 +79,7 @@ terminal:
     - HERMES_BASE_URL
 `, want: func(c *Config) {
 			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
-				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris"}
+				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto}
 			c.Timezone, c.TimezoneSource = "Europe/Paris", "code_execution.timezone"
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},
@@ -110,6 +113,15 @@ terminal:
 		{name: "terminal backend null", in: "terminal:\n  backend:\n"},
 		{name: "confine tools to workdir", in: "code_execution:\n  confine_tools_to_workdir: true\n",
 			want: func(c *Config) { c.CodeExecution.ConfineToolsToWorkdir = true }},
+		{name: "landlock off", in: "code_execution:\n  landlock: \"Off\"\n",
+			want: func(c *Config) { c.CodeExecution.Landlock = LandlockOff }},
+		{name: "landlock a bare off is YAML's false: off", in: "code_execution:\n  landlock: off\n",
+			want: func(c *Config) { c.CodeExecution.Landlock = LandlockOff }},
+		{name: "landlock false", in: "code_execution:\n  landlock: false\n",
+			want: func(c *Config) { c.CodeExecution.Landlock = LandlockOff }},
+		{name: "landlock true means auto", in: "code_execution:\n  landlock: true\n"},
+		{name: "landlock auto", in: "code_execution:\n  landlock: auto\n"},
+		{name: "landlock null means auto", in: "code_execution:\n  landlock:\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +221,30 @@ func TestParseUnknownModeFallsBack(t *testing.T) {
 		if err != nil || got.CodeExecution.Mode != want || got.Warnings != nil {
 			t.Errorf("%q: %v %q %q", in, err, got.CodeExecution.Mode, got.Warnings)
 		}
+	}
+}
+
+// TestParseLandlockTypo: an unknown code_execution.landlock value keeps
+// Landlock on (auto, the safer value) and says so, with a did-you-mean.
+func TestParseLandlockTypo(t *testing.T) {
+	got, err := Parse([]byte("code_execution:\n  landlock: of\n"), "config.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got.CodeExecution.Landlock != LandlockAuto {
+		t.Fatalf("landlock = %q, want auto", got.CodeExecution.Landlock)
+	}
+	if len(got.Warnings) != 1 {
+		t.Fatalf("warnings = %q, want one", got.Warnings)
+	}
+	for _, want := range []string{"config.yaml: line 2", "code_execution.landlock", `"of"`, `using "auto", the safer value`, `did you mean "off"?`} {
+		if !strings.Contains(got.Warnings[0], want) {
+			t.Errorf("warning %q does not contain %q", got.Warnings[0], want)
+		}
+	}
+	if _, err := Parse([]byte("code_execution:\n  landlock: [off]\n"), "config.yaml"); err == nil ||
+		!strings.Contains(err.Error(), `code_execution.landlock must be "auto" or "off", got a list`) {
+		t.Fatalf("a list: %v", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
@@ -50,6 +51,11 @@ type Engine struct {
 	// RemotePython is the interpreter run on a remote backend; empty means
 	// python3 (found on the target's PATH).
 	RemotePython string
+	// Landlock is what the local child and everything it starts may
+	// write (Linux; see internal/landlock): nil restricts nothing. A run's
+	// policy is this one for its working dir (Policy.ForWorkdir). It does
+	// not apply on a remote backend.
+	Landlock *landlock.Policy
 
 	// drain overrides drainTimeout (tests).
 	drain time.Duration
@@ -133,7 +139,7 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
 	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.RunnerName), filepath.Join(dir, engine.ScriptName)},
-		job.Workdir, childEnv(job.Env, dir, srv), e.grace())
+		job.Workdir, childEnv(job.Env, dir, srv), e.grace(), e.launcher(job.Workdir))
 	if err != nil {
 		return engine.Outcome{}, err
 	}
@@ -166,6 +172,15 @@ func (e *Engine) supervise(ctx context.Context, c proc, job *engine.Job) engine.
 	}
 	c.drain(copied, e.drainWait())
 	return c.result()
+}
+
+// launcher is how a local child in workdir is forked: restricted by the
+// engine's Landlock policy, when it has one.
+func (e *Engine) launcher(workdir string) proctree.Options {
+	if e.Landlock == nil {
+		return proctree.Options{}
+	}
+	return proctree.Options{Launch: e.Landlock.ForWorkdir(workdir).Launch}
 }
 
 func (e *Engine) transport() string {
@@ -244,9 +259,10 @@ type child struct {
 }
 
 // startChild starts python with args in workdir with env, in a process
-// tree of its own, with its stdout and stderr on fresh pipes. Once python
-// exits, what it left running in its tree is stopped with grace.
-func startChild(python string, args []string, workdir string, env []string, grace time.Duration) (*child, error) {
+// tree of its own (started with opts), with its stdout and stderr on fresh
+// pipes. Once python exits, what it left running in its tree is stopped
+// with grace.
+func startChild(python string, args []string, workdir string, env []string, grace time.Duration, opts proctree.Options) (*child, error) {
 	cmd := exec.Command(python, args...)
 	cmd.Dir = workdir
 	cmd.Env = env
@@ -261,7 +277,7 @@ func startChild(python string, args []string, workdir string, env []string, grac
 		return nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	tree, err := proctree.Start(cmd)
+	tree, err := proctree.StartWith(cmd, opts)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -91,7 +91,7 @@ func (e *Engine) startLocalKernel(ctx context.Context, k *kernel, spec engine.Ke
 	k.srv = srv
 	// -u: unbuffered, so a cell's output arrives as it prints. Started as
 	// a file, the loop finds our hermes_tools before the session dir's.
-	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace())
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace(), e.launcher(spec.Workdir))
 	if err != nil {
 		k.teardown()
 		return nil, err

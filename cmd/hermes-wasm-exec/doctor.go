@@ -100,6 +100,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				"disk_limit_mb":            cfg.CodeExecution.DiskLimitMB,
 				"warm_pool":                cfg.CodeExecution.WarmPool,
 				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
+				"landlock":                 cfg.CodeExecution.Landlock,
 				"timezone":                 cfg.CodeExecution.Timezone,
 			},
 			"terminal": terminalInEffect(cfg.Terminal),
@@ -147,6 +148,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		native.TransportUnix: "a Unix socket in the run's private dir",
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",
 	}[d.Project.Transport])
+
+	fmt.Fprintln(stdout, "\nprocesses a run starts (the project-mode child, terminal commands):")
+	fmt.Fprintf(stdout, "  landlock  %s\n", d.Landlock)
+	for _, p := range d.Protected {
+		fmt.Fprintf(stdout, "  protects  %s\n", p)
+	}
 	return code
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
 
@@ -29,7 +30,21 @@ const localDrainGrace = 2 * time.Second
 // dir, and its FS is package os.
 func Local(cwd string) Backend { return &localBackend{cwd: cwd} }
 
-type localBackend struct{ cwd string }
+// LocalLandlocked is Local whose commands, and everything they start, may
+// write only what the Landlock policy p, for the working dir cwd, allows
+// (Linux; see internal/landlock). A nil p restricts nothing.
+func LocalLandlocked(cwd string, p *landlock.Policy) Backend {
+	b := &localBackend{cwd: cwd}
+	if p != nil {
+		b.start.Launch = p.ForWorkdir(cwd).Launch
+	}
+	return b
+}
+
+type localBackend struct {
+	cwd   string
+	start proctree.Options // how commands are forked
+}
 
 func (*localBackend) Name() string   { return config.BackendLocal }
 func (*localBackend) Target() string { return "" }
@@ -128,7 +143,7 @@ func (b *localBackend) Start(ctx context.Context, c Command) (Process, error) {
 			cmd.Stderr = pw
 		}
 	}
-	tree, err := proctree.Start(cmd)
+	tree, err := proctree.StartWith(cmd, b.start)
 	if err != nil {
 		return fail(err)
 	}

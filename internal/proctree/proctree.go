@@ -21,6 +21,9 @@
 //     members are signalled one by one, and only while one process known
 //     to be the tree's still holds the id. On Windows the job is
 //     terminated at once.
+//   - StartWith's Options.Launch lets the caller fork the command in a
+//     context of its own: internal/landlock forks it from a restricted OS
+//     thread, kept until the command is reaped (see Options).
 //   - EnableSubreaper (Linux) makes this process the child subreaper of
 //     every tree: processes that detach (setsid, double fork, nohup ... &)
 //     are re-parented to it instead of init when their parent exits, and
@@ -92,6 +95,22 @@ type Tree struct {
 	killOnce sync.Once
 	endOnce  sync.Once
 	relOnce  sync.Once
+
+	// launched is Options.Launch's release (nil without one): called once
+	// the command is reaped, or when the tree is released.
+	launched     func()
+	launchedOnce sync.Once
+}
+
+// Options are the optional parts of a start.
+type Options struct {
+	// Launch, when set, is how the command is forked: it must call start
+	// (which runs cmd.Start) and return its error, and may run it in a
+	// restricted context (internal/landlock forks from a restricted OS
+	// thread). The release it returns is called once the command has been
+	// reaped (or the tree released), not before: on Linux the command's
+	// parent-death signal fires when the thread that forked it ends.
+	Launch func(start func() error) (release func(), err error)
 }
 
 // Start starts cmd in a process tree of its own (see the package doc).
@@ -100,10 +119,20 @@ type Tree struct {
 // (Setsid) with no controlling terminal, so Setpgid, Setctty and
 // Foreground are turned off. Call Wait (not cmd.Wait) to wait for the
 // command, Stop or Kill to end the tree, and Release once both are done.
-func Start(cmd *exec.Cmd) (*Tree, error) {
+func Start(cmd *exec.Cmd) (*Tree, error) { return StartWith(cmd, Options{}) }
+
+// StartWith is Start with opts.
+func StartWith(cmd *exec.Cmd, opts Options) (*Tree, error) {
 	prepare(cmd)
 	startMu.RLock()
-	if err := cmd.Start(); err != nil {
+	var launched func()
+	var err error
+	if opts.Launch != nil {
+		launched, err = opts.Launch(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		startMu.RUnlock()
 		return nil, err
 	}
@@ -113,7 +142,7 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	groups[pid]++ // the command leads its own group: pgid == pid
 	regMu.Unlock()
 	startMu.RUnlock()
-	t := &Tree{cmd: cmd, pid: pid, stopped: make(chan struct{}), killNow: make(chan struct{})}
+	t := &Tree{cmd: cmd, pid: pid, stopped: make(chan struct{}), killNow: make(chan struct{}), launched: launched}
 	sys, err := attach(cmd)
 	if err != nil {
 		cmd.Process.Kill()
@@ -128,8 +157,11 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 // Run starts cmd in a tree of its own, waits for it and ends the tree, as
 // cmd.Run would. When ctx is done first, the tree is killed and ctx's
 // error returned.
-func Run(ctx context.Context, cmd *exec.Cmd) error {
-	t, err := Start(cmd)
+func Run(ctx context.Context, cmd *exec.Cmd) error { return RunWith(ctx, cmd, Options{}) }
+
+// RunWith is Run with opts.
+func RunWith(ctx context.Context, cmd *exec.Cmd, opts Options) error {
+	t, err := StartWith(cmd, opts)
 	if err != nil {
 		return err
 	}
@@ -154,6 +186,7 @@ func (t *Tree) Pid() int { return t.pid }
 func (t *Tree) Wait() error {
 	t.sys.beforeReap(t)
 	err := t.cmd.Wait()
+	t.endLaunch()
 	t.markReaped()
 	t.waited.Store(true)
 	regMu.Lock()
@@ -196,8 +229,16 @@ func (t *Tree) Kill() {
 func (t *Tree) Release() {
 	t.relOnce.Do(func() {
 		t.Kill()
+		t.endLaunch()
 		t.sys.release()
 	})
+}
+
+// endLaunch calls the release of Options.Launch, once.
+func (t *Tree) endLaunch() {
+	if t.launched != nil {
+		t.launchedOnce.Do(t.launched)
+	}
 }
 
 // markReaped records that the command is reaped or about to be: its

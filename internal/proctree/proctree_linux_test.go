@@ -311,3 +311,36 @@ func TestTreeKillCutsStopShort(t *testing.T) {
 	wait()
 	requireGone(t, tree.Pid())
 }
+
+// TestStartWithLaunch: Options.Launch forks the command (through the
+// start it is given) and its release is called once, after the command
+// is reaped, not before; a Launch error is Start's.
+func TestStartWithLaunch(t *testing.T) {
+	var calls, releases int
+	reapedBefore := false
+	var tree *Tree
+	launch := func(start func() error) (func(), error) {
+		calls++
+		return func() {
+			releases++
+			reapedBefore = tree.cmd.ProcessState != nil
+		}, start()
+	}
+	cmd := exec.Command("sh", "-c", "exit 3")
+	var err error
+	tree, err = StartWith(cmd, Options{Launch: launch})
+	require.NoError(t, err)
+	require.Equal(t, 1, calls)
+	require.Zero(t, releases)
+	var exit *exec.ExitError
+	require.ErrorAs(t, tree.Wait(), &exit)
+	require.Equal(t, 3, exit.ExitCode())
+	require.Equal(t, 1, releases)
+	require.True(t, reapedBefore, "released before the command was reaped")
+	tree.Release()
+	require.Equal(t, 1, releases, "released twice")
+
+	boom := errors.New("boom")
+	_, err = StartWith(exec.Command("sh", "-c", "true"), Options{Launch: func(func() error) (func(), error) { return nil, boom }})
+	require.ErrorIs(t, err, boom)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
@@ -23,6 +24,13 @@ type Diagnosis struct {
 	CacheDir string
 	// SpillDir is where the full stdout of a truncated run is saved.
 	SpillDir string
+	// Landlock says whether the local processes a run starts (the
+	// project-mode child, terminal commands) are kept from writing the
+	// executor's state by Linux's Landlock: "ABI 7, enforced (...)",
+	// "off (code_execution.landlock: off)" or "not available: <reason>".
+	Landlock string
+	// Protected lists what they may not write, when Landlock applies.
+	Protected []string
 }
 
 // StrictInterpreter describes the WASI CPython strict mode runs.
@@ -76,6 +84,18 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 			Choice:    native.Resolve(ctx, e.getenv),
 			Transport: cmp.Or(e.transport, native.DefaultTransport()),
 		},
+	}
+	switch st := landlock.Probe(); {
+	case e.landlock == nil:
+		d.Landlock = "off (code_execution.landlock: off)"
+	case st.Enforced:
+		d.Landlock = st.String()
+		d.Protected = e.landlock.Protect
+		if e.landlock.Confine {
+			d.Landlock += "; writes confined to the working dir and the temp dir (code_execution.confine_tools_to_workdir)"
+		}
+	default:
+		d.Landlock = st.String()
 	}
 	d.Strict.Err = pyodideassets.VerifyLoaded()
 	if d.Strict.Err == nil && e.cacheDir != "" {

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
@@ -85,6 +87,13 @@ type Options struct {
 	// refused with a warning event. See [Executor.RegisterSkillEnv], which
 	// adds more later.
 	SkillEnv []string
+	// StatePaths lists more files and dirs of the embedding program's own
+	// state (the CLI gives its --token-file) that, with
+	// code_execution.landlock on Linux, the processes a run starts must
+	// not write, beside the executor's own: its caches, the configuration
+	// file, the Hermes homes' credential and token stores and other
+	// profiles (SECURITY.md).
+	StatePaths []string
 }
 
 // ToolHandler runs one tool call: args is the JSON object of the
@@ -167,6 +176,7 @@ type Executor struct {
 	transport string
 	backends  backends // remote terminal backends, by session (backends.go)
 	toolEnv   toolEnvMemo
+	landlock  *landlock.Policy // what local processes of a run may write (nil: off); see landlockPolicy
 
 	mu          sync.Mutex
 	skillEnv    []string        // registered skill variables, in registration order
@@ -230,6 +240,7 @@ func New(opts Options) *Executor {
 		kernels:   newKernels(cfg.CodeExecution.MaxSessionKernels),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
+	e.landlock = landlockPolicy(cfg, home, cacheDir, opts.StatePaths)
 	e.engineLog = e.log.slogger()
 	e.clientEnv = e.newClientEnv()
 	if len(opts.SkillEnv) > 0 {
@@ -250,6 +261,7 @@ func withDefaults(cfg config.Config) config.Config {
 	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
 	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
 	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
+	ce.Landlock = cmp.Or(ce.Landlock, dce.Landlock)
 	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
 	cfg.Web.Extract.CacheEntryMaxMB = cmp.Or(cfg.Web.Extract.CacheEntryMaxMB, def.Web.Extract.CacheEntryMaxMB)
 	cfg.Web.Extract.CacheTTLMinutes = cmp.Or(cfg.Web.Extract.CacheTTLMinutes, def.Web.Extract.CacheTTLMinutes)
@@ -259,6 +271,24 @@ func withDefaults(cfg config.Config) config.Config {
 	cfg.Terminal.EnvPassthrough = slices.Clone(cfg.Terminal.EnvPassthrough)
 	cfg.Terminal.ClientEnv = slices.Clone(cfg.Terminal.ClientEnv)
 	return cfg
+}
+
+// landlockPolicy is what the local processes a run starts may write with
+// cfg (nil: code_execution.landlock is off): nothing of the executor's
+// state (hostfuncs.StatePaths for home and cacheDir, the configuration
+// file, extra), and under confine_tools_to_workdir only the working dir
+// and the temp dir.
+func landlockPolicy(cfg config.Config, home, cacheDir string, extra []string) *landlock.Policy {
+	if cfg.CodeExecution.Landlock == config.LandlockOff {
+		return nil
+	}
+	protect := hostfuncs.StatePaths(home, cacheDir)
+	for _, p := range append([]string{cfg.Source}, extra...) {
+		if abs, err := filepath.Abs(p); err == nil && p != "" {
+			protect = append(protect, abs)
+		}
+	}
+	return &landlock.Policy{Protect: protect, Confine: cfg.CodeExecution.ConfineToolsToWorkdir}
 }
 
 // CacheDir is where the compilation cache lives for the state dir home.
@@ -506,7 +536,7 @@ func (c *call) usesWasm() bool {
 // projectEngine is the engine of a project-mode call that does not use
 // the embedded interpreter.
 func (e *Executor) projectEngine(c *call) *native.Engine {
-	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend}
+	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
 }
 
 // prepare validates req and resolves everything a call needs. When it
@@ -571,9 +601,15 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", engine.DroppedHermesLine(dropped),
 			"names", dropped, "count", len(dropped))
 	}
+	tb := be
+	if be == nil {
+		// terminal() commands on this host: restricted like the
+		// project-mode child.
+		tb = backend.LocalLandlocked(wd, e.landlock)
+	}
 	c.tools, err = hostfuncs.New(hostfuncs.Options{
 		Workdir: wd,
-		Backend: be,
+		Backend: tb,
 		Env:     toolEnv,
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
@@ -675,10 +711,43 @@ func (e *Executor) finish(c *call, res Result, err error) (Result, error) {
 	if res.StdoutSpillPath != "" {
 		pruneSpills(c.spillDir, SpillRetention, time.Now())
 	}
+	if res.Hint == "" && c.mode == config.ModeProject && c.backend == nil && !c.usesWasm() {
+		res.Hint = e.landlockHint(c.workdir, res.Error)
+	}
 	if c.note != "" {
 		res.Warning = strings.TrimSpace(res.Warning + " " + c.note)
 	}
 	return res, err
+}
+
+// permissionError matches the last line of a traceback that ends in a
+// refused write (errno 13, with the path) or signal (errno 1).
+var permissionError = regexp.MustCompile(`PermissionError: \[Errno (13)\] Permission denied: ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\s*$|PermissionError: \[Errno (1)\] Operation not permitted\s*$`)
+
+// landlockHint explains an uncaught PermissionError of a project-mode run
+// on this host that Landlock caused (see internal/landlock), or "".
+func (e *Executor) landlockHint(workdir, traceback string) string {
+	m := permissionError.FindStringSubmatch(traceback)
+	if m == nil || e.landlock == nil {
+		return ""
+	}
+	const off = " If that refusal is wrong for your setup, set code_execution.landlock: off in config.yaml (SECURITY.md says what it protects)."
+	if m[3] != "" {
+		// EPERM has other causes (setuid, say): only a signal's is ours.
+		if !landlock.Probe().Signals || !strings.Contains(traceback, "kill(") {
+			return ""
+		}
+		return "Signals to processes this run did not start (the executor, other sessions' processes) are refused on this host (Landlock); a script may still signal what it started itself." + off
+	}
+	path, err := strconv.Unquote(m[2])
+	if err != nil {
+		path = m[2][1 : len(m[2])-1]
+	}
+	why := e.landlock.Explain(path, workdir)
+	if why == "" {
+		return ""
+	}
+	return "The write to " + path + " was refused by Landlock: " + why + ". The processes a project-mode run starts cannot write the executor's state (its caches, config.yaml, token and credential stores, other profiles); write elsewhere." + off
 }
 
 // blockedResult is the result of a script that was not approved.

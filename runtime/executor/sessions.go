@@ -460,7 +460,7 @@ func (e *Executor) newProjectPool(n int, target projectPoolKey) *engine.KernelPo
 		return nil
 	}
 	spec := e.spec(e.envOptionsLocked(), e.inject(false), nil, target.workdir)
-	eng := &native.Engine{Python: target.python, Transport: e.transport}
+	eng := &native.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
 	return engine.NewKernelPool(n, func(ctx context.Context) (engine.Kernel, error) {
 		return startNativeKernel(ctx, eng, spec)
 	}, func(error) bool { return false })

@@ -80,8 +80,8 @@ func bytecodeKey(wasmSum string) string {
 func (s *Engine) bytecode(ctx context.Context, c *compiled) map[string][]byte {
 	c.pycOnce.Do(func() {
 		dir := ""
-		if s.opts.CacheDir != "" {
-			dir = filepath.Join(s.opts.CacheDir, "pyc-"+c.pycKey)
+		if cache := s.cacheDir(); cache != "" {
+			dir = filepath.Join(cache, "pyc-"+c.pycKey)
 			if files := readPycDir(dir, true); files != nil {
 				c.pyc = files
 				return

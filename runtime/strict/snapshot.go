@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,10 +242,13 @@ func snapshotKey(wasmSum, stdlibSum, program string) string {
 // (uint64), the guest's monotonic clock when it was saved (int64, ns), the
 // number of stored pages (uint32), then each page that is
 // not all zero as its index (uint32) and its bytes; last, the CRC-32C of
-// everything before it (uint32). Little-endian throughout. The file is
-// the user's own (the cache dir is 0700, like wazero's compiled code
-// beside it); the checksum catches damage, not an attacker, and a
-// damaged or foreign file is made again.
+// everything before it (uint32). Little-endian throughout. The checksum
+// catches damage, not an attacker; a damaged or foreign file is made
+// again. What keeps an attacker's file out is who can write it: a file
+// or cache dir another user could have written is not used (untrusted),
+// and on Linux the processes a run starts cannot write the cache dir
+// (internal/landlock). The executor's user, outside those processes, is
+// trusted with it as with wazero's compiled code beside it (SECURITY.md).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (s *snapshot) marshal() []byte {
@@ -303,7 +307,7 @@ func unmarshalSnapshot(b []byte, limit uint64) (*snapshot, error) {
 // snapshotPath is where the engine keeps the snapshot of the module and
 // standard library with these hex sha256s.
 func (s *Engine) snapshotPath(wasmSum, stdlibSum string) string {
-	return snapshotFile(s.opts.CacheDir, wasmSum, stdlibSum, s.snapshotProgram())
+	return snapshotFile(s.cacheDir(), wasmSum, stdlibSum, s.snapshotProgram())
 }
 
 // snapshotProgram is the -c program of the engine's snapshot.
@@ -322,22 +326,41 @@ func snapshotFile(cacheDir, wasmSum, stdlibSum, program string) string {
 	return filepath.Join(cacheDir, "snapshot-"+snapshotKey(wasmSum, stdlibSum, program)[:16]+".bin")
 }
 
+// snapshotRead is what readSnapshotFile found: the snapshot, or nil and,
+// when the file was there but refused, why.
+type snapshotRead struct {
+	snap    *snapshot
+	refused string
+}
+
 // readSnapshotFile reads and checks the snapshot file at path, and shares
-// its image (newSharedImage); nil when there is none or it is damaged.
-// compile runs it beside wazero's CompileModule, which keeps one core
-// busy validating the module (RATIONALE.md), so a one-shot run does not
-// wait for it.
-func readSnapshotFile(path string) *snapshot {
-	b, err := os.ReadFile(path)
+// its image (newSharedImage); no snapshot when there is none, it is
+// damaged, or it may hold what another user wrote (owned by another user,
+// or writable by others: see untrusted; the cache dir above it was checked
+// already). compile runs it beside wazero's CompileModule, which keeps one
+// core busy validating the module (RATIONALE.md), so a one-shot run does
+// not wait for it.
+func readSnapshotFile(path string) snapshotRead {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return snapshotRead{}
+	}
+	defer f.Close()
+	// Checked once open: the cache dir is not writable by others, so the
+	// file cannot be swapped for another since.
+	if why := untrusted(path); why != "" {
+		return snapshotRead{refused: why}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return snapshotRead{}
 	}
 	snap, err := unmarshalSnapshot(b, maxMemory)
 	if err != nil {
-		return nil
+		return snapshotRead{}
 	}
 	snap.sharedOnce.Do(func() { snap.shared = newSharedImage(snap) })
-	return snap
+	return snapshotRead{snap: snap}
 }
 
 // ensureSnapshot loads the engine's snapshot from the cache dir or makes
@@ -360,11 +383,15 @@ func (s *Engine) ensureSnapshot(ctx context.Context, c *compiled) {
 
 func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot, error) {
 	path := ""
-	if s.opts.CacheDir != "" {
+	if s.cacheDir() != "" {
 		path = s.snapshotPath(c.wasmSum, c.stdlibSum)
 		if s.snapFile != nil {
-			if snap := <-s.snapFile; snap != nil {
-				return snap, nil
+			read := <-s.snapFile
+			if read.snap != nil {
+				return read.snap, nil
+			}
+			if read.refused != "" {
+				fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: not using the interpreter snapshot %s: %s, so another user could have written it; making a new one\n", path, read.refused)
 			}
 		}
 	}
@@ -375,7 +402,7 @@ func (s *Engine) loadOrMakeSnapshot(ctx context.Context, c *compiled) (*snapshot
 	if path != "" {
 		// Written whole or not at all: a temp file renamed into place.
 		// A failure costs only the next process the start-up again.
-		if f, err := os.CreateTemp(s.opts.CacheDir, ".snapshot-*"); err == nil {
+		if f, err := os.CreateTemp(s.cacheDir(), ".snapshot-*"); err == nil {
 			_, werr := f.Write(snap.marshal())
 			if cerr := f.Close(); werr == nil && cerr == nil {
 				werr = os.Rename(f.Name(), path)

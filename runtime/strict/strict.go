@@ -95,7 +95,12 @@ type Engine struct {
 	// first module compiles (nil: no cache dir; see readSnapshotFile);
 	// ensureSnapshot takes it.
 	snapReadOnce sync.Once
-	snapFile     chan *snapshot
+	snapFile     chan snapshotRead
+
+	// diskCache is the cache dir the engine uses: Options.CacheDir, or ""
+	// when it may hold what another user wrote (see cacheDir).
+	diskCacheOnce sync.Once
+	diskCache     string
 }
 
 // compiled is one runtime (a memory limit) and its compiled interpreter.
@@ -239,29 +244,31 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 		if err := os.MkdirAll(s.opts.CacheDir, 0o700); err != nil {
 			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
 		}
+	}
+	if dir := s.cacheDir(); dir != "" {
 		s.mu.Lock()
 		if s.cache == nil {
-			s.cache, err = wazero.NewCompilationCacheWithDir(s.opts.CacheDir)
+			s.cache, err = wazero.NewCompilationCacheWithDir(dir)
 		}
 		cache := s.cache
 		s.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("compilation cache dir %s: %w", s.opts.CacheDir, err)
+			return fmt.Errorf("compilation cache dir %s: %w", dir, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
-		marker = filepath.Join(s.opts.CacheDir, "compiled-"+wasmSum[:12]+"-"+goruntime.GOARCH)
+		marker = filepath.Join(dir, "compiled-"+wasmSum[:12]+"-"+goruntime.GOARCH)
 	}
 	if _, err := os.Stat(marker); marker == "" || err != nil {
 		where := "no disk cache, so every process compiles it"
 		if marker != "" {
-			where = "cached in " + s.opts.CacheDir + " for later runs"
+			where = "cached in " + s.cacheDir() + " for later runs"
 		}
 		fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: compiling the Python interpreter (%.0f MB of wasm; first run only, a few seconds; %s)\n",
 			float64(len(wasm))/1e6, where)
 	}
 	s.snapReadOnce.Do(func() {
-		if s.opts.CacheDir != "" && !s.opts.noSnapshot {
-			ch := make(chan *snapshot, 1)
+		if s.cacheDir() != "" && !s.opts.noSnapshot {
+			ch := make(chan snapshotRead, 1)
 			s.snapFile = ch
 			path := s.snapshotPath(wasmSum, stdlibSum)
 			go func() { ch <- readSnapshotFile(path) }()
@@ -290,6 +297,30 @@ func (s *Engine) compile(ctx context.Context, memPages uint32, c *compiled) erro
 	c.wasmSum, c.stdlibSum = wasmSum, stdlibSum
 	c.limit = uint64(memPages) * wasmPage
 	return nil
+}
+
+// cacheDir is the cache dir the engine reads and writes compiled code,
+// the snapshot and bytecode in: Options.CacheDir, unless it, or a
+// directory above it, may hold what another user wrote (see untrusted):
+// the engine then keeps all of it in memory, and says so once on
+// Progress. It is checked once per engine, after compile has made the
+// dir.
+func (s *Engine) cacheDir() string {
+	s.diskCacheOnce.Do(func() {
+		dir := s.opts.CacheDir
+		if dir == "" {
+			return
+		}
+		if why := untrusted(dir); why != "" {
+			fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: not using the cache dir %s: %s, so another user could plant code there; "+
+				"the interpreter is compiled and its snapshot made in memory by each process instead. "+
+				"Make the dir and those above it yours (or root's) and not writable by others (chmod go-w), or set %s to another dir\n",
+				dir, why, "HERMES_WASM_CACHE_DIR")
+			return
+		}
+		s.diskCache = dir
+	})
+	return s.diskCache
 }
 
 // Run implements engine.Engine: it stages the script, instantiates a fresh

@@ -119,7 +119,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport})
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport,
+		StatePaths: []string{*tokenFile}})
 	s := newServer(executorBackend{ex}, logf, infof)
 	s.token = token
 	s.cfg = cfg

@@ -1,0 +1,125 @@
+//go:build unix
+
+package strict
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the engine's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSnapshotAnotherUserCouldWriteIsRemade: a snapshot file that another
+// user could have written (writable by others, or owned by another user)
+// is not mapped into instances: the engine makes a new one, says so, and
+// puts it in the file's place, owned by this user and private. (Before,
+// any file with a valid CRC-32C was used, and a planted one ran in every
+// later strict run.)
+func TestSnapshotAnotherUserCouldWriteIsRemade(t *testing.T) {
+	shared := testEngine(t).opts.CacheDir
+	dir := t.TempDir()
+	// The shared cache's compiled code, so nothing compiles here.
+	entries, err := os.ReadDir(shared)
+	require.NoError(t, err)
+	for _, en := range entries {
+		if n := en.Name(); strings.HasPrefix(n, "wazero-") || strings.HasPrefix(n, "compiled-") {
+			require.NoError(t, os.Symlink(filepath.Join(shared, n), filepath.Join(dir, n)))
+		}
+	}
+	var progress lockedBuffer
+	e := New(Options{CacheDir: dir, Progress: &progress})
+	require.NoError(t, e.Warm(context.Background(), 0))
+	e.Close(context.Background())
+	c := testEngine(t)
+	path := e.snapshotPath(c.opts.interpreterSHA256, c.opts.stdlibSHA256)
+	require.FileExists(t, path)
+
+	tampers := []struct {
+		name string
+		do   func() error
+	}{
+		{"writable by every user", func() error { return os.Chmod(path, 0o666) }},
+		{"writable by another group", func() error {
+			if err := os.Chown(path, -1, os.Getegid()+1); err != nil {
+				return err
+			}
+			return os.Chmod(path, 0o620)
+		}},
+	}
+	if os.Geteuid() == 0 {
+		tampers = append(tampers, struct {
+			name string
+			do   func() error
+		}{"owned by another user", func() error { return os.Chown(path, 65534, 65534) }})
+	}
+	for _, tc := range tampers {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.do())
+			made := snapshotsMade.Load()
+			before := len(progress.String())
+			e := New(Options{CacheDir: dir, Progress: &progress})
+			defer e.Close(context.Background())
+			require.NoError(t, e.Warm(context.Background(), 0))
+			require.NotNil(t, e.snap.Load())
+			require.Equal(t, made+1, snapshotsMade.Load(), "the file was used")
+			require.Contains(t, progress.String()[before:], "not using the interpreter snapshot "+path)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+			require.Equal(t, uint32(os.Geteuid()), fi.Sys().(*syscall.Stat_t).Uid)
+			require.Empty(t, untrusted(path))
+		})
+	}
+}
+
+// TestUntrusted: a path is trusted when it and every directory above it
+// belong to this user or root and no other user can write them; a sticky
+// directory (such as /tmp) may be writable by all.
+func TestUntrusted(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.Chmod(root, 0o700))
+	ok := filepath.Join(root, "ok", "file")
+	require.NoError(t, os.MkdirAll(filepath.Dir(ok), 0o700))
+	require.NoError(t, os.WriteFile(ok, nil, 0o600))
+	require.Empty(t, untrusted(ok))
+	require.Empty(t, untrusted(os.TempDir()), "a sticky dir writable by all")
+
+	open := filepath.Join(root, "open")
+	require.NoError(t, os.MkdirAll(filepath.Join(open, "cache"), 0o700))
+	require.NoError(t, os.Chmod(open, 0o777))
+	require.Contains(t, untrusted(filepath.Join(open, "cache")), open+" is writable by every user")
+
+	group := filepath.Join(root, "group")
+	require.NoError(t, os.MkdirAll(group, 0o700))
+	require.NoError(t, os.Chmod(group, 0o770))
+	require.Empty(t, untrusted(group), "writable by this user's own group")
+
+	link := filepath.Join(root, "link")
+	require.NoError(t, os.Symlink(filepath.Join(open, "cache"), link))
+	require.Contains(t, untrusted(link), "writable by every user", "judged where it points")
+	require.Contains(t, untrusted(filepath.Join(root, "missing")), "cannot check")
+}
