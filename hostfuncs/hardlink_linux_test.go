@@ -2,6 +2,7 @@ package hostfuncs
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // file or to a credential file of the target's home is refused.
 func TestHardLinksThroughFileAgent(t *testing.T) {
 	e := newSafetyEnv(t) // HOME: the target's home, as the agent learns it
-	b, err := backend.NewExec(context.Background(), backend.ExecOptions{Prefix: []string{"env"}, Cwd: e.workdir})
+	b, err := backend.NewExec(context.Background(), backend.ExecOptions{Prefix: []string{"env"}, Cwd: e.workdir, ClientEnv: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.home}})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	require.Equal(t, e.home, b.Home())
