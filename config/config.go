@@ -1805,3 +1805,22 @@ func partOf(short, long string) bool {
 	return strings.HasPrefix(long, short+"_") && !strings.Contains(long[len(short)+1:], "_") ||
 		strings.HasSuffix(long, "_"+short) && !strings.Contains(long[:len(long)-len(short)-1], "_")
 }
+
+// Defaults of the listener settings of `serve --listen` and `mcp --http`: command flags, not
+// keys of the file (they belong to one server process, not to Hermes's configuration).
+const (
+	// DefaultAuthTimeout is --auth-timeout: how long a new connection has to authenticate
+	// (serve: to call authenticate on a TCP listener; mcp --http: to send a request's
+	// headers, which carry the token) before it is closed.
+	DefaultAuthTimeout = 10 * time.Second
+	// DefaultMaxUnauthenticated is --max-unauthenticated: how many connections that have not
+	// authenticated yet may be open at a time; one beyond it is closed at once.
+	DefaultMaxUnauthenticated = 64
+	// DefaultHTTPIdleTimeout is mcp --http's --idle-timeout: how long an authenticated
+	// keep-alive connection may wait for its next request. Longer than the keep-alive of
+	// common clients and proxies (Go's 90 s, nginx's 75 s), so that they close first.
+	DefaultHTTPIdleTimeout = 5 * time.Minute
+	// DefaultDrainTimeout is mcp --http's --drain-timeout: how long a draining server lets
+	// running calls finish before it interrupts them.
+	DefaultDrainTimeout = 30 * time.Second
+)

@@ -33,7 +33,7 @@ type callResult struct {
 // once the script runs.
 func startWaitingCall(t *testing.T, s *httpMCP) <-chan callResult {
 	t.Helper()
-	cs, err := s.session(t, "")
+	cs, err := s.session(t, s.token)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
 	done := make(chan callResult, 1)
@@ -75,7 +75,7 @@ func TestMCPHTTPDrain(t *testing.T) {
 	waitDraining(t, s)
 	code, _ := s.get(t, "/healthz", "")
 	require.Equal(t, http.StatusOK, code)
-	_, err := s.session(t, "")
+	_, err := s.session(t, s.token)
 	require.Error(t, err, "no new session while draining")
 	require.NoError(t, os.WriteFile(filepath.Join(s.workdir, "go.txt"), []byte("go"), 0o600))
 	r := <-done
@@ -123,4 +123,38 @@ func TestMCPHTTPSecondSignal(t *testing.T) {
 	require.Contains(t, s.stderr.String(), "terminated again: stopping at once")
 	left, _ := os.ReadDir(s.tmp)
 	require.Empty(t, left, "temp dirs left behind")
+}
+
+// TestMCPHTTPUnixSocket: `mcp --http unix:PATH` serves Streamable HTTP on
+// a socket only its owner may connect to (0600), which is its
+// authentication: no token; the socket is removed at exit.
+func TestMCPHTTPUnixSocket(t *testing.T) {
+	t.Parallel()
+	// A short dir: socket paths are limited to about 104 bytes.
+	dir, err := os.MkdirTemp("", "hws-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "mcp.sock")
+	s := startHTTPMCP(t, []string{"HERMES_SERVE_TOKEN="}, "--http", "unix:"+sock)
+	require.Contains(t, s.stderr.String(), "serving MCP over HTTP on unix:"+sock+" at /mcp")
+	require.Contains(t, s.stderr.String(), "an owner-only socket (0600): no token")
+	fi, err := os.Lstat(sock)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSocket)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	s.waitReady(t)
+	code, _ := s.get(t, "/metrics", "")
+	require.Equal(t, http.StatusOK, code)
+	cs, err := s.session(t, "")
+	require.NoError(t, err)
+	defer cs.Close()
+	text, _, isErr := callCode(t, cs, map[string]any{"code": "print('over a socket')"})
+	require.False(t, isErr, text)
+	require.Equal(t, "over a socket\n", text)
+	require.NoError(t, s.cmd.Process.Signal(os.Interrupt))
+	<-s.exited
+	require.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	require.NoFileExists(t, sock, "the socket is removed at exit")
+	left, _ := os.ReadDir(s.tmp)
+	require.Empty(t, left, "%v", left)
 }

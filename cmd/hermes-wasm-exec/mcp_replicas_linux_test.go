@@ -96,7 +96,7 @@ func TestMCPHTTPReplicas(t *testing.T) {
 		_ = hp.Process.Kill()
 		_ = hp.Wait()
 	})
-	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), stderr: &hlog}
+	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), client: http.DefaultClient, stderr: &hlog}
 	pollUntil(t, time.Minute, func() bool {
 		resp, err := http.Get(proxy.base + "/readyz")
 		if err != nil {
@@ -107,7 +107,7 @@ func TestMCPHTTPReplicas(t *testing.T) {
 	}, func() string { return "haproxy is not up: " + hlog.String() })
 
 	connect := func(s *replicaSession) {
-		cs, err := proxy.session(t, "")
+		cs, err := proxy.session(t, testHTTPToken)
 		require.NoError(t, err)
 		s.cs = cs
 		text, _, isErr := callCode(t, cs, map[string]any{"code": fmt.Sprintf("from hermes_tools import read_file\nreplica = read_file('replica.txt')['content'].split('|')[-1].strip()\ncount = %d\nprint(replica)", s.count)})

@@ -655,7 +655,10 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--listen", "tcp:0.0.0.0:0", "--token-file", "t"}, "only loopback addresses"},
 		{[]string{"serve", "--listen", "tcp:example.com:80", "--token-file", "t"}, "only loopback addresses"},
 		{[]string{"serve", "--listen", "tcp:127.0.0.1"}, "missing port"},
-		{[]string{"serve", "--listen", "tcp:127.0.0.1:0"}, "needs a token: set HERMES_SERVE_TOKEN, or give --token-file FILE"},
+		{[]string{"serve", "--listen", "unix:s.sock", "--token-file", "t"}, "--token-file goes with --listen tcp:"},
+		{[]string{"serve", "--token-file", "t"}, "--token-file goes with --listen tcp:"},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--auth-timeout", "-1s"}, "--auth-timeout must not be negative"},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--max-unauthenticated", "-1"}, "--max-unauthenticated must not be negative"},
 		{[]string{"serve", "--log-level", "trace"}, "--log-level must be info or debug"},
 		{[]string{"serve", "--rpc-transport", "pipe"}, "--rpc-transport must be unix or tcp"},
 		{[]string{"serve", "extra"}, "unexpected argument"},
@@ -775,7 +778,7 @@ func TestServeTCP(t *testing.T) {
 		tokenFile := filepath.Join(e.home, "token")
 		l := e.startListening("--listen", "tcp:127.0.0.1:0", "--token-file", tokenFile)
 		addr := waitListening(t, l.stderr, "tcp")
-		require.Contains(t, l.stderr.String(), "call authenticate first: the token is in "+tokenFile)
+		require.Contains(t, l.stderr.String(), "each connection calls authenticate first, within 10s, with a token generated into "+tokenFile+" (owner-only; removed when the server exits)")
 		tok, err := os.ReadFile(tokenFile)
 		require.NoError(t, err)
 		token := strings.TrimSpace(string(tok))
@@ -814,6 +817,31 @@ func TestServeTCP(t *testing.T) {
 		require.True(t, os.IsNotExist(err), "the generated token file is removed on exit")
 		left, _ := os.ReadDir(e.tmp)
 		require.Empty(t, left)
+	})
+	t.Run("no token given", func(t *testing.T) {
+		// Neither $HERMES_SERVE_TOKEN nor --token-file: a token is
+		// generated into an owner-only file in a private dir, and needed.
+		t.Parallel()
+		e := newServeEnv(t, defaultServeConfig)
+		e.env = append(e.env, "HERMES_SERVE_TOKEN=")
+		l := e.startListening("--listen", "tcp:127.0.0.1:0")
+		addr := waitListening(t, l.stderr, "tcp")
+		m := regexp.MustCompile(`with a token generated into (\S+) \(owner-only`).FindStringSubmatch(l.stderr.String())
+		require.NotNil(t, m, l.stderr.String())
+		if goruntime.GOOS != "windows" { // where TMPDIR does not set the temp dir
+			require.Equal(t, filepath.Clean(e.tmp), filepath.Dir(filepath.Dir(m[1])), "in a dir of its own in the temp dir")
+		}
+		tok, err := os.ReadFile(m[1])
+		require.NoError(t, err)
+		token := strings.TrimSpace(string(tok))
+		require.NotContains(t, l.stderr.String(), token)
+		c, _ := dialClient(t, "tcp", addr)
+		require.Equal(t, -32001, c.call(t, "execute", map[string]any{"code": "print(1)"}).Error.Code)
+		require.Nil(t, c.call(t, "authenticate", map[string]any{"token": token}).Error)
+		require.Nil(t, c.call(t, "shutdown", nil).Error)
+		require.Equal(t, 0, l.exitCode(t), l.stderr.String())
+		left, _ := os.ReadDir(e.tmp)
+		require.Empty(t, left, "the token file and its dir are removed at exit")
 	})
 	t.Run("token from the environment", func(t *testing.T) {
 		t.Parallel()

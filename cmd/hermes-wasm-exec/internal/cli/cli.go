@@ -7,8 +7,6 @@
 package cli
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -76,7 +74,15 @@ serve flags:
   --listen tcp:127.0.0.1:PORT
                             serve clients on loopback TCP (PORT 0: any free port); each
                             connection must first call authenticate with the token
-  --token-file FILE         with tcp and no $HERMES_SERVE_TOKEN: write a generated token here
+  --token-file FILE         with tcp and no $HERMES_SERVE_TOKEN: the token is read from FILE
+                            (which must be the user's own, mode 0600, not a symlink), or
+                            generated and written there (0600) when FILE does not exist.
+                            With neither, a token is generated into a private temp dir; its
+                            path (never the token) is printed on stderr
+  --auth-timeout DURATION   with tcp: a connection that has not authenticated within it is
+                            closed (default 10s; 0: no limit)
+  --max-unauthenticated N   with tcp: connections not yet authenticated that may be open at a
+                            time; one more is closed at once (default 64; 0: no cap)
   --config FILE, --log-level LEVEL, --rpc-transport unix|tcp   as for run
 
 mcp flags:
@@ -92,11 +98,19 @@ mcp flags:
                             one line per execution (session, mode, status, duration, tool calls)
   --http HOST:PORT          serve MCP's Streamable HTTP transport at /mcp instead of stdio,
                             with /healthz, /readyz and /metrics (Prometheus) on the same listener
-                            (docs/service.md); PORT 0: any free port
-  --token-file FILE         with --http and no $HERMES_SERVE_TOKEN: the bearer token clients
-                            must send (Authorization: Bearer ...) is read from FILE, or generated
-                            and written there (0600) when FILE does not exist. A non-loopback
-                            HOST needs a token
+                            (docs/service.md); PORT 0: any free port. /mcp and /metrics need
+                            the bearer token (Authorization: Bearer ...), always
+  --http unix:PATH          the same on a Unix socket (0600), which needs no token
+  --token-file FILE         with --http HOST:PORT and no $HERMES_SERVE_TOKEN: as for serve (read
+                            from FILE, or generated there; with neither, generated into a
+                            private temp dir, its path printed on stderr)
+  --auth-timeout DURATION   with --http: a request's headers must arrive within it (default 10s;
+                            0: no limit)
+  --idle-timeout DURATION   with --http: an authenticated keep-alive connection is closed after
+                            this long without a request (default 5m; 0: no limit)
+  --max-unauthenticated N   with --http: connections that have not sent the token that may be
+                            open at a time (default 64; 0: no cap); until it sends the token a
+                            connection is closed after each answer
   --drain-timeout DURATION  with --http, on SIGTERM: how long running calls may finish before
                             they are interrupted (default 30s; a second SIGTERM stops at once)
                             Dangerous terminal() commands are asked about through the client
@@ -235,44 +249,4 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// TokenEnv holds the token clients of serve (over TCP) and mcp --http
-// authenticate with.
-const TokenEnv = "HERMES_SERVE_TOKEN"
-
-// NewToken returns a new random token (32 bytes, hex) for serve and mcp
-// --http clients to authenticate with.
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// WriteTokenFile writes a generated token to path, readable by its owner
-// only.
-func WriteTokenFile(path, token string) error {
-	if fi, err := os.Lstat(path); err == nil {
-		if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
-			return fmt.Errorf("cannot write the token file: %s exists and is not a file", path)
-		}
-		// Replace it (a symlink itself, never its target): a token file
-		// left by an earlier server, or a file the caller chose.
-		os.Remove(path)
-	}
-	f, err := createPrivate(path)
-	if err != nil {
-		return fmt.Errorf("cannot write the token file: %w", err)
-	}
-	_, err = f.WriteString(token + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("cannot write the token file: %w", err)
-	}
-	return nil
 }

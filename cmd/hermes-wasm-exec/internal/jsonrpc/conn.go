@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,14 @@ type Options struct {
 	// CodeUnauthorized, and a line over MaxUnauthenticatedLine (or a wrong
 	// token) closes the connection.
 	Token string
+	// AuthTimeout, with Token, is how long the connection has to
+	// authenticate: when it passes first, the client gets an error and
+	// the connection is closed. It needs a closer with SetReadDeadline (a
+	// net.Conn); 0 means no limit.
+	AuthTimeout time.Duration
+	// Authenticated, when set, is called each time authenticate
+	// succeeds.
+	Authenticated func()
 	// Handle is called by the connection's reader for each request and
 	// notification but authenticate, in the order they arrive. It answers
 	// with Conn.Reply; work that takes time goes in Conn.Go, so that the
@@ -176,6 +185,9 @@ func (c *Conn) Serve() {
 		// Until authenticate succeeds, the buffer is the limit: nothing
 		// more than one line of MaxUnauthenticatedLine is ever read ahead.
 		r = bufio.NewReaderSize(c.r, MaxUnauthenticatedLine+1)
+		if d, ok := c.closer.(readDeadliner); ok && c.opts.AuthTimeout > 0 {
+			_ = d.SetReadDeadline(time.Now().Add(c.opts.AuthTimeout))
+		}
 	} else {
 		r = bufio.NewReaderSize(c.r, 64<<10)
 	}
@@ -188,15 +200,17 @@ func (c *Conn) Serve() {
 		switch {
 		case errors.Is(err, wire.ErrLineTooLarge) && gated:
 			c.opts.Infof("a client that has not authenticated sent a line over %d KiB; connection closed", MaxUnauthenticatedLine>>10)
-			if nc, ok := c.closer.(net.Conn); ok {
-				// A client that does not read must not hold the server up.
-				_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			}
+			c.rejectSlowly()
 			c.Reply(nullID, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("Invalid request: a line sent before authenticate is limited to %d KiB; closing the connection (call authenticate with the server's token first)", MaxUnauthenticatedLine>>10)})
 			return
 		case errors.Is(err, wire.ErrLineTooLarge):
 			c.Reply(nullID, nil, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("Invalid request: the line is larger than %s, the limit for one message; it was skipped", sizeString(c.opts.MaxLine))})
 			continue
+		case errors.Is(err, os.ErrDeadlineExceeded) && gated:
+			c.opts.Debugf("a client did not authenticate within %v; connection closed", c.opts.AuthTimeout)
+			c.rejectSlowly()
+			c.Reply(nullID, nil, &Error{Code: CodeUnauthorized, Message: fmt.Sprintf("Unauthorized: authenticate was not called within %v; closing the connection (call authenticate with the server's token first)", c.opts.AuthTimeout)})
+			return
 		case errors.Is(err, io.ErrUnexpectedEOF) && len(line) > 0:
 			c.handle(line) // a last line without its newline
 			return
@@ -215,6 +229,17 @@ func (c *Conn) Serve() {
 			gated = false
 			r = bufio.NewReaderSize(r, 64<<10)
 		}
+	}
+}
+
+// readDeadliner is a connection whose reads can be given a deadline.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// rejectSlowly bounds the write of the last answer to a client that has
+// not authenticated: one that does not read must not hold the server up.
+func (c *Conn) rejectSlowly() {
+	if nc, ok := c.closer.(net.Conn); ok {
+		_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	}
 }
 
@@ -307,6 +332,14 @@ func (c *Conn) authenticate(id json.RawMessage, params json.RawMessage) bool {
 	if rerr != nil {
 		c.Reply(id, nil, rerr)
 		return true
+	}
+	if c.opts.Token != "" {
+		if d, ok := c.closer.(readDeadliner); ok && c.opts.AuthTimeout > 0 {
+			_ = d.SetReadDeadline(time.Time{}) // authenticated: no deadline any more
+		}
+		if c.opts.Authenticated != nil {
+			c.opts.Authenticated()
+		}
 	}
 	c.authed.Store(true)
 	c.Reply(id, map[string]bool{"authenticated": true}, nil)

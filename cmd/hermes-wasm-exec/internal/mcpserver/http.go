@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/listen"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
@@ -38,67 +39,85 @@ import (
 //	          filled once, 503 before and while draining
 //	/metrics  Prometheus text format
 //
-// With a token (HERMES_SERVE_TOKEN, or --token-file), /mcp and /metrics
-// need "Authorization: Bearer <token>"; the probes do not. Without one the
-// listener must be a loopback address.
-
-// tokenEnv holds the bearer token, as for serve.
-const tokenEnv = cli.TokenEnv
+// A TCP listener always has a token (HERMES_SERVE_TOKEN, --token-file, or
+// one generated into a private file: listen.ResolveToken): /mcp and
+// /metrics need "Authorization: Bearer <token>"; the probes do not. A
+// Unix socket (--http unix:PATH) is owner-only (0600) and needs none.
+//
+// Connections that have not sent an authenticated request yet are capped
+// (--max-unauthenticated), must send a request's headers within
+// --auth-timeout (ReadHeaderTimeout), and are closed after each response;
+// an authenticated keep-alive connection waits at most --idle-timeout for
+// its next request (IdleTimeout). Neither cuts a request in progress: a
+// call that runs for code_execution.timeout, or the GET stream of a
+// session's server-to-client messages (there is no ReadTimeout nor
+// WriteTimeout).
 
 // maxHTTPBody bounds a request body, read or not, authenticated or not: a
 // script is at most cli.MaxScript, and JSON escaping can double it.
 const maxHTTPBody = 2*cli.MaxScript + 1<<20
 
-// DefaultDrainTimeout is how long a draining server lets running calls
-// finish before it interrupts them (--drain-timeout).
-const DefaultDrainTimeout = 30 * time.Second
-
 // drainReason is the interrupt reason of the calls a drain cuts short.
 const drainReason = "the server is shutting down (drained: --drain-timeout passed)"
 
-// checkHTTPAddr validates --http: a host:port, and a token unless the host
-// is a loopback address.
-func checkHTTPAddr(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--http %q: %v (give HOST:PORT, e.g. 127.0.0.1:8080 or :8080)", addr, err)
-	}
-	if token == "" && !cli.IsLoopbackHost(host) {
-		return fmt.Errorf("--http %q is not a loopback address, and there is no token: set %s, or give --token-file FILE (read, or generated and written there when it does not exist); the endpoint runs code", addr, tokenEnv)
-	}
-	return nil
+// httpLimits are the listener's limits on connections.
+type httpLimits struct {
+	auth      time.Duration // --auth-timeout: a request's headers must arrive within it
+	idle      time.Duration // --idle-timeout: an authenticated keep-alive connection's wait for its next request
+	maxUnauth int           // --max-unauthenticated
 }
 
-// httpToken returns the bearer token: $HERMES_SERVE_TOKEN, else the
-// contents of tokenFile, else (tokenFile given but missing) a new one
-// written there (0600). generated reports the last case: the caller
-// removes the file when it exits.
-func httpToken(tokenFile string) (token string, generated bool, err error) {
-	if t := os.Getenv(tokenEnv); t != "" {
-		return t, false, nil
+// httpListener is what --http asks for.
+type httpListener struct {
+	network, address string
+	token            *listen.Token // nil on a Unix socket
+	limits           httpLimits
+}
+
+// parseHTTPAddr validates --http (HOST:PORT, or unix:PATH) and the limits,
+// and resolves the token of a TCP listener (listen.ResolveToken: given,
+// read, or generated; the caller closes it).
+func parseHTTPAddr(addr, tokenFile string, lim httpLimits) (*httpListener, error) {
+	switch {
+	case lim.auth < 0:
+		return nil, errors.New("--auth-timeout must not be negative (0: no limit)")
+	case lim.idle < 0:
+		return nil, errors.New("--idle-timeout must not be negative (0: no limit)")
+	case lim.maxUnauth < 0:
+		return nil, errors.New("--max-unauthenticated must not be negative (0: no cap)")
 	}
-	if tokenFile == "" {
-		return "", false, nil
-	}
-	b, err := os.ReadFile(tokenFile)
-	if err == nil {
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return "", false, fmt.Errorf("--token-file %s is empty: put the token in it, or remove it to have one generated", tokenFile)
+	hl := &httpListener{network: "tcp", address: addr, limits: lim}
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return nil, fmt.Errorf("--http %q: give the socket's path, e.g. unix:/run/user/1000/hermes.sock", addr)
 		}
-		return t, false, nil
+		if tokenFile != "" {
+			return nil, errors.New("--token-file goes with --http HOST:PORT (a Unix socket is owner-only, 0600: that is its authentication)")
+		}
+		hl.network, hl.address = "unix", path
+		return hl, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", false, fmt.Errorf("--token-file: %w", err)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("--http %q: %v (give HOST:PORT, e.g. 127.0.0.1:8080 or :8080, or unix:PATH)", addr, err)
 	}
-	t, err := cli.NewToken()
+	var err error
+	if hl.token, err = listen.ResolveToken(tokenFile); err != nil {
+		return nil, err
+	}
+	return hl, nil
+}
+
+// listen opens the listener: a TCP one caps its unauthenticated
+// connections (logf says when it refuses one).
+func (hl *httpListener) listen(logf func(string, ...any)) (net.Listener, error) {
+	ln, err := listen.Listen(hl.network, hl.address)
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
-	if err := cli.WriteTokenFile(tokenFile, t); err != nil {
-		return "", false, fmt.Errorf("--token-file: %w", err)
+	if hl.network == "tcp" {
+		ln = listen.Gated(ln, hl.limits.maxUnauth, logf)
 	}
-	return t, true, nil
+	return ln, nil
 }
 
 // metrics are the service's Prometheus metrics, in their own registry.
@@ -179,7 +198,7 @@ func (m *metrics) approval(outcome string) {
 type httpService struct {
 	m     *Server
 	ex    *executor.Executor
-	token string
+	token []byte // nil: an owner-only Unix socket, no token
 	mcp   *mcp.StreamableHTTPHandler
 
 	ready    atomic.Bool // the interpreter is loaded and the pool filled once
@@ -226,8 +245,11 @@ func (f *inflight) wait() <-chan struct{} {
 	return ch
 }
 
-func newHTTPService(m *Server, ex *executor.Executor, token string, cfg config.Config, logger *slog.Logger) *httpService {
-	h := &httpService{m: m, ex: ex, token: token}
+func newHTTPService(m *Server, ex *executor.Executor, token *listen.Token, cfg config.Config, logger *slog.Logger) *httpService {
+	h := &httpService{m: m, ex: ex}
+	if token != nil {
+		h.token = []byte(token.Value)
+	}
 	idle := time.Duration(cfg.CodeExecution.KernelIdleTimeout) * time.Second
 	if idle <= 0 {
 		idle = 30 * time.Minute
@@ -245,6 +267,12 @@ func newHTTPService(m *Server, ex *executor.Executor, token string, cfg config.C
 // before anything (authentication included) could read it.
 func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
+	if listen.Unauthenticated(connOf(r)) {
+		// Until it has sent the token, a connection gets one answer (a
+		// probe's, a 401) and is closed: it is not kept alive to take a
+		// place under --max-unauthenticated. authorized lifts this.
+		w.Header().Set("Connection", "close")
+	}
 	switch r.URL.Path {
 	case "/healthz":
 		writeText(w, http.StatusOK, "ok\n")
@@ -281,19 +309,35 @@ func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized checks the bearer token (constant time) and answers 401
-// when it is missing or wrong.
+// authorized checks the bearer token (constant time: wire.TokenEqual) and
+// answers 401 when it is missing or wrong. Every request is checked,
+// whatever its connection sent before (a proxy carries many clients'
+// requests on one connection); a connection that has sent the token once
+// no longer counts as unauthenticated.
 func (h *httpService) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if h.token == "" {
-		return true
+	if h.token == nil {
+		return true // an owner-only Unix socket
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.token)) == 1 {
+	if ok && wire.TokenEqual(strings.TrimSpace(got), h.token) {
+		if c := connOf(r); listen.Unauthenticated(c) {
+			listen.Authenticated(c)
+			w.Header().Del("Connection")
+		}
 		return true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="hermes-wasm-exec"`)
-	writeText(w, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token> (the server's "+tokenEnv+" or --token-file)\n")
+	writeText(w, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token> (the server's $"+listen.TokenEnv+", its --token-file, or the file it generated the token into: the path is on its stderr)\n")
 	return false
+}
+
+// connKey is the request context's key of its connection.
+type connKey struct{}
+
+// connOf is the connection r arrived on (nil when unknown).
+func connOf(r *http.Request) net.Conn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	return c
 }
 
 func writeText(w http.ResponseWriter, code int, text string) {
@@ -333,9 +377,20 @@ func (h *httpService) becomeReady(ctx context.Context, pool bool, warnf func(str
 // SIGTERM or interrupt drains (readyz 503, no new sessions, running calls
 // finish within drain, then are interrupted), a second one ends at once.
 // It returns the exit code.
-func runHTTP(ctx context.Context, ln net.Listener, h *httpService, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, pool bool) int {
+func runHTTP(ctx context.Context, ln net.Listener, h *httpService, lim httpLimits, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, pool bool) int {
 	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...) }
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{
+		Handler: h,
+		// A request's headers (which carry the token) come within
+		// --auth-timeout; an idle keep-alive connection waits
+		// --idle-timeout for the next request (0: no limit; with no
+		// ReadTimeout either, net/http then sets none). No ReadTimeout
+		// nor WriteTimeout: they would cut a long call, or a session's
+		// GET stream.
+		ReadHeaderTimeout: lim.auth,
+		IdleTimeout:       lim.idle,
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	readyCtx, stopReady := context.WithCancel(ctx)
@@ -383,8 +438,8 @@ func runHTTP(ctx context.Context, ln net.Listener, h *httpService, drain time.Du
 	return code
 }
 
-// absTokenFile resolves --token-file for messages.
-func absTokenFile(p string) string {
+// absPath is p made absolute, for messages.
+func absPath(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
 	}

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,7 +59,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	logFormat := fs.String("log-format", "text", "")
 	httpAddr := fs.String("http", "", "")
 	tokenFile := fs.String("token-file", "", "")
-	drain := fs.Duration("drain-timeout", DefaultDrainTimeout, "")
+	drain := fs.Duration("drain-timeout", config.DefaultDrainTimeout, "")
+	var lim httpLimits
+	fs.DurationVar(&lim.auth, "auth-timeout", config.DefaultAuthTimeout, "")
+	fs.DurationVar(&lim.idle, "idle-timeout", config.DefaultHTTPIdleTimeout, "")
+	fs.IntVar(&lim.maxUnauth, "max-unauthenticated", config.DefaultMaxUnauthenticated, "")
 	var skills, skillEnv listFlag
 	fs.Var(&skills, "skill", "")
 	fs.Var(&skillEnv, "skill-env", "")
@@ -79,20 +82,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if *drain < 0 {
 		return fail("--drain-timeout must not be negative")
 	}
-	token := ""
+	var hl *httpListener
 	if *httpAddr != "" {
-		var generated bool
 		var err error
-		if token, generated, err = httpToken(*tokenFile); err != nil {
+		if hl, err = parseHTTPAddr(*httpAddr, *tokenFile, lim); err != nil {
 			return fail("%v", err)
 		}
-		if generated {
-			defer os.Remove(*tokenFile)
-			fmt.Fprintf(stderr, "hermes-wasm-exec mcp: generated a token in %s (removed when the server exits)\n", absTokenFile(*tokenFile))
-		}
-		if err := checkHTTPAddr(*httpAddr, token); err != nil {
-			return fail("%v", err)
-		}
+		defer hl.token.Close()
 	} else if *tokenFile != "" {
 		return fail("--token-file goes with --http")
 	}
@@ -166,8 +162,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	defer cli.CatchSIGPIPE()()
-	if *httpAddr != "" {
-		return m.mainHTTP(ctx, ex, *httpAddr, token, *drain, sigs, stderr, opts.Logger)
+	if hl != nil {
+		return m.mainHTTP(ctx, ex, hl, *drain, sigs, stderr, opts.Logger)
 	}
 	go func() {
 		select {
@@ -203,26 +199,36 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 }
 
 // mainHTTP is Main for --http.
-func (m *Server) mainHTTP(ctx context.Context, ex *executor.Executor, addr, token string, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, logger *slog.Logger) int {
+func (m *Server) mainHTTP(ctx context.Context, ex *executor.Executor, hl *httpListener, drain time.Duration, sigs <-chan os.Signal, stderr io.Writer, logger *slog.Logger) int {
 	defer func() {
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), 30*time.Second)
 		ex.Close(closeCtx)
 		cancelClose()
 	}()
-	ln, err := net.Listen("tcp", addr)
+	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec mcp: "+format+"\n", a...) }
+	ln, err := hl.listen(infof)
 	if err != nil {
-		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: %v\n", err)
+		infof("%v", err)
 		return cli.ExitFailed
 	}
+	defer ln.Close()
+	token := hl.token
 	h := newHTTPService(m, ex, token, m.opts.Config, logger)
 	ex.StartWarmPoolIn(ctx, m.opts.Workdir)
-	auth := "no token (loopback only)"
-	if token != "" {
-		auth = "bearer token required on /mcp and /metrics"
+	where, auth := "", ""
+	if hl.network == "unix" {
+		where = "unix:" + hl.address + " at /mcp"
+		auth = "an owner-only socket (0600): no token"
+	} else {
+		where = "http://" + ln.Addr().String() + "/mcp"
+		auth = fmt.Sprintf("bearer token required on /mcp and /metrics: %s", token.Where())
+		if token.File != "" {
+			auth += fmt.Sprintf(`; send "Authorization: Bearer $(cat %s)"`, absPath(token.File))
+		}
 	}
-	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP over HTTP on http://%s/mcp (tool %s, %s mode, working dir %s; %s; /healthz /readyz /metrics)\n",
-		ln.Addr(), mcpToolName, m.opts.Mode, m.opts.Workdir, auth)
-	return runHTTP(ctx, ln, h, drain, sigs, stderr, m.opts.Config.CodeExecution.WarmPool > 0)
+	infof("serving MCP over HTTP on %s (tool %s, %s mode, working dir %s; %s; /healthz /readyz /metrics)",
+		where, mcpToolName, m.opts.Mode, m.opts.Workdir, auth)
+	return runHTTP(ctx, ln, h, hl.limits, drain, sigs, stderr, m.opts.Config.CodeExecution.WarmPool > 0)
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -24,13 +24,11 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/listen"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
-
-// tokenEnv holds the token TCP clients must authenticate with; when it is
-// unset, serve generates one and writes it to --token-file.
-const tokenEnv = cli.TokenEnv
 
 // maxRPCLine bounds one line (one JSON-RPC message, its newline not
 // counted) of a client that needs no authentication or has authenticated:
@@ -43,11 +41,13 @@ const maxRPCLine = 64 << 20
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stderr = &cli.LockedWriter{W: stderr}
 	fs := cli.NewFlagSet("serve", stderr)
-	listen := fs.String("listen", "", "")
+	listenAt := fs.String("listen", "", "")
 	tokenFile := fs.String("token-file", "", "")
 	cfgPath := fs.String("config", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	transport := fs.String("rpc-transport", "", "")
+	authTimeout := fs.Duration("auth-timeout", config.DefaultAuthTimeout, "")
+	maxUnauth := fs.Int("max-unauthenticated", config.DefaultMaxUnauthenticated, "")
 	fail := cli.Failer("serve", stderr)
 	if !cli.ParseServerFlags(fs, args, logLevel, fail) {
 		return cli.ExitUsage
@@ -56,32 +56,43 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("--rpc-transport must be unix or tcp, not %q", *transport)
 	}
 	network, address := "", ""
-	if *listen != "" {
+	if *listenAt != "" {
 		var ok bool
-		network, address, ok = strings.Cut(*listen, ":")
+		network, address, ok = strings.Cut(*listenAt, ":")
 		switch {
 		case !ok || address == "" || (network != "unix" && network != "tcp"):
-			return fail("--listen must be unix:PATH or tcp:127.0.0.1:PORT, not %q", *listen)
+			return fail("--listen must be unix:PATH or tcp:127.0.0.1:PORT, not %q", *listenAt)
 		case network == "tcp":
 			host, port, err := net.SplitHostPort(address)
 			if err != nil {
-				return fail("--listen %q: %v", *listen, err)
+				return fail("--listen %q: %v", *listenAt, err)
 			}
 			if host == "localhost" {
 				host = "127.0.0.1"
 				address = net.JoinHostPort(host, port)
 			}
 			if !cli.IsLoopbackHost(host) {
-				return fail("--listen %q: only loopback addresses (127.0.0.1, ::1) are allowed: serve runs code and must not be reachable from the network", *listen)
+				return fail("--listen %q: only loopback addresses (127.0.0.1, ::1) are allowed: serve runs code and must not be reachable from the network", *listenAt)
 			}
 		}
 	}
-	token := ""
+	if *authTimeout < 0 {
+		return fail("--auth-timeout must not be negative (0: no limit)")
+	}
+	if *maxUnauth < 0 {
+		return fail("--max-unauthenticated must not be negative (0: no cap)")
+	}
+	if *tokenFile != "" && network != "tcp" {
+		return fail("--token-file goes with --listen tcp:... (a Unix socket is owner-only, 0600: that is its authentication; stdin/stdout is the client's own)")
+	}
+	// A TCP listener always has a token: given, read or generated.
+	var token *listen.Token
 	if network == "tcp" {
-		token = os.Getenv(tokenEnv)
-		if token == "" && *tokenFile == "" {
-			return fail("--listen tcp:... needs a token: set %s, or give --token-file FILE to have one generated and written there", tokenEnv)
+		var err error
+		if token, err = listen.ResolveToken(*tokenFile); err != nil {
+			return fail("%v", err)
 		}
+		defer token.Close()
 	}
 	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
 	if !ok {
@@ -92,37 +103,26 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...) }
 
 	var ln net.Listener
-	generated := false
 	if network != "" {
-		if network == "tcp" && token == "" {
-			var err error
-			if token, err = cli.NewToken(); err != nil {
-				infof("cannot generate a token: %v", err)
-				return cli.ExitFailed
-			}
-			if err := cli.WriteTokenFile(*tokenFile, token); err != nil {
-				infof("%v", err)
-				return cli.ExitFailed
-			}
-			generated = true
-			defer os.Remove(*tokenFile)
-		}
 		var err error
-		ln, err = listenOn(network, address)
+		ln, err = listen.Listen(network, address)
 		if err != nil {
 			infof("%v", err)
 			return cli.ExitFailed
 		}
 		defer ln.Close()
-		if network == "unix" {
-			defer os.Remove(address)
+		if network == "tcp" {
+			ln = listen.Gated(ln, *maxUnauth, infof)
 		}
 	}
 
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport,
 		StatePaths: []string{*tokenFile}})
 	s := newServer(executorBackend{ex}, logf, infof)
-	s.token = token
+	if token != nil {
+		s.token = token.Value
+	}
+	s.authTimeout = *authTimeout
 	s.cfg = cfg
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -152,13 +152,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}()
 	default:
 		where := network + ":" + ln.Addr().String()
-		switch {
-		case network == "tcp" && generated:
-			infof("listening on %s (call authenticate first: the token is in %s)", where, *tokenFile)
-		case network == "tcp":
-			infof("listening on %s (call authenticate first with the token from %s)", where, tokenEnv)
-		default:
-			infof("listening on %s", where)
+		if token != nil {
+			infof("listening on %s (each connection calls authenticate first, within %v, with %s)", where, *authTimeout, token.Where())
+		} else {
+			infof("listening on %s (owner-only socket)", where)
 		}
 		go s.accept(ln, network == "tcp")
 	}
@@ -181,32 +178,4 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ex.Close(closeCtx)
 	cancelClose()
 	return cli.ExitOK
-}
-
-// listenOn listens on a Unix socket (0600; a stale socket file left by a
-// dead server is replaced) or a loopback TCP address.
-func listenOn(network, address string) (net.Listener, error) {
-	if network == "unix" {
-		if fi, err := os.Lstat(address); err == nil {
-			if fi.Mode()&os.ModeSocket == 0 {
-				return nil, fmt.Errorf("%s exists and is not a socket", address)
-			}
-			if c, err := net.DialTimeout("unix", address, time.Second); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("%s is in use by a running server", address)
-			}
-			os.Remove(address)
-		}
-	}
-	ln, err := net.Listen(network, address)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s:%s: %w", network, address, err)
-	}
-	if network == "unix" {
-		if err := os.Chmod(address, 0o600); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("cannot restrict %s to its owner: %w", address, err)
-		}
-	}
-	return ln, nil
 }

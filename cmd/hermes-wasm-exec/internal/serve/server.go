@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/jsonrpc"
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/listen"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
@@ -49,6 +50,9 @@ type server struct {
 	logf  func(string, ...any)
 	infof func(string, ...any)
 	token string // required by authenticate on TCP connections
+	// authTimeout is how long a TCP connection has to authenticate
+	// (--auth-timeout); 0: no limit.
+	authTimeout time.Duration
 	// maxLine is the longest line of a client once authenticated
 	// (maxRPCLine; tests lower it).
 	maxLine int
@@ -173,6 +177,11 @@ func (s *server) newClient(r io.Reader, w io.Writer, closer io.Closer, needAuth 
 	}
 	if needAuth {
 		opts.Token = s.token
+		opts.AuthTimeout = s.authTimeout
+		if nc, ok := closer.(net.Conn); ok {
+			// It no longer counts against --max-unauthenticated.
+			opts.Authenticated = func() { listen.Authenticated(nc) }
+		}
 	}
 	c.conn = jsonrpc.NewConn(r, w, closer, opts)
 	s.mu.Lock()

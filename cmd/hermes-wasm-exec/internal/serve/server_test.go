@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/listen"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
@@ -41,31 +42,7 @@ type testMsg struct {
 // authenticated cannot make it hold more than a 4 KiB line. Not parallel:
 // other tests would move the heap it measures.
 func TestServeUnauthenticatedLines(t *testing.T) {
-	nop := func(string, ...any) {}
-	s := newServer(fakeBackend{}, nop, nop)
-	s.token = "tok"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	accepting := make(chan struct{})
-	go func() {
-		s.accept(ln, true)
-		close(accepting)
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-accepting
-		s.stop()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			s.mu.Lock()
-			n := len(s.conns)
-			s.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "connections still served")
-		}
-	})
-	addr := ln.Addr().String()
+	addr := tcpServer(t, 0, 0, nil)
 	dial := func(t *testing.T) net.Conn {
 		nc, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
@@ -161,6 +138,45 @@ func TestServeUnauthenticatedLines(t *testing.T) {
 			require.False(t, errors.As(rerr[i], &ne) && ne.Timeout(), "connection %d stays open", i)
 		}
 	})
+}
+
+// tcpServer runs a TCP server with token "tok" in this process, with a
+// stand-in executor, its listener capped at maxUnauth connections that
+// have not authenticated (0: no cap), each with authTimeout to
+// authenticate (0: no limit); infof gets its log lines (nil: none). It
+// returns the address; the test's cleanup stops it.
+func tcpServer(t *testing.T, authTimeout time.Duration, maxUnauth int, infof func(string, ...any)) string {
+	t.Helper()
+	nop := func(string, ...any) {}
+	if infof == nil {
+		infof = nop
+	}
+	s := newServer(fakeBackend{}, nop, infof)
+	s.token = "tok"
+	s.authTimeout = authTimeout
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := listen.Gated(raw, maxUnauth, infof)
+	accepting := make(chan struct{})
+	go func() {
+		s.accept(ln, true)
+		close(accepting)
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-accepting
+		s.stop()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			s.mu.Lock()
+			n := len(s.conns)
+			s.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "connections still served")
+		}
+	})
+	return raw.Addr().String()
 }
 
 // TestServeOpenSessionSkillEnvKeepsDelegation: an open_session that only
