@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
 )
@@ -84,6 +85,9 @@ type proc interface {
 	release()
 	// result is how the interpreter ended; call it once done.
 	result() engine.Outcome
+	// limitEvents is what the limits of the interpreter's processes did
+	// so far (none for a remote interpreter).
+	limitEvents() cgroup.Events
 }
 
 // stagedSources are the generated modules every run writes, built once.
@@ -133,7 +137,7 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
 	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.RunnerName), filepath.Join(dir, engine.ScriptName)},
-		job.Workdir, childEnv(job.Env, dir, srv), e.grace())
+		job.Workdir, childEnv(job.Env, dir, srv), e.grace(), job.ProcessLimits)
 	if err != nil {
 		return engine.Outcome{}, err
 	}
@@ -165,7 +169,14 @@ func (e *Engine) supervise(ctx context.Context, c proc, job *engine.Job) engine.
 		c.stop(e.grace())
 	}
 	c.drain(copied, e.drainWait())
-	return c.result()
+	return withLimits(c.result(), c.limitEvents())
+}
+
+// withLimits is o with what the limits of the run's processes did (ev).
+func withLimits(o engine.Outcome, ev cgroup.Events) engine.Outcome {
+	o.OutOfMemory = ev.OOMKills > 0
+	o.ProcessLimitHit = ev.ProcessLimitHits > 0
+	return o
 }
 
 func (e *Engine) transport() string {
@@ -244,9 +255,10 @@ type child struct {
 }
 
 // startChild starts python with args in workdir with env, in a process
-// tree of its own, with its stdout and stderr on fresh pipes. Once python
-// exits, what it left running in its tree is stopped with grace.
-func startChild(python string, args []string, workdir string, env []string, grace time.Duration) (*child, error) {
+// tree of its own capped by limits, with its stdout and stderr on fresh
+// pipes. Once python exits, what it left running in its tree is stopped
+// with grace.
+func startChild(python string, args []string, workdir string, env []string, grace time.Duration, limits engine.ProcessLimits) (*child, error) {
 	cmd := exec.Command(python, args...)
 	cmd.Dir = workdir
 	cmd.Env = env
@@ -261,7 +273,10 @@ func startChild(python string, args []string, workdir string, env []string, grac
 		return nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	tree, err := proctree.Start(cmd)
+	tree, err := proctree.StartWith(cmd, proctree.Options{Limits: cgroup.Limits{
+		MemoryBytes: int64(limits.MemoryMB) << 20,
+		Processes:   limits.Processes,
+	}})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -332,6 +347,8 @@ func (c *child) release() { c.tree.Release() }
 func (c *child) result() engine.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
 
 func (c *child) done() <-chan struct{} { return c.exited }
+
+func (c *child) limitEvents() cgroup.Events { return c.tree.LimitEvents() }
 
 func (c *child) outputs() (io.Reader, io.Reader) { return c.stdout, c.stderr }
 

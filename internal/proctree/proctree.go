@@ -21,6 +21,12 @@
 //     members are signalled one by one, and only while one process known
 //     to be the tree's still holds the id. On Windows the job is
 //     terminated at once.
+//   - On Linux, where the executor can make cgroups (internal/cgroup), each
+//     tree also runs in a cgroup of its own, which the command is cloned
+//     straight into: Stop signals every process in it too, ends with
+//     cgroup.kill, and the cgroup's limits (StartWith) cap the tree's
+//     memory and process count. A watcher process kills the cgroups when
+//     the executor dies, so that no detached process outlives it.
 //   - EnableSubreaper (Linux) makes this process the child subreaper of
 //     every tree: processes that detach (setsid, double fork, nohup ... &)
 //     are re-parented to it instead of init when their parent exits, and
@@ -34,6 +40,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a tree is
@@ -72,6 +80,9 @@ type Tree struct {
 	cmd *exec.Cmd
 	pid int
 	sys sysTree
+	// cg is the tree's cgroup; nil (a valid *cgroup.Group) where there is
+	// none.
+	cg *cgroup.Group
 
 	// waited is set once Wait has reaped the command.
 	waited atomic.Bool
@@ -94,17 +105,30 @@ type Tree struct {
 	relOnce  sync.Once
 }
 
+// Options are what StartWith adds to Start.
+type Options struct {
+	// Limits caps the memory and the number of processes of the whole
+	// tree, where the system can (Linux, in the tree's cgroup:
+	// cgroup.Current says which limits hold); zero fields mean no cap.
+	Limits cgroup.Limits
+}
+
 // Start starts cmd in a process tree of its own (see the package doc).
 // cmd must not be started yet; its SysProcAttr, if set, is kept and
 // extended, except that on Unix the command always gets a new session
 // (Setsid) with no controlling terminal, so Setpgid, Setctty and
 // Foreground are turned off. Call Wait (not cmd.Wait) to wait for the
 // command, Stop or Kill to end the tree, and Release once both are done.
-func Start(cmd *exec.Cmd) (*Tree, error) {
+func Start(cmd *exec.Cmd) (*Tree, error) { return StartWith(cmd, Options{}) }
+
+// StartWith is Start with opts.
+func StartWith(cmd *exec.Cmd, opts Options) (*Tree, error) {
 	prepare(cmd)
+	cg := cgroup.New(opts.Limits)
 	startMu.RLock()
-	if err := cmd.Start(); err != nil {
+	if err := cg.Start(cmd); err != nil {
 		startMu.RUnlock()
+		cg.Remove()
 		return nil, err
 	}
 	pid := cmd.Process.Pid
@@ -113,12 +137,14 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	groups[pid]++ // the command leads its own group: pgid == pid
 	regMu.Unlock()
 	startMu.RUnlock()
-	t := &Tree{cmd: cmd, pid: pid, stopped: make(chan struct{}), killNow: make(chan struct{})}
+	t := &Tree{cmd: cmd, pid: pid, cg: cg, stopped: make(chan struct{}), killNow: make(chan struct{})}
 	sys, err := attach(cmd)
 	if err != nil {
 		cmd.Process.Kill()
 		t.Wait()
 		t.endGroup()
+		t.cg.Kill()
+		t.cg.Remove()
 		return nil, err
 	}
 	t.sys = sys
@@ -148,6 +174,11 @@ func Run(ctx context.Context, cmd *exec.Cmd) error {
 
 // Pid is the command's process id.
 func (t *Tree) Pid() int { return t.pid }
+
+// LimitEvents is what the tree's limits (StartWith) did so far: processes
+// the OOM killer ended, forks refused at the process limit. It reads the
+// tree's cgroup until Release, then returns what it read there last.
+func (t *Tree) LimitEvents() cgroup.Events { return t.cg.Events() }
 
 // Wait waits for the command to exit (as cmd.Wait, which must not be
 // called as well) and lets the registry forget its pid.
@@ -191,12 +222,14 @@ func (t *Tree) Kill() {
 	t.Stop(0)
 }
 
-// Release frees what the tree holds (the job object on Windows). A tree
-// that was not stopped yet is killed first, so nothing outlives it.
+// Release frees what the tree holds (the job object on Windows, the
+// cgroup on Linux). A tree that was not stopped yet is killed first, so
+// nothing outlives it.
 func (t *Tree) Release() {
 	t.relOnce.Do(func() {
 		t.Kill()
 		t.sys.release()
+		t.cg.Remove()
 	})
 }
 

@@ -40,7 +40,8 @@ type Options struct {
 	// Build it with config.Default() and change fields, or load a file
 	// with config.Load. The executor keeps a copy, in which fields whose
 	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
-	// MaxSessionKernels, MemoryLimitMB, DiskLimitMB, web.extract.char_limit, the
+	// MaxSessionKernels, MemoryLimitMB, ProjectMemoryLimitMB, ProcessLimit,
+	// DiskLimitMB, web.extract.char_limit, the
 	// approvals settings, and api_key_env of a keyed provider) get their
 	// defaults; MaxToolCalls and WarmPool keep 0, which means none.
 	Config *config.Config
@@ -246,6 +247,8 @@ func withDefaults(cfg config.Config) config.Config {
 	ce.KernelIdleTimeout = cmp.Or(ce.KernelIdleTimeout, dce.KernelIdleTimeout)
 	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
 	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
+	ce.ProjectMemoryLimitMB = cmp.Or(ce.ProjectMemoryLimitMB, dce.ProjectMemoryLimitMB)
+	ce.ProcessLimit = cmp.Or(ce.ProcessLimit, dce.ProcessLimit)
 	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
 	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
 	cfg.Web.Search.APIKeyEnv = cmp.Or(cfg.Web.Search.APIKeyEnv, config.DefaultAPIKeyEnv[cfg.Web.Search.Provider])
@@ -630,6 +633,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		SpillDir:      c.spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
+		ProcessLimits: e.processLimits(),
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
 		Logger:        e.engineLog,
