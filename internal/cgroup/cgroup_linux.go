@@ -644,6 +644,9 @@ func (m *manager) retryLeft() {
 // removeTree removes the cgroup dir d and the cgroups below it, deepest
 // first (a cgroup dir holds only files the kernel removes with it).
 func removeTree(d string) error {
+	if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	ents, _ := os.ReadDir(d)
 	for _, e := range ents {
 		if e.IsDir() {

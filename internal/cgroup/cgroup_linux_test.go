@@ -410,3 +410,44 @@ func readFile(t *testing.T, name string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// BenchmarkStart is what a cgroup adds to starting and ending a short
+// command: making the leaf (and the v1 leaves with limits), cloning into
+// it, removing it.
+func BenchmarkStart(b *testing.B) {
+	if st := cgroup.Current(); !st.Used {
+		b.Skip("cgroups are not used here: " + st.Reason)
+	}
+	run := func(b *testing.B, g *cgroup.Group) {
+		cmd := exec.Command("/bin/true")
+		if err := g.Start(cmd); err != nil {
+			b.Fatal(err)
+		}
+		cmd.Wait()
+		g.Remove()
+	}
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			run(b, nil)
+		}
+	})
+	b.Run("cgroup", func(b *testing.B) {
+		for b.Loop() {
+			run(b, cgroup.New(cgroup.Limits{}))
+		}
+	})
+	b.Run("cgroup-limits", func(b *testing.B) {
+		for b.Loop() {
+			run(b, cgroup.New(cgroup.Limits{MemoryBytes: 1 << 30, Processes: 256}))
+		}
+	})
+}
+
+func BenchmarkNewRemove(b *testing.B) {
+	if st := cgroup.Current(); !st.Used {
+		b.Skip("cgroups are not used here: " + st.Reason)
+	}
+	for b.Loop() {
+		cgroup.New(cgroup.Limits{}).Remove()
+	}
+}
