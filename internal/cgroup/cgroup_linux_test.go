@@ -451,3 +451,18 @@ func BenchmarkNewRemove(b *testing.B) {
 		cgroup.New(cgroup.Limits{}).Remove()
 	}
 }
+
+// BenchmarkSetup is the first start's extra cost in a process: the
+// parent cgroup, the v1 dirs, the look for dead executors' cgroups and
+// the watcher's start.
+func BenchmarkSetup(b *testing.B) {
+	if st := cgroup.Current(); !st.Used {
+		b.Skip("cgroups are not used here: " + st.Reason)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		cgroup.Shutdown()
+		b.StartTimer()
+		cgroup.Current()
+	}
+}
