@@ -31,7 +31,7 @@ var limitControllers = []string{"memory", "pids"}
 const staleWait = 2 * time.Second
 
 // parentName matches the name of an executor's parent cgroup.
-var parentName = regexp.MustCompile(`^hermes-[0-9]+-[0-9a-f]+$`)
+var parentName = regexp.MustCompile(`^hermes-([0-9]+)-[0-9a-f]+$`)
 
 // manager is the process-wide state: the executor's parent cgroup P and
 // how limits are enforced in it.
@@ -45,9 +45,10 @@ type manager struct {
 	// watcher undoes both.
 	exec    string
 	enabled []string
-	// lock is p's dir, flocked while this process lives: a later
-	// executor takes a hermes-* dir it can lock for a dead one's.
-	lock *os.File
+	// locks hold p's dir and the v1 dirs, flocked while this process
+	// lives: a later executor takes a hermes-* dir it can lock, of a pid
+	// that no longer runs, for a dead one's (claimStale).
+	locks []*os.File
 	// v2 holds the controllers enabled in p's subtree (limits in the
 	// leaves' v2 files).
 	v2 map[string]bool
@@ -119,7 +120,7 @@ func Shutdown() {
 	if mgr != nil {
 		mgr.watcherW.Close()
 		<-mgr.watcherDone
-		mgr.lock.Close()
+		mgr.unlock()
 	}
 	mgr, status, set, watcherPid = nil, Status{}, false, 0
 }
@@ -159,10 +160,7 @@ func setup() (*manager, Status) {
 		os.Remove(m.p)
 		return notUsed("%s has no cgroup.kill: Linux 5.14 or later is needed", x)
 	}
-	if m.lock, err = os.Open(m.p); err == nil {
-		err = unix.Flock(int(m.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	}
-	if err != nil {
+	if err := m.lock(m.p); err != nil {
 		m.removeAll()
 		return notUsed("cannot lock %s: %v", m.p, unwrapPath(err))
 	}
@@ -271,6 +269,10 @@ func (m *manager) enableV1(mounts []mount, own membership, c string) Enforcement
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return Enforcement{Reason: fmt.Sprintf("the cgroup v2 hierarchy at %s has no %s controller, and a cgroup cannot be made in the v1 one: %v", m.x, c, unwrapPath(err))}
 	}
+	if err := m.lock(dir); err != nil {
+		os.Remove(dir)
+		return Enforcement{Reason: fmt.Sprintf("cannot lock %s: %v", dir, unwrapPath(err))}
+	}
 	file := map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.max"}[c]
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		os.Remove(dir)
@@ -281,9 +283,9 @@ func (m *manager) enableV1(mounts []mount, own membership, c string) Enforcement
 }
 
 // startWatcher starts the watcher: a /bin/sh in X, or where this process
-// moved itself (outside P, which it kills), in a session of its own, that blocks reading a pipe whose
-// write end only this process holds (close-on-exec: no child inherits
-// it). At EOF, when this process has exited or died, it writes 1 to P's
+// moved itself (outside P, which it kills), in a session of its own, that
+// blocks reading a pipe whose write end only this process holds
+// (close-on-exec: no child inherits it). At EOF, when this process has exited or died, it writes 1 to P's
 // cgroup.kill and removes P and the v1 dirs, retrying while killed
 // processes are still on their way out. It is started with clone3 into X,
 // which also checks that a process can be started in a cgroup here.
@@ -360,46 +362,88 @@ fi
 exit 0`
 
 // cleanStale kills and removes what executors that died with their
-// watcher left in X: a hermes-* dir nobody holds the lock of, and its v1
-// dirs; then v1 dirs whose v2 dir is gone.
+// watcher left: the hermes-* dirs in X and in the v1 hierarchies' own
+// cgroups that claimStale can claim.
 func (m *manager) cleanStale() {
 	ents, _ := os.ReadDir(m.x)
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == m.name || !parentName.MatchString(e.Name()) {
-			continue
-		}
 		d := filepath.Join(m.x, e.Name())
-		f, err := os.Open(d)
-		if err != nil {
+		if !e.IsDir() || e.Name() == m.name {
 			continue
 		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		if f := claimStale(d); f != nil {
 			writeString(filepath.Join(d, "cgroup.kill"), "1")
 			waitEmpty(d, staleWait)
 			removeTree(d)
 			os.Remove(d + ".exec") // where it had moved itself, if empty
+			f.Close()
 		}
-		f.Close()
 	}
 	for _, home := range m.v1home {
 		ents, _ := os.ReadDir(home)
 		for _, e := range ents {
-			if !e.IsDir() || e.Name() == m.name || !parentName.MatchString(e.Name()) {
+			d := filepath.Join(home, e.Name())
+			if !e.IsDir() || e.Name() == m.name {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(m.x, e.Name())); errors.Is(err, os.ErrNotExist) {
-				removeTree(filepath.Join(home, e.Name()))
+			if f := claimStale(d); f != nil {
+				removeTree(d)
+				f.Close()
 			}
 		}
 	}
 }
 
+// claimStale returns d locked when it is a dead executor's dir: named
+// hermes-<pid>-<random>, no process has that pid (a live executor's dir
+// is not taken in the moment between its mkdir and its lock), and nobody
+// holds its lock (a live executor in another pid namespace, or one whose
+// pid was reused, holds it). Otherwise nil.
+func claimStale(d string) *os.File {
+	sub := parentName.FindStringSubmatch(filepath.Base(d))
+	if sub == nil {
+		return nil
+	}
+	if pid, err := strconv.Atoi(sub[1]); err != nil || pid <= 0 || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+		return nil
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		return nil
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// lock opens d and flocks it for the life of this process.
+func (m *manager) lock(d string) error {
+	f, err := os.Open(d)
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return err
+	}
+	m.locks = append(m.locks, f)
+	return nil
+}
+
+// unlock closes the locks.
+func (m *manager) unlock() {
+	for _, f := range m.locks {
+		f.Close()
+	}
+	m.locks = nil
+}
+
 // removeAll removes P and the v1 dirs and undoes moveSelf (a setup that
 // failed half way).
 func (m *manager) removeAll() {
-	if m.lock != nil {
-		m.lock.Close()
-	}
+	m.unlock()
 	if m.exec != "" {
 		undo := make([]string, len(m.enabled))
 		for i, c := range m.enabled {

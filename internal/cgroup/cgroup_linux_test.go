@@ -301,24 +301,34 @@ func TestDelegatedCgroup(t *testing.T) {
 func TestStaleCgroupsOfDeadExecutorsAreRemoved(t *testing.T) {
 	st := needCgroups(t)
 	x := st.Parents[0]
-	// A dead executor's parent cgroup, with a process still in it, and
-	// its v1 dirs; and a live executor's, locked.
-	dead := filepath.Join(x, "hermes-4194304-deadbeef")
-	live := filepath.Join(x, "hermes-4194305-cafe")
-	for _, d := range []string{dead, filepath.Join(dead, "run-1"), live} {
-		require.NoError(t, os.Mkdir(d, 0o755))
+	// A dead executor's dirs: its parent cgroup, with a process still in
+	// it, and its v1 dirs (pid 4194304 is past any pid_max: not running).
+	dead := "hermes-4194304-deadbeef"
+	// Kept: a live executor's (its lock held), in X and, as if it ran in
+	// another v2 cgroup but the same v1 ones, in the v1 hierarchies only;
+	// and one whose pid runs (pid 1: an executor between its mkdir and its
+	// lock).
+	live, starting := "hermes-4194305-cafe", "hermes-1-0"
+	require.NoError(t, os.MkdirAll(filepath.Join(x, dead, "run-1"), 0o755))
+	var kept []string
+	for _, parent := range st.Parents {
+		if parent != x {
+			require.NoError(t, os.MkdirAll(filepath.Join(parent, dead, "run-1"), 0o755))
+		}
+		for _, name := range []string{live, starting} {
+			d := filepath.Join(parent, name)
+			require.NoError(t, os.Mkdir(d, 0o755))
+			t.Cleanup(func() { os.Remove(d) })
+			kept = append(kept, d)
+			if name == live {
+				lock, err := os.Open(d)
+				require.NoError(t, err)
+				require.NoError(t, unix.Flock(int(lock.Fd()), unix.LOCK_EX))
+				t.Cleanup(func() { lock.Close() })
+			}
+		}
 	}
-	for _, parent := range st.Parents[1:] {
-		require.NoError(t, os.MkdirAll(filepath.Join(parent, "hermes-4194304-deadbeef", "run-1"), 0o755))
-	}
-	lock, err := os.Open(live)
-	require.NoError(t, err)
-	require.NoError(t, unix.Flock(int(lock.Fd()), unix.LOCK_EX))
-	t.Cleanup(func() {
-		lock.Close()
-		os.Remove(live)
-	})
-	leaf, err := unix.Open(filepath.Join(dead, "run-1"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	leaf, err := unix.Open(filepath.Join(x, dead, "run-1"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
 	left := exec.Command("sleep", "1000")
 	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: leaf}
@@ -337,9 +347,11 @@ func TestStaleCgroupsOfDeadExecutorsAreRemoved(t *testing.T) {
 		require.Fail(t, "the dead executor's process was not killed")
 	}
 	for _, parent := range st.Parents {
-		require.False(t, exists(filepath.Join(parent, "hermes-4194304-deadbeef")), "the dead executor's dir in %s", parent)
+		require.False(t, exists(filepath.Join(parent, dead)), "the dead executor's dir in %s", parent)
 	}
-	require.True(t, exists(live), "a live executor's dir was removed")
+	for _, d := range kept {
+		require.True(t, exists(d), "%s was removed", d)
+	}
 }
 
 // TestExecutorMovesItselfToEnableControllers runs the stand-in executor
