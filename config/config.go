@@ -133,6 +133,18 @@ const (
 	MinDiskLimitMB = 1
 	// MaxDiskLimitMB is the largest accepted code_execution.disk_limit_mb (64 GiB).
 	MaxDiskLimitMB = 65536
+	// MinProjectMemoryLimitMB is the smallest accepted
+	// code_execution.project_memory_limit_mb.
+	MinProjectMemoryLimitMB = 16
+	// MaxProjectMemoryLimitMB is the largest accepted
+	// code_execution.project_memory_limit_mb (16 TiB: in effect, no cap).
+	MaxProjectMemoryLimitMB = 16 << 20
+	// MinProcessLimit is the smallest accepted code_execution.process_limit: the
+	// interpreter, its threads and a few commands.
+	MinProcessLimit = 16
+	// MaxProcessLimit is the largest accepted code_execution.process_limit (the kernel's
+	// own pid_max ceiling).
+	MaxProcessLimit = 4194304
 	// MaxApprovalTimeout is the largest accepted approvals.timeout, in seconds: one year,
 	// Hermes's own cap.
 	MaxApprovalTimeout = 365 * 24 * 3600
@@ -345,6 +357,17 @@ type CodeExecution struct {
 	// MemoryLimitMB caps the guest's linear memory in strict mode, in MiB. Default 512; it
 	// must be between 16 and 4096 (the wasm32 maximum). YAML key: memory_limit_mb.
 	MemoryLimitMB int
+	// ProjectMemoryLimitMB caps, in MiB, the memory of a project-mode run's processes
+	// together: the interpreter (a session's kernel, over all its calls) and every process
+	// it starts. Past it the kernel's OOM killer ends one of them. Enforced on Linux where
+	// the executor can make cgroups (doctor says); nowhere else. Default 4096; it must be
+	// between 16 and 16777216. YAML key: project_memory_limit_mb.
+	ProjectMemoryLimitMB int
+	// ProcessLimit caps how many processes (threads included) a project-mode run may have
+	// at once: past it, fork fails with EAGAIN in the script. Enforced where
+	// ProjectMemoryLimitMB is. Default 256; it must be between 16 and 4194304.
+	// YAML key: process_limit.
+	ProcessLimit int
 	// DiskLimitMB caps, in MiB, what a strict-mode script may store in its private dir: the
 	// total size of its files, net of truncation and removal; a write past it fails with
 	// ENOSPC (OSError "No space left on device") in the script. A session kernel keeps one
@@ -688,16 +711,18 @@ func (e *Error) Unwrap() error { return e.Err }
 func Default() Config {
 	return Config{
 		CodeExecution: CodeExecution{
-			Mode:              ModeProject,
-			Timeout:           DefaultTimeout,
-			MaxToolCalls:      50,
-			KernelIdleTimeout: 1800,
-			MaxSessionKernels: 4,
-			MemoryLimitMB:     DefaultMemoryLimitMB,
-			DiskLimitMB:       1024,
-			WarmPool:          2,
-			Timezone:          "",
-			Landlock:          LandlockAuto,
+			Mode:                 ModeProject,
+			Timeout:              DefaultTimeout,
+			MaxToolCalls:         50,
+			KernelIdleTimeout:    1800,
+			MaxSessionKernels:    4,
+			MemoryLimitMB:        DefaultMemoryLimitMB,
+			ProjectMemoryLimitMB: DefaultProjectMemoryLimitMB,
+			ProcessLimit:         DefaultProcessLimit,
+			DiskLimitMB:          1024,
+			WarmPool:             2,
+			Timezone:             "",
+			Landlock:             LandlockAuto,
 		},
 		Terminal: Terminal{
 			EnvPassthrough:      nil,
@@ -727,6 +752,10 @@ const (
 	DefaultTimeout = 300
 	// DefaultMemoryLimitMB is code_execution.memory_limit_mb.
 	DefaultMemoryLimitMB = 512
+	// DefaultProjectMemoryLimitMB is code_execution.project_memory_limit_mb.
+	DefaultProjectMemoryLimitMB = 4096
+	// DefaultProcessLimit is code_execution.process_limit.
+	DefaultProcessLimit = 256
 	// DefaultApprovalTimeout is approvals.timeout, in seconds.
 	DefaultApprovalTimeout = 120
 )
@@ -949,6 +978,8 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 		{name: "kernel_idle_timeout", apply: p.atLeastOne(&ce.KernelIdleTimeout, "seconds")},
 		{name: "max_session_kernels", apply: p.atLeastOne(&ce.MaxSessionKernels, "")},
 		{name: "memory_limit_mb", apply: p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
+		{name: "project_memory_limit_mb", apply: p.intField(&ce.ProjectMemoryLimitMB, MinProjectMemoryLimitMB, MaxProjectMemoryLimitMB, "MiB")},
+		{name: "process_limit", apply: p.intField(&ce.ProcessLimit, MinProcessLimit, MaxProcessLimit, "")},
 		{name: "disk_limit_mb", apply: p.intField(&ce.DiskLimitMB, MinDiskLimitMB, MaxDiskLimitMB, "MiB")},
 		{name: "warm_pool", apply: p.intField(&ce.WarmPool, 0, 16, "")},
 		{name: "timezone", apply: p.zone(&ce.Timezone)},
@@ -1204,6 +1235,10 @@ func (c *Config) valueOf(path string) string {
 		v = ce.MaxSessionKernels
 	case "code_execution.memory_limit_mb":
 		v = ce.MemoryLimitMB
+	case "code_execution.project_memory_limit_mb":
+		v = ce.ProjectMemoryLimitMB
+	case "code_execution.process_limit":
+		v = ce.ProcessLimit
 	case "code_execution.disk_limit_mb":
 		v = ce.DiskLimitMB
 	case "code_execution.warm_pool":

@@ -16,7 +16,7 @@ func TestDefault(t *testing.T) {
 	ce := d.CodeExecution
 	if ce.Mode != "project" || ce.Timeout != 300 || ce.MaxToolCalls != 50 ||
 		ce.KernelIdleTimeout != 1800 || ce.MaxSessionKernels != 4 || ce.MemoryLimitMB != 512 ||
-		ce.DiskLimitMB != 1024 ||
+		ce.DiskLimitMB != 1024 || ce.ProjectMemoryLimitMB != 4096 || ce.ProcessLimit != 256 ||
 		ce.Timezone != "" {
 		t.Fatalf("unexpected defaults: %+v", ce)
 	}
@@ -70,6 +70,8 @@ code_execution:
   kernel_idle_timeout: 1
   max_session_kernels: 1
   memory_limit_mb: 4096
+  project_memory_limit_mb: 16777216
+  process_limit: 16
   disk_limit_mb: 65536
   timezone: Europe/Paris
 terminal:
@@ -79,7 +81,8 @@ terminal:
     - HERMES_BASE_URL
 `, want: func(c *Config) {
 			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
-				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto}
+				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, ProjectMemoryLimitMB: 16777216, ProcessLimit: 16,
+				DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto}
 			c.Timezone, c.TimezoneSource = "Europe/Paris", "code_execution.timezone"
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},
@@ -467,6 +470,24 @@ func TestParseErrors(t *testing.T) {
 			message: `(must be between 16 and 4096)`,
 		},
 		{
+			name: "project memory too small",
+			in:   "code_execution:\n  project_memory_limit_mb: 8\n",
+			line: 2, key: "code_execution.project_memory_limit_mb",
+			message: `code_execution.project_memory_limit_mb is 8, which is out of range (must be between 16 and 16777216)`,
+		},
+		{
+			name: "process limit too small",
+			in:   "code_execution:\n  process_limit: 4\n",
+			line: 2, key: "code_execution.process_limit",
+			message: `code_execution.process_limit is 4, which is out of range (must be between 16 and 4194304)`,
+		},
+		{
+			name: "process limit too large",
+			in:   "code_execution:\n  process_limit: 4194305\n",
+			line: 2, key: "code_execution.process_limit",
+			message: `(must be between 16 and 4194304)`,
+		},
+		{
 			name: "disk limit zero",
 			in:   "code_execution:\n  timeout: 5\n  disk_limit_mb: 0\n",
 			line: 3, key: "code_execution.disk_limit_mb",
@@ -702,7 +723,9 @@ func FuzzParse(f *testing.F) {
 		if ce.Timeout < MinTimeout || ce.Timeout > MaxTimeout || ce.MaxToolCalls < 0 ||
 			ce.KernelIdleTimeout < 1 || ce.MaxSessionKernels < 1 ||
 			ce.MemoryLimitMB < MinMemoryLimitMB || ce.MemoryLimitMB > MaxMemoryLimitMB ||
-			ce.DiskLimitMB < MinDiskLimitMB || ce.DiskLimitMB > MaxDiskLimitMB {
+			ce.DiskLimitMB < MinDiskLimitMB || ce.DiskLimitMB > MaxDiskLimitMB ||
+			ce.ProjectMemoryLimitMB < MinProjectMemoryLimitMB || ce.ProjectMemoryLimitMB > MaxProjectMemoryLimitMB ||
+			ce.ProcessLimit < MinProcessLimit || ce.ProcessLimit > MaxProcessLimit {
 			t.Fatalf("out-of-range config accepted: %+v", ce)
 		}
 		if !slices.Contains(ApprovalModes, cfg.Approvals.Mode) ||

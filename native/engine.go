@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
@@ -90,6 +91,9 @@ type proc interface {
 	release()
 	// result is how the interpreter ended; call it once done.
 	result() engine.Outcome
+	// limitEvents is what the limits of the interpreter's processes did
+	// so far (none for a remote interpreter).
+	limitEvents() cgroup.Events
 }
 
 // stagedSources are the generated modules every run writes, built once.
@@ -139,7 +143,7 @@ func (e *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, erro
 	// dir, is searched first for hermes_tools; it then puts the session dir
 	// first, as `python script.py` there would.
 	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.RunnerName), filepath.Join(dir, engine.ScriptName)},
-		job.Workdir, childEnv(job.Env, dir, srv), e.grace(), e.launcher(job.Workdir))
+		job.Workdir, childEnv(job.Env, dir, srv), e.grace(), e.startOptions(job.Workdir, job.ProcessLimits))
 	if err != nil {
 		return engine.Outcome{}, err
 	}
@@ -171,16 +175,28 @@ func (e *Engine) supervise(ctx context.Context, c proc, job *engine.Job) engine.
 		c.stop(e.grace())
 	}
 	c.drain(copied, e.drainWait())
-	return c.result()
+	return withLimits(c.result(), c.limitEvents())
 }
 
-// launcher is how a local child in workdir is forked: restricted by the
-// engine's Landlock policy, when it has one.
-func (e *Engine) launcher(workdir string) proctree.Options {
-	if e.Landlock == nil {
-		return proctree.Options{}
+// withLimits is o with what the limits of the run's processes did (ev).
+func withLimits(o engine.Outcome, ev cgroup.Events) engine.Outcome {
+	o.OutOfMemory = ev.OOMKills > 0
+	o.ProcessLimitHit = ev.ProcessLimitHits > 0
+	return o
+}
+
+// startOptions is how a local child in workdir is started: in a tree capped
+// by limits (its cgroup's), forked restricted by the engine's Landlock
+// policy when it has one.
+func (e *Engine) startOptions(workdir string, limits engine.ProcessLimits) proctree.Options {
+	opts := proctree.Options{Limits: cgroup.Limits{
+		MemoryBytes: int64(limits.MemoryMB) << 20,
+		Processes:   limits.Processes,
+	}}
+	if e.Landlock != nil {
+		opts.Launch = e.Landlock.ForWorkdir(workdir).Launch
 	}
-	return proctree.Options{Launch: e.Landlock.ForWorkdir(workdir).Launch}
+	return opts
 }
 
 func (e *Engine) transport() string {
@@ -348,6 +364,8 @@ func (c *child) release() { c.tree.Release() }
 func (c *child) result() engine.Outcome { return outcome(c.cmd.ProcessState, c.waitErr) }
 
 func (c *child) done() <-chan struct{} { return c.exited }
+
+func (c *child) limitEvents() cgroup.Events { return c.tree.LimitEvents() }
 
 func (c *child) outputs() (io.Reader, io.Reader) { return c.stdout, c.stderr }
 

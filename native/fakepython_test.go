@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // fakePythonEnv selects a behaviour of the test binary acting as the
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 	if b := os.Getenv(fakePythonEnv); b != "" {
 		os.Exit(fakePythonMain(b))
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.MainCheckingCgroups(m.Run))
 }
 
 func fakeDial() (net.Conn, *bufio.Reader) {

@@ -91,7 +91,7 @@ func (e *Engine) startLocalKernel(ctx context.Context, k *kernel, spec engine.Ke
 	k.srv = srv
 	// -u: unbuffered, so a cell's output arrives as it prints. Started as
 	// a file, the loop finds our hermes_tools before the session dir's.
-	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace(), e.launcher(spec.Workdir))
+	c, err := startChild(e.Python, []string{"-u", filepath.Join(dir, engine.KernelName)}, spec.Workdir, childEnv(spec.Env, dir, srv), e.grace(), e.startOptions(spec.Workdir, spec.ProcessLimits))
 	if err != nil {
 		k.teardown()
 		return nil, err
@@ -195,6 +195,15 @@ func (k *kernel) Alive() bool {
 func (k *kernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
 	k.run.Lock()
 	defer k.run.Unlock()
+	// The limits are the kernel's, over all its cells: what this cell
+	// did is what changed while it ran.
+	before := k.child.limitEvents()
+	o, err := k.runCell(ctx, job)
+	return withLimits(o, k.child.limitEvents().Sub(before)), err
+}
+
+// runCell is Run, with k.run held.
+func (k *kernel) runCell(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
 	if !k.Alive() {
 		k.teardown()
 		return engine.Outcome{}, engine.ErrKernelClosed

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
@@ -284,6 +285,8 @@ func (c *remoteChild) drain(read <-chan struct{}, wait time.Duration) {
 func (c *remoteChild) release() { c.stdin.Close() }
 
 func (c *remoteChild) result() engine.Outcome { return c.outcome }
+
+func (*remoteChild) limitEvents() cgroup.Events { return cgroup.Events{} }
 
 // muxListener is the net.Listener of a remote run's server: its
 // connections are the script's, carried by the relay.

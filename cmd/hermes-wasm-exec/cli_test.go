@@ -40,8 +40,9 @@ func TestMain(m *testing.M) {
 		os.Setenv("HERMES_WASM_CACHE_DIR", filepath.Join(base, "hermes-wasm-exec-test", "wasm"))
 	}
 	// backendtest.Main runs the tests, then stops the Docker engine and
-	// sshd the remote backend tests started.
-	os.Exit(backendtest.Main(m))
+	// sshd the remote backend tests started; then no cgroup of this process
+	// may be left.
+	os.Exit(testenv.MainCheckingCgroups(func() int { return backendtest.Main(m) }))
 }
 
 // result is the result JSON as the tests decode it.

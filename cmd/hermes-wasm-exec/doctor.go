@@ -97,6 +97,8 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				"kernel_idle_timeout":      cfg.CodeExecution.KernelIdleTimeout,
 				"max_session_kernels":      cfg.CodeExecution.MaxSessionKernels,
 				"memory_limit_mb":          cfg.CodeExecution.MemoryLimitMB,
+				"project_memory_limit_mb":  cfg.CodeExecution.ProjectMemoryLimitMB,
+				"process_limit":            cfg.CodeExecution.ProcessLimit,
 				"disk_limit_mb":            cfg.CodeExecution.DiskLimitMB,
 				"warm_pool":                cfg.CodeExecution.WarmPool,
 				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
@@ -150,6 +152,9 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	}[d.Project.Transport])
 
 	fmt.Fprintln(stdout, "\nprocesses a run starts (the project-mode child, terminal commands):")
+	fmt.Fprintf(stdout, "  cgroups   %s\n", d.Cgroups.Detail)
+	fmt.Fprintf(stdout, "  memory    project_memory_limit_mb: %s\n", d.Cgroups.Memory)
+	fmt.Fprintf(stdout, "  processes process_limit: %s\n", d.Cgroups.Processes)
 	fmt.Fprintf(stdout, "  landlock  %s\n", d.Landlock)
 	for _, p := range d.Protected {
 		fmt.Fprintf(stdout, "  protects  %s\n", p)

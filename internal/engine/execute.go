@@ -154,6 +154,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		Broker:        broker,
 		MemoryLimitMB: req.MemoryLimitMB,
 		DiskLimitMB:   req.DiskLimitMB,
+		ProcessLimits: req.ProcessLimits,
 	})
 
 	out := stdout.Finish()
@@ -217,6 +218,10 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 			res.Status = config.StatusError
 			res.Error = fmt.Sprintf("Script exited with code %d", code)
 		}
+	}
+
+	if (res.Status == config.StatusError || res.Status == config.StatusTimeout) && res.Hint == "" {
+		res.Hint = limitHint(outcome, req.ProcessLimits)
 	}
 
 	output := out.Output

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -83,6 +84,18 @@ func failureHint(mode string, rep *ExitReport, enabled []string) string {
 				return "Tool functions return dicts, not strings: use result[\"content\"] (read_file), result[\"output\"] (terminal), result[\"matches\"] (search_files)."
 			}
 		}
+	}
+	return ""
+}
+
+// limitHint is the hint for a failed run that hit a limit of its
+// processes (project mode, where cgroups enforce them), or "".
+func limitHint(o Outcome, l ProcessLimits) string {
+	switch {
+	case o.OutOfMemory:
+		return fmt.Sprintf("The script ran out of memory: project mode caps the memory of a run's processes together (the interpreter and every process it starts) at code_execution.project_memory_limit_mb (%d MiB here), and past it the kernel's OOM killer ends one of them. Use less memory (process the data in chunks, drop what is no longer needed) or raise the limit.", l.MemoryMB)
+	case o.ProcessLimitHit:
+		return fmt.Sprintf("The script hit its process limit: project mode caps how many processes and threads a run may have at once at code_execution.process_limit (%d here); past it, starting another fails with \"Resource temporarily unavailable\" (BlockingIOError, EAGAIN). Wait for processes to end before starting more, use a pool of fixed size, or raise the limit.", l.Processes)
 	}
 	return ""
 }

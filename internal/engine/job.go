@@ -44,6 +44,8 @@ type Request struct {
 	// DiskLimitMB caps what a strict-mode guest stores in its dir; zero or
 	// less means no cap.
 	DiskLimitMB int
+	// ProcessLimits cap a project-mode run's processes.
+	ProcessLimits ProcessLimits
 	// Tools runs one tool call; the broker wraps it with the budget,
 	// whitelist and log.
 	Tools ToolFunc
@@ -80,6 +82,21 @@ type Job struct {
 	// DiskLimitMB caps the bytes the interpreter stores in its private dir
 	// where the engine can (strict mode); zero or less means no cap.
 	DiskLimitMB int
+	// ProcessLimits cap the interpreter's processes where the engine can
+	// (project mode, with cgroups).
+	ProcessLimits ProcessLimits
+}
+
+// ProcessLimits cap a project-mode run's processes together, the
+// interpreter and every process it starts, where the system can (Linux,
+// in the run's cgroup: internal/cgroup). A zero field means no cap.
+type ProcessLimits struct {
+	// MemoryMB caps their memory, in MiB
+	// (code_execution.project_memory_limit_mb).
+	MemoryMB int
+	// Processes caps how many there may be at once, threads included
+	// (code_execution.process_limit).
+	Processes int
 }
 
 // Outcome is what an engine reports after the interpreter ended.
@@ -89,6 +106,12 @@ type Outcome struct {
 	// Crash describes an abnormal end that is not an exit status, such as a
 	// wasm trap; empty otherwise.
 	Crash string
+	// OutOfMemory is set when the OOM killer ended a process of the run
+	// because the run was past ProcessLimits.MemoryMB.
+	OutOfMemory bool
+	// ProcessLimitHit is set when a process of the run could not start
+	// because the run was at ProcessLimits.Processes.
+	ProcessLimitHit bool
 }
 
 // Engine runs jobs in one mode. Run blocks until the interpreter has ended

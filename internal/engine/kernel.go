@@ -50,6 +50,8 @@ type KernelSpec struct {
 	// DiskLimitMB caps what a strict kernel stores in its private dir, over
 	// all its cells; zero or less means no cap.
 	DiskLimitMB int
+	// ProcessLimits cap a project kernel's processes, over all its cells.
+	ProcessLimits ProcessLimits
 }
 
 // KernelSource is the kernel loop, in both modes. It asks the host for a

@@ -87,15 +87,36 @@ func Probe() Status { return probe().Status }
 
 // Launch runs start, which must fork the command (exec.Cmd.Start), on an
 // OS thread restricted by p, so that the command and everything it starts
-// are; the rules are built from the file system as it is now. release
+// are; the rules are built from the file system as it is now. before, when
+// not nil, runs on that thread first, before it is restricted (the cgroup
+// v1 join of internal/cgroup's Group.Join, which writes to the cgroup file
+// system, something the restricted thread may not do). release
 // must be called once the command has been reaped: until then the thread
 // stays, because the command's parent-death signal fires when it ends.
 // Where Landlock is not available (see [Probe]), or p is nil, start runs
 // as it is.
-func (p *Policy) Launch(start func() error) (release func(), err error) {
+func (p *Policy) Launch(before func(), start func() error) (release func(), err error) {
 	h := probe()
 	if p == nil || !h.Enforced {
-		return func() {}, start()
+		if before == nil {
+			return func() {}, start()
+		}
+		// before moves the thread that forks: lock one, and let it end.
+		done := make(chan error, 1)
+		keep := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			before()
+			err := start()
+			done <- err
+			if err == nil {
+				<-keep
+			}
+		}()
+		if err := <-done; err != nil {
+			return nil, err
+		}
+		return sync.OnceFunc(func() { close(keep) }), nil
 	}
 	fd, err := p.ruleset(h)
 	if err != nil {
@@ -104,20 +125,20 @@ func (p *Policy) Launch(start func() error) (release func(), err error) {
 	defer unix.Close(fd)
 	done := make(chan error, 1)
 	keep := make(chan struct{})
-	go restrictedStart(fd, start, done, keep, nil)
+	go restrictedStart(fd, before, start, done, keep, nil)
 	if err := <-done; err != nil {
 		return nil, err
 	}
 	return sync.OnceFunc(func() { close(keep) }), nil
 }
 
-// restrictedStart locks its goroutine to an OS thread, restricts the
-// thread with the ruleset fd, runs start there and sends its error on
+// restrictedStart locks its goroutine to an OS thread, runs before there
+// (when not nil), restricts the thread with the ruleset fd, runs start there and sends its error on
 // done; after a successful start it keeps the thread until keep is
 // closed. It returns still locked, so the runtime ends the thread rather
 // than run other goroutines on it. locked, when not nil, is closed once
 // the thread is locked.
-func restrictedStart(fd int, start func() error, done chan<- error, keep <-chan struct{}, locked chan<- struct{}) {
+func restrictedStart(fd int, before func(), start func() error, done chan<- error, keep <-chan struct{}, locked chan<- struct{}) {
 	runtime.LockOSThread()
 	if locked != nil {
 		close(locked)
@@ -127,10 +148,13 @@ func restrictedStart(fd int, start func() error, done chan<- error, keep <-chan 
 		// and the runtime never ends it. Hold it while another goroutine
 		// takes another thread, then give it back untouched.
 		l := make(chan struct{})
-		go restrictedStart(fd, start, done, keep, l)
+		go restrictedStart(fd, before, start, done, keep, l)
 		<-l
 		runtime.UnlockOSThread()
 		return
+	}
+	if before != nil {
+		before()
 	}
 	// no_new_privs is per thread, and Landlock requires it (or
 	// CAP_SYS_ADMIN): set-user-ID programs then start without their

@@ -61,7 +61,7 @@ func run(t *testing.T, p *Policy, dir, script string) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	release, err := p.Launch(cmd.Start)
+	release, err := p.Launch(nil, cmd.Start)
 	require.NoError(t, err)
 	err = cmd.Wait()
 	release()
@@ -153,7 +153,7 @@ func TestLaunchScopesSignals(t *testing.T) {
 	other.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := other.StdinPipe()
 	require.NoError(t, err)
-	release, err := p.Launch(other.Start)
+	release, err := p.Launch(nil, other.Start)
 	require.NoError(t, err)
 	defer func() { stdin.Close(); other.Wait(); release() }()
 	plain := exec.Command("/bin/sh", "-c", "read x")
@@ -227,7 +227,7 @@ func TestLaunchKeepsTheThreadUntilReleased(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	release, err := p.Launch(cmd.Start)
+	release, err := p.Launch(nil, cmd.Start)
 	require.NoError(t, err)
 	r := bufio.NewReader(stdout)
 	line, err := r.ReadString('\n')
@@ -295,16 +295,16 @@ func BenchmarkLaunch(b *testing.B) {
 	p := &Policy{Protect: []string{filepath.Join(home, ".hermes", "cache"), filepath.Join(home, ".hermes", "config.yaml")}}
 	for _, bc := range []struct {
 		name   string
-		launch func(start func() error) (func(), error)
+		launch func(before func(), start func() error) (func(), error)
 	}{
-		{"plain", func(start func() error) (func(), error) { return func() {}, start() }},
+		{"plain", func(_ func(), start func() error) (func(), error) { return func() {}, start() }},
 		{"landlocked", p.Launch},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command("/bin/true")
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-				release, err := bc.launch(cmd.Start)
+				release, err := bc.launch(nil, cmd.Start)
 				require.NoError(b, err)
 				require.NoError(b, cmd.Wait())
 				release()

@@ -9,8 +9,12 @@ func Probe() Status {
 	return Status{Reason: "Landlock is a Linux feature; this is " + runtime.GOOS}
 }
 
-// Launch runs start as it is: there is no Landlock off Linux.
-func (p *Policy) Launch(start func() error) (release func(), err error) {
+// Launch runs before (when not nil) and start as they are: there is no
+// Landlock off Linux, and before (a cgroup join) does nothing there.
+func (p *Policy) Launch(before func(), start func() error) (release func(), err error) {
+	if before != nil {
+		before()
+	}
 	return func() {}, start()
 }
 

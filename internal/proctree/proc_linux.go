@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 )
 
 // platformPrepare makes the kernel kill the command when the thread that
@@ -238,8 +240,9 @@ func sweep() {
 		}
 		child, group := registered(p.pid, p.pgid)
 		switch {
-		case child:
-			// os/exec waits for it.
+		case child || cgroup.IsWatcher(p.pid):
+			// os/exec waits for it (the cgroup watcher: internal/cgroup
+			// does, when the watcher ends).
 		case p.zombie:
 			var ws unix.WaitStatus
 			unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)

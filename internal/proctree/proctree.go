@@ -24,6 +24,12 @@
 //   - StartWith's Options.Launch lets the caller fork the command in a
 //     context of its own: internal/landlock forks it from a restricted OS
 //     thread, kept until the command is reaped (see Options).
+//   - On Linux, where the executor can make cgroups (internal/cgroup), each
+//     tree also runs in a cgroup of its own, which the command is cloned
+//     straight into: Stop signals every process in it too, ends with
+//     cgroup.kill, and the cgroup's limits (StartWith) cap the tree's
+//     memory and process count. A watcher process kills the cgroups when
+//     the executor dies, so that no detached process outlives it.
 //   - EnableSubreaper (Linux) makes this process the child subreaper of
 //     every tree: processes that detach (setsid, double fork, nohup ... &)
 //     are re-parented to it instead of init when their parent exits, and
@@ -37,6 +43,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a tree is
@@ -75,6 +83,9 @@ type Tree struct {
 	cmd *exec.Cmd
 	pid int
 	sys sysTree
+	// cg is the tree's cgroup; nil (a valid *cgroup.Group) where there is
+	// none.
+	cg *cgroup.Group
 
 	// waited is set once Wait has reaped the command.
 	waited atomic.Bool
@@ -102,15 +113,22 @@ type Tree struct {
 	launchedOnce sync.Once
 }
 
-// Options are the optional parts of a start.
+// Options are what StartWith adds to Start.
 type Options struct {
-	// Launch, when set, is how the command is forked: it must call start
-	// (which runs cmd.Start) and return its error, and may run it in a
-	// restricted context (internal/landlock forks from a restricted OS
-	// thread). The release it returns is called once the command has been
-	// reaped (or the tree released), not before: on Linux the command's
-	// parent-death signal fires when the thread that forked it ends.
-	Launch func(start func() error) (release func(), err error)
+	// Limits caps the memory and the number of processes of the whole
+	// tree, where the system can (Linux, in the tree's cgroup:
+	// cgroup.Current says which limits hold); zero fields mean no cap.
+	Limits cgroup.Limits
+	// Launch, when set, is how the command is forked: on one OS thread,
+	// locked to its goroutine and never handed back to the runtime, it
+	// must call before (when not nil: the join of the tree's cgroup v1
+	// leaves, which moves the forking thread) and then start (which runs
+	// cmd.Start), and return start's error; it may restrict the thread
+	// between the two (internal/landlock does). The release it returns is
+	// called once the command has been reaped (or the tree released), not
+	// before: on Linux the command's parent-death signal fires when the
+	// thread that forked it ends.
+	Launch func(before func(), start func() error) (release func(), err error)
 }
 
 // Start starts cmd in a process tree of its own (see the package doc).
@@ -124,16 +142,19 @@ func Start(cmd *exec.Cmd) (*Tree, error) { return StartWith(cmd, Options{}) }
 // StartWith is Start with opts.
 func StartWith(cmd *exec.Cmd, opts Options) (*Tree, error) {
 	prepare(cmd)
+	cg := cgroup.New(opts.Limits)
 	startMu.RLock()
 	var launched func()
 	var err error
 	if opts.Launch != nil {
-		launched, err = opts.Launch(cmd.Start)
+		cg.Prepare(cmd)
+		launched, err = opts.Launch(cg.Join, cmd.Start)
 	} else {
-		err = cmd.Start()
+		err = cg.Start(cmd)
 	}
 	if err != nil {
 		startMu.RUnlock()
+		cg.Remove()
 		return nil, err
 	}
 	pid := cmd.Process.Pid
@@ -142,12 +163,14 @@ func StartWith(cmd *exec.Cmd, opts Options) (*Tree, error) {
 	groups[pid]++ // the command leads its own group: pgid == pid
 	regMu.Unlock()
 	startMu.RUnlock()
-	t := &Tree{cmd: cmd, pid: pid, stopped: make(chan struct{}), killNow: make(chan struct{}), launched: launched}
+	t := &Tree{cmd: cmd, pid: pid, cg: cg, stopped: make(chan struct{}), killNow: make(chan struct{}), launched: launched}
 	sys, err := attach(cmd)
 	if err != nil {
 		cmd.Process.Kill()
 		t.Wait()
 		t.endGroup()
+		t.cg.Kill()
+		t.cg.Remove()
 		return nil, err
 	}
 	t.sys = sys
@@ -180,6 +203,11 @@ func RunWith(ctx context.Context, cmd *exec.Cmd, opts Options) error {
 
 // Pid is the command's process id.
 func (t *Tree) Pid() int { return t.pid }
+
+// LimitEvents is what the tree's limits (StartWith) did so far: processes
+// the OOM killer ended, forks refused at the process limit. It reads the
+// tree's cgroup until Release, then returns what it read there last.
+func (t *Tree) LimitEvents() cgroup.Events { return t.cg.Events() }
 
 // Wait waits for the command to exit (as cmd.Wait, which must not be
 // called as well) and lets the registry forget its pid.
@@ -224,13 +252,15 @@ func (t *Tree) Kill() {
 	t.Stop(0)
 }
 
-// Release frees what the tree holds (the job object on Windows). A tree
-// that was not stopped yet is killed first, so nothing outlives it.
+// Release frees what the tree holds (the job object on Windows, the
+// cgroup on Linux). A tree that was not stopped yet is killed first, so
+// nothing outlives it.
 func (t *Tree) Release() {
 	t.relOnce.Do(func() {
 		t.Kill()
 		t.endLaunch()
 		t.sys.release()
+		t.cg.Remove()
 	})
 }
 

@@ -319,7 +319,10 @@ func TestStartWithLaunch(t *testing.T) {
 	var calls, releases int
 	reapedBefore := false
 	var tree *Tree
-	launch := func(start func() error) (func(), error) {
+	launch := func(before func(), start func() error) (func(), error) {
+		if before != nil {
+			before()
+		}
 		calls++
 		return func() {
 			releases++
@@ -341,6 +344,6 @@ func TestStartWithLaunch(t *testing.T) {
 	require.Equal(t, 1, releases, "released twice")
 
 	boom := errors.New("boom")
-	_, err = StartWith(exec.Command("sh", "-c", "true"), Options{Launch: func(func() error) (func(), error) { return nil, boom }})
+	_, err = StartWith(exec.Command("sh", "-c", "true"), Options{Launch: func(func(), func() error) (func(), error) { return nil, boom }})
 	require.ErrorIs(t, err, boom)
 }

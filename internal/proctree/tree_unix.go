@@ -76,7 +76,8 @@ func (s *sysTree) beforeReap(t *Tree) {
 	t.groupMu.Unlock()
 }
 
-// stop ends t: SIGTERM, up to grace for the tree to be gone, SIGKILL.
+// stop ends t: SIGTERM, up to grace for the tree to be gone, SIGKILL (and
+// cgroup.kill, where the tree has a cgroup).
 func (s *sysTree) stop(t *Tree, grace time.Duration) {
 	tr := &tracker{t: t, sys: s, members: map[int]*member{}}
 	defer tr.close()
@@ -161,6 +162,9 @@ func (tr *tracker) signal(sig syscall.Signal) {
 	}
 	if sig == syscall.SIGTERM {
 		tr.termSent = true
+	} else {
+		// Every process in the cgroup, those forked meanwhile included.
+		tr.t.cg.Kill()
 	}
 	for _, m := range tr.members {
 		if m.dead || (sig == syscall.SIGTERM && m.term) {
@@ -179,7 +183,8 @@ func (tr *tracker) signal(sig syscall.Signal) {
 
 // refresh walks the process table: members are the command itself (until
 // it is reaped), every process in its group (once the command is reaped:
-// only while the group is still proven ours, see groupOurs) and every
+// only while the group is still proven ours, see groupOurs), every
+// process in its cgroup, wherever its parent, group or session, and every
 // descendant of a member, by parent links. New members are tracked,
 // vanished or dead ones marked dead.
 func (tr *tracker) refresh() {
@@ -215,6 +220,11 @@ func (tr *tracker) refresh() {
 		add(root)
 	}
 	group := !reaped || tr.groupOurs(procs, atExit)
+	for _, pid := range tr.t.cg.Pids() {
+		if _, ok := byPid[pid]; ok {
+			add(pid) // forked after the snapshot: the next refresh
+		}
+	}
 	for _, p := range procs {
 		if p.pgid == root && group {
 			add(p.pid)
@@ -271,9 +281,12 @@ func (tr *tracker) markDead(m *member) {
 }
 
 // gone reports whether nothing of the tree was left running at the last
-// refresh (zombies do not count: they are dead, waiting for a parent to
-// reap them).
+// refresh and nothing live is left in its cgroup (zombies do not count:
+// they are dead, waiting for a parent to reap them).
 func (tr *tracker) gone() bool {
+	if tr.t.cg.Populated() {
+		return false
+	}
 	if !tr.walked {
 		// Group only: gone once the command was waited for and nothing
 		// answers in its group (signal 0 only probes; a group that took

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
@@ -31,6 +32,24 @@ type Diagnosis struct {
 	Landlock string
 	// Protected lists what they may not write, when Landlock applies.
 	Protected []string
+	// Cgroups says whether each run's processes get a cgroup of their own
+	// (Linux), and which of project mode's limits hold.
+	Cgroups Cgroups
+}
+
+// Cgroups says how the processes a run starts are held together
+// (internal/cgroup): where the executor can make cgroups, each run's
+// processes are in one of their own, killed as one when the run ends and
+// when the executor dies, and project mode's limits are enforced there.
+type Cgroups struct {
+	// Used is true when each run's processes get a cgroup.
+	Used bool
+	// Detail is a sentence: where the cgroups are, or why none is used.
+	Detail string
+	// Memory and Processes say how code_execution.project_memory_limit_mb
+	// and code_execution.process_limit are enforced ("enforced with
+	// memory.max (cgroup v2)"), or why not ("NOT enforced (...)").
+	Memory, Processes string
 }
 
 // StrictInterpreter describes the WASI CPython strict mode runs.
@@ -97,6 +116,8 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 	default:
 		d.Landlock = st.String()
 	}
+	cg := cgroup.Current()
+	d.Cgroups = Cgroups{Used: cg.Used, Detail: cg.String(), Memory: cg.Memory.String(), Processes: cg.Processes.String()}
 	d.Strict.Err = pyodideassets.VerifyLoaded()
 	if d.Strict.Err == nil && e.cacheDir != "" {
 		d.Strict.Snapshot = strict.SnapshotFile(e.cacheDir, pyodideassets.SHA256, pyodideassets.StdlibSHA256)

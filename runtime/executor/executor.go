@@ -42,10 +42,11 @@ type Options struct {
 	// Build it with config.Default() and change fields, or load a file
 	// with config.Load. The executor keeps a copy, in which fields whose
 	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
-	// MaxSessionKernels, MemoryLimitMB, DiskLimitMB, web.extract.char_limit,
-	// cache_entry_max_mb and cache_ttl_minutes, the approvals settings, and
-	// api_key_env of a keyed provider) get their defaults; MaxToolCalls,
-	// WarmPool and web.extract.cache_max_mb keep 0, which means none.
+	// MaxSessionKernels, MemoryLimitMB, ProjectMemoryLimitMB, ProcessLimit,
+	// DiskLimitMB, web.extract.char_limit, cache_entry_max_mb and
+	// cache_ttl_minutes, the approvals settings, and api_key_env of a keyed
+	// provider) get their defaults; MaxToolCalls, WarmPool and
+	// web.extract.cache_max_mb keep 0, which means none.
 	Config *config.Config
 	// HermesHome is the state dir (caches, spill files); empty means
 	// config.HermesHome().
@@ -260,6 +261,8 @@ func withDefaults(cfg config.Config) config.Config {
 	ce.KernelIdleTimeout = cmp.Or(ce.KernelIdleTimeout, dce.KernelIdleTimeout)
 	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
 	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
+	ce.ProjectMemoryLimitMB = cmp.Or(ce.ProjectMemoryLimitMB, dce.ProjectMemoryLimitMB)
+	ce.ProcessLimit = cmp.Or(ce.ProcessLimit, dce.ProcessLimit)
 	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
 	ce.Landlock = cmp.Or(ce.Landlock, dce.Landlock)
 	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
@@ -679,6 +682,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		SpillDir:      c.spillDir,
 		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
 		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
+		ProcessLimits: e.processLimits(),
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
 		Logger:        e.engineLog,

@@ -5,7 +5,11 @@ import (
 	"testing"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend/backendtest"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
-// TestMain stops the engines the remote backend tests started.
-func TestMain(m *testing.M) { os.Exit(backendtest.Main(m)) }
+// TestMain stops the engines the remote backend tests started, and checks
+// that no cgroup of this process is left.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainCheckingCgroups(func() int { return backendtest.Main(m) }))
+}

@@ -476,7 +476,12 @@ func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
 func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdir string) engine.KernelSpec {
 	env := engine.ChildEnv(e.environ, opts, inject, enabled)
 	return engine.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
-		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB}
+		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB, ProcessLimits: e.processLimits()}
+}
+
+// processLimits are the limits of a project-mode run's processes.
+func (e *Executor) processLimits() engine.ProcessLimits {
+	return engine.ProcessLimits{MemoryMB: e.cfg.CodeExecution.ProjectMemoryLimitMB, Processes: e.cfg.CodeExecution.ProcessLimit}
 }
 
 // Stats are an executor's session kernels at one moment (for a service's
