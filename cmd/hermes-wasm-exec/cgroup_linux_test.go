@@ -180,7 +180,7 @@ func TestDoctorCgroups(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, Run([]string{"doctor"}, nil, &out, &errb), errb.String())
 	st := cgroup.Current()
-	want := []string{"processes a run starts:", "project_memory_limit_mb: 4096", "process_limit: 256"}
+	want := []string{"processes a run starts (the project-mode child, terminal commands):\n  cgroups   ", "project_memory_limit_mb: 4096", "process_limit: 256"}
 	if st.Used {
 		want = append(want, "cgroups   used: each run's processes in a cgroup of their own under "+st.Dir,
 			"memory    project_memory_limit_mb: "+st.Memory.String(),

@@ -792,7 +792,7 @@ func TestVersionAndDoctor(t *testing.T) {
 	_ = e
 	require.Equal(t, 0, Run([]string{"doctor"}, nil, &out, &errb), errb.String())
 	for _, want := range []string{"sha256    " + pyodideassets.SHA256, "status    ok", "compile cache", "snapshot  ", "config in effect:", "mode: project", "disk_limit_mb: 1024", "confine_tools_to_workdir: false", "landlock: auto", "project-mode interpreter:",
-		"processes a run starts (the project-mode child, terminal commands):\n  landlock  "} {
+		"processes a run starts (the project-mode child, terminal commands):\n  cgroups   ", "\n  landlock  "} {
 		require.Contains(t, out.String(), want)
 	}
 }

@@ -48,7 +48,10 @@ func newLandlockEnv(t *testing.T) landlockEnv {
 		require.NoError(t, os.MkdirAll(d, 0o700))
 	}
 	for path, content := range map[string]string{
-		filepath.Join(e.home, "config.yaml"):         "code_execution:\n  mode: project\n",
+		// Approvals off: the terminal() writes below must reach Landlock,
+		// not stop at the dangerous-command check (which flags writes to
+		// config.yaml).
+		filepath.Join(e.home, "config.yaml"):         "code_execution:\n  mode: project\napprovals:\n  mode: \"off\"\n",
 		filepath.Join(e.otherProfile, "config.yaml"): "code_execution:\n  mode: strict\n",
 		e.token: "secret-token\n",
 	} {
@@ -120,7 +123,7 @@ attempt("tempfile", lambda: tempfile.mkstemp())
 attempt("read config", lambda: open(args["read"]).read())
 for name, path in args["terminal"].items():
     r = terminal("printf planted >> '%s'; echo $?" % path)
-    out["terminal " + name] = r["output"].strip().splitlines()[-1]
+    out["terminal " + name] = (r["output"].strip().splitlines() or [r.get("error")])[-1]
 r = terminal("kill -0 %d; echo $?" % args["executor"])
 out["terminal kill executor"] = (r["output"].strip().splitlines() or [r.get("error")])[-1]
 print(json.dumps(out))
@@ -221,7 +224,7 @@ func TestProjectRunsCannotWriteExecutorState(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(e.cache, "planted"))
 	b, err := os.ReadFile(cfgFile)
 	require.NoError(t, err)
-	require.Equal(t, "code_execution:\n  mode: project\n", string(b))
+	require.Equal(t, "code_execution:\n  mode: project\napprovals:\n  mode: \"off\"\n", string(b))
 
 	// An uncaught refusal says why, and how to turn it off.
 	res = e.run(t, ex, executor.Request{Code: fmt.Sprintf("open(%q, 'a').write('mode: strict')", cfgFile), Mode: config.ModeProject})
