@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,20 +159,25 @@ func TestProjectLimitHints(t *testing.T) {
 		{"processes", "import subprocess\nps = [subprocess.Popen(['sleep', '30']) for _ in range(100)]\n", "code_execution.process_limit (32 here)",
 			st.Processes, "BlockingIOError"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.enforced.By == "" {
-				t.Skip("not enforced here: " + tc.enforced.Reason)
-			}
-			e := newEnvIn(t, projectUnix)
-			conf := filepath.Join(e.home, "config.yaml")
-			require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  project_memory_limit_mb: 64\n  process_limit: 32\n"), 0o600))
-			code, res, stderr := e.run(tc.script, "--config", conf)
-			require.Equal(t, 1, code, stderr)
-			require.Equal(t, "error", res.Status)
-			require.Contains(t, res.Error, tc.error)
-			require.Contains(t, res.Hint, tc.hint)
-		})
+	// Confined, Landlock lets the script write only in its working and
+	// temp dirs: the limits must hold all the same (on a hybrid host the
+	// forking thread joins the v1 cgroups before it is restricted).
+	for _, confine := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/confine=%v", tc.name, confine), func(t *testing.T) {
+				if tc.enforced.By == "" {
+					t.Skip("not enforced here: " + tc.enforced.Reason)
+				}
+				e := newEnvIn(t, projectUnix)
+				conf := filepath.Join(e.home, "config.yaml")
+				require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("code_execution:\n  project_memory_limit_mb: 64\n  process_limit: 32\n  confine_tools_to_workdir: %v\n", confine)), 0o600))
+				code, res, stderr := e.run(tc.script, "--config", conf)
+				require.Equal(t, 1, code, stderr)
+				require.Equal(t, "error", res.Status)
+				require.Contains(t, res.Error, tc.error)
+				require.Contains(t, res.Hint, tc.hint)
+			})
+		}
 	}
 }
 
