@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -38,4 +39,14 @@ func TestFIFOOrderAndCancel(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, []int{0, 1, 2, 3, 4}, order)
 	require.NoError(t, f.wait(context.Background(), f.reserve()), "free again")
+}
+
+// A call that waited for a kernel says so even when the wait was shorter
+// than the millisecond waited_seconds is rounded to (a warm kernel's call
+// ends in about a tenth of one): the CI once saw 0 for a real wait.
+func TestWaitedSecondsShowsAnyWait(t *testing.T) {
+	require.Zero(t, waitedSeconds(0))
+	require.Equal(t, 0.001, waitedSeconds(100*time.Microsecond))
+	require.Equal(t, 0.001, waitedSeconds(time.Millisecond))
+	require.Equal(t, 2.5, waitedSeconds(2500*time.Millisecond))
 }

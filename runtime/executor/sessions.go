@@ -156,6 +156,16 @@ const maxGoneNotes = 1024
 // long as the caller could wait.
 var errNoSlot = errors.New("no session kernel slot became free")
 
+// waitedSeconds is kernel.waited_seconds for a wait of d: a call that
+// waited at all reports at least a millisecond (a wait that a warm kernel
+// ends in a tenth of one would otherwise round to absent).
+func waitedSeconds(d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(engine.RoundMillis(d), 0.001)
+}
+
 // projectPoolKey is what a project kernel from the pool was started for.
 type projectPoolKey struct{ python, workdir string }
 
@@ -229,7 +239,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 					fmt.Sprintf("execute_code: every session kernel stayed busy for %s (max_session_kernels is %d); running the call of %q as a standalone script", c.timeout, ks.max, req.Session),
 					"session", req.Session, "max_session_kernels", ks.max, "waited", waited)
 				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
-					&KernelInfo{StateReset: stateReset, WaitedSeconds: engine.RoundMillis(waited)})
+					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
 			case errors.Is(err, ErrClosed):
 				return failed(c.mode, err), err
 			case err != nil:
@@ -276,7 +286,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	}
 
 	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,
-		WaitedSeconds: engine.RoundMillis(waited)}
+		WaitedSeconds: waitedSeconds(waited)}
 	if !alive {
 		info.Ended = true
 		switch {
