@@ -17,6 +17,9 @@ func Current() Status { return withoutCgroups("not Linux") }
 // IsWatcher reports false: there is no watcher here.
 func IsWatcher(int) bool { return false }
 
+// MountPoints returns nil: there are no cgroups on this system.
+func MountPoints() []string { return nil }
+
 // Shutdown does nothing here.
 func Shutdown() {}
 

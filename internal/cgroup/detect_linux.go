@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -156,4 +157,22 @@ func v1Dir(ms []mount, own membership, c string) string {
 		}
 	}
 	return ""
+}
+
+// MountPoints returns where this process sees cgroup file systems mounted
+// (cgroup and cgroup2), for Landlock to protect: a process of a run that
+// could write there could move itself out of its tree's cgroup, or lift
+// its limits.
+func MountPoints() []string {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range parseMountinfo(string(mi)) {
+		if !slices.Contains(out, m.point) {
+			out = append(out, m.point)
+		}
+	}
+	return out
 }

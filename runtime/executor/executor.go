@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
@@ -279,13 +280,17 @@ func withDefaults(cfg config.Config) config.Config {
 // landlockPolicy is what the local processes a run starts may write with
 // cfg (nil: code_execution.landlock is off): nothing of the executor's
 // state (hostfuncs.StatePaths for home and cacheDir, the configuration
-// file, extra), and under confine_tools_to_workdir only the working dir
-// and the temp dir.
+// file, extra) nor the cgroup file systems, and under
+// confine_tools_to_workdir only the working dir and the temp dir.
 func landlockPolicy(cfg config.Config, home, cacheDir string, extra []string) *landlock.Policy {
 	if cfg.CodeExecution.Landlock == config.LandlockOff {
 		return nil
 	}
 	protect := hostfuncs.StatePaths(home, cacheDir)
+	// The cgroup file systems too: a process that could write there could
+	// move itself out of its tree's cgroup (surviving the kill at the
+	// run's end and the executor's death) or lift its limits.
+	protect = append(protect, cgroup.MountPoints()...)
 	for _, p := range append([]string{cfg.Source}, extra...) {
 		if abs, err := filepath.Abs(p); err == nil && p != "" {
 			protect = append(protect, abs)

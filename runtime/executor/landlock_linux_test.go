@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -300,4 +301,59 @@ func TestProjectRunsConfinedToWorkdir(t *testing.T) {
 	res = e.run(t, ex, executor.Request{Code: fmt.Sprintf("open(%q, 'w')", outside), Mode: config.ModeProject})
 	require.Contains(t, res.Hint, "outside the working dir and the temp dir")
 	require.Contains(t, ex.Diagnose(context.Background()).Landlock, "writes confined to the working dir")
+}
+
+// cgroupEscape, run in project mode, tries to move the script (and, from
+// terminal(), the shell) into the root cgroup of every cgroup file system
+// it sees, and prints {attempt: "ok" or the error, "after": its cgroups}.
+const cgroupEscape = `
+import json, os
+from hermes_tools import terminal
+out = {}
+points = []
+for line in open("/proc/self/mountinfo"):
+    f = line.split()
+    i = f.index("-")
+    if f[i + 1] in ("cgroup", "cgroup2"):
+        points.append(f[4])
+for p in points:
+    try:
+        with open(os.path.join(p, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        out[p] = "ok"
+    except Exception as e:
+        out[p] = type(e).__name__ + ": " + str(e)
+    r = terminal("echo $$ > '%s/cgroup.procs'; echo $?" % p)
+    out["terminal " + p] = (r["output"].strip().splitlines() or [r.get("error")])[-1]
+out["after"] = open("/proc/self/cgroup").read()
+print(json.dumps(out))
+`
+
+// TestProjectRunsCannotLeaveTheirCgroup: a project-mode script run as
+// root, and its terminal() commands, cannot move themselves out of their
+// tree's cgroup into the root cgroup (where the kill at the run's end and
+// at the executor's death would miss them, and no limit applies): the
+// cgroup file systems are protected. (The red-team pass of issue 28 moved
+// a script out with one write to /sys/fs/cgroup/.../cgroup.procs.)
+func TestProjectRunsCannotLeaveTheirCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can write a root cgroup's cgroup.procs: the escape needs it")
+	}
+	if st := cgroup.Current(); !st.Used {
+		t.Skipf("cgroups are not used here: %s", st)
+	}
+	e := newLandlockEnv(t)
+	ex := e.executor(t, false)
+	res := e.run(t, ex, executor.Request{Code: cgroupEscape, Mode: config.ModeProject})
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(res.Output), &got), res.Output)
+	t.Logf("%s", res.Output)
+	points := cgroup.MountPoints()
+	require.NotEmpty(t, points)
+	for _, p := range points {
+		require.Contains(t, got[p], "PermissionError: [Errno 13]", p)
+		require.NotEqual(t, "0", got["terminal "+p], p)
+	}
+	require.Contains(t, got["after"], "hermes-", "the script is still in its tree's cgroup")
 }
