@@ -100,9 +100,11 @@ var ManagedCredentials = []string{
 	// Hermes: password settings.
 	"SUDO_PASSWORD",
 
-	// This executor: its own tool channel's token, its Brave search back-end's default key
-	// variable, and provider keys it refused before following Hermes's list.
-	"HERMES_RPC_TOKEN",
+	// This executor: its own tool channel's token, the bearer token of `serve` and `mcp --http`
+	// (a script that had it could run code in any session of the server), its Brave search
+	// back-end's default key variable, and provider keys it refused before following Hermes's
+	// list.
+	"HERMES_RPC_TOKEN", "HERMES_SERVE_TOKEN",
 	"BRAVE_API_KEY", "SERPER_API_KEY", "SERPAPI_API_KEY", "JINA_API_KEY",
 	"NOUS_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HUGGINGFACE_API_KEY", "AZURE_OPENAI_API_KEY",
 }

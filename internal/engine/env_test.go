@@ -169,6 +169,20 @@ func TestRefusedPassthrough(t *testing.T) {
 	}
 }
 
+// The bearer token of serve and mcp --http is never passed through: a
+// script that had it could connect to the server and run code in any of
+// its sessions (the red-team pass of issue 28 passed it with
+// env_passthrough).
+func TestServeTokenNeverPassedThrough(t *testing.T) {
+	kept, _ := ScrubEnv([]string{"HERMES_SERVE_TOKEN=secret", "PATH=/bin"}, EnvOptions{Passthrough: []string{"HERMES_SERVE_TOKEN"}})
+	if !reflect.DeepEqual(kept, []string{"PATH=/bin"}) {
+		t.Fatalf("kept = %q", kept)
+	}
+	if got := RefusedPassthrough([]string{"hermes_serve_token"}); !reflect.DeepEqual(got, []string{"hermes_serve_token"}) {
+		t.Fatalf("RefusedPassthrough = %q", got)
+	}
+}
+
 // hermesBlocklist is what Hermes's _HERMES_PROVIDER_ENV_BLOCKLIST holds for its providers,
 // tools and gateway (tools/environments/local_env_policy.py _STATIC_PROVIDER_ENV_BLOCKLIST,
 // then the provider registry's key and base-URL variables, the tool and messaging settings,
