@@ -903,6 +903,10 @@ type parser struct {
 	topTimezone string
 	// merged counts the nodes that merge keys brought in, against maxMerged.
 	merged int
+	// modeTypo is the unknown key that looks like code_execution.mode or code_execution,
+	// and its line.
+	modeTypo     string
+	modeTypoLine int
 }
 
 // maxMerged bounds what merge keys may expand to (twice the number of keys): aliases of
@@ -1171,6 +1175,9 @@ func (p *parser) ignore(full string, k, v *yaml.Node, parent string, names []str
 		if s := suggestKey(k.Value, names); s != "" {
 			p.warnf(k.Line, "unknown key %q is ignored; did you mean %q?", full, joinKey(parent, s))
 			note = fmt.Sprintf("unknown; did you mean %q?", joinKey(parent, s))
+			if j := joinKey(parent, s); j == "code_execution.mode" || j == "code_execution" {
+				p.modeTypo, p.modeTypoLine = full, k.Line
+			}
 		}
 	}
 	p.cfg.Ignored = append(p.cfg.Ignored, Key{Path: full, Line: k.Line, Note: note})
@@ -1179,6 +1186,11 @@ func (p *parser) ignore(full string, k, v *yaml.Node, parent string, names []str
 // finish resolves what depends on several keys and fills in Used's values.
 func (p *parser) finish() error {
 	cfg := p.cfg
+	if p.modeTypo != "" && !slices.ContainsFunc(cfg.Used, func(k Key) bool { return k.Path == "code_execution.mode" }) {
+		// A typo of the mode key must not drop the sandbox either (the default is project).
+		cfg.CodeExecution.Mode = ModeFallback
+		p.warnf(p.modeTypoLine, "code_execution.mode is not set, and %q may have been meant to set it: running in %q, the sandbox, so that a typo never runs scripts without it; fix the key's name", p.modeTypo, ModeFallback)
+	}
 	s := &cfg.Web.Search
 	if s.Provider == ProviderSearXNG && s.URL == "" {
 		return &Error{Path: p.source, Line: p.lines.provider, Key: "web.search.url",

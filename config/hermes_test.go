@@ -145,9 +145,6 @@ func TestUnknownKeys(t *testing.T) {
 		{"code_execution:\n  mode: strict\n  timeot: 30\n",
 			`config.yaml: line 3: unknown key "code_execution.timeot" is ignored; did you mean "code_execution.timeout"?`,
 			[]string{"code_execution.timeot (line 3)"}},
-		{"code_executon:\n  mode: strict\n",
-			`config.yaml: line 1: unknown key "code_executon" is ignored; did you mean "code_execution"?`,
-			[]string{"code_executon (line 1)"}},
 		{"terminal:\n  env_pasthrough: [A]\n",
 			`config.yaml: line 2: unknown key "terminal.env_pasthrough" is ignored; did you mean "terminal.env_passthrough"?`,
 			[]string{"terminal.env_pasthrough (line 2)"}},
@@ -200,9 +197,9 @@ func TestUnknownKeys(t *testing.T) {
 		}
 	}
 	// A misspelt key is not applied.
-	cfg, _ := Parse([]byte("code_executon:\n  mode: strict\n"), "config.yaml")
-	if cfg.CodeExecution.Mode != ModeProject {
-		t.Fatalf("mode %q", cfg.CodeExecution.Mode)
+	cfg, _ := Parse([]byte("code_execution:\n  timeot: 1\n"), "config.yaml")
+	if cfg.CodeExecution.Timeout != Default().CodeExecution.Timeout {
+		t.Fatalf("timeout %v", cfg.CodeExecution.Timeout)
 	}
 }
 
@@ -325,6 +322,38 @@ func TestKernelLimitsClamp(t *testing.T) {
 	if _, err := Parse([]byte("code_execution:\n  max_session_kernels: many\n"), "config.yaml"); err == nil ||
 		err.Error() != `config.yaml: line 2: code_execution.max_session_kernels must be an integer, got string "many"` {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestParseModeKeyTypoFailsClosed: a misspelt mode key (or code_execution
+// section) leaves the mode unset, whose default is project, no sandbox; as
+// for a misspelt mode value, the run falls back to strict instead (the
+// red-team pass of issue 28 ran `mdoe: strict` in project mode).
+func TestParseModeKeyTypoFailsClosed(t *testing.T) {
+	for _, tt := range []struct{ in, key string }{
+		{"code_execution:\n  mdoe: project\n", "code_execution.mdoe"},
+		{"code_execution:\n  mod: strict\n  timeout: 30\n", "code_execution.mod"},
+		{"code_executon:\n  mode: strict\n", "code_executon"},
+	} {
+		cfg, err := Parse([]byte(tt.in), "config.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		if cfg.CodeExecution.Mode != ModeStrict {
+			t.Errorf("%q: mode %q, want strict", tt.in, cfg.CodeExecution.Mode)
+		}
+		want := fmt.Sprintf("code_execution.mode is not set, and %q may have been meant to set it: running in \"strict\", the sandbox, so that a typo never runs scripts without it; fix the key's name", tt.key)
+		if !slices.ContainsFunc(cfg.Warnings, func(w string) bool { return strings.HasSuffix(w, want) }) {
+			t.Errorf("%q: warnings %q lack %q", tt.in, cfg.Warnings, want)
+		}
+	}
+	// With the mode key itself present, a look-alike key changes nothing.
+	cfg, err := Parse([]byte("code_execution:\n  mode: project\n  mdoe: strict\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CodeExecution.Mode != ModeProject {
+		t.Errorf("mode %q, want project", cfg.CodeExecution.Mode)
 	}
 }
 
