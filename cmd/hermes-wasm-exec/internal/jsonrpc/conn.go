@@ -188,6 +188,13 @@ func (c *Conn) Serve() {
 		if d, ok := c.closer.(readDeadliner); ok && c.opts.AuthTimeout > 0 {
 			_ = d.SetReadDeadline(time.Now().Add(c.opts.AuthTimeout))
 		}
+		// Writes too: a client that sends requests and never reads their
+		// answers would otherwise block the reply, and with it this loop
+		// and its read deadline, for good, holding one of the few
+		// unauthenticated slots.
+		if d, ok := c.closer.(writeDeadliner); ok && c.opts.AuthTimeout > 0 {
+			_ = d.SetWriteDeadline(time.Now().Add(c.opts.AuthTimeout))
+		}
 	} else {
 		r = bufio.NewReaderSize(c.r, 64<<10)
 	}
@@ -234,6 +241,9 @@ func (c *Conn) Serve() {
 
 // readDeadliner is a connection whose reads can be given a deadline.
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// writeDeadliner is a connection whose writes can be given a deadline.
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 
 // rejectSlowly bounds the write of the last answer to a client that has
 // not authenticated: one that does not read must not hold the server up.
@@ -336,6 +346,9 @@ func (c *Conn) authenticate(id json.RawMessage, params json.RawMessage) bool {
 	if c.opts.Token != "" {
 		if d, ok := c.closer.(readDeadliner); ok && c.opts.AuthTimeout > 0 {
 			_ = d.SetReadDeadline(time.Time{}) // authenticated: no deadline any more
+		}
+		if d, ok := c.closer.(writeDeadliner); ok && c.opts.AuthTimeout > 0 {
+			_ = d.SetWriteDeadline(time.Time{})
 		}
 		if c.opts.Authenticated != nil {
 			c.opts.Authenticated()

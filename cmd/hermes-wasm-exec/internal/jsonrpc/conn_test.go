@@ -2,10 +2,12 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"net"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -71,5 +73,35 @@ func TestServeOversizeLastLine(t *testing.T) {
 				require.Empty(t, out.String())
 			}
 		})
+	}
+}
+
+// TestUnauthenticatedClientThatNeverReads: a client that sends requests
+// before authenticate and never reads the answers is closed at the auth
+// deadline all the same. Before, the reply blocked the read loop (and with
+// it the read deadline) for good: enough such clients held every
+// unauthenticated slot of `serve --listen tcp` (red-team pass of issue 28).
+func TestUnauthenticatedClientThatNeverReads(t *testing.T) {
+	t.Parallel()
+	server, client := net.Pipe() // unbuffered: a write waits for a read
+	defer client.Close()
+	c := NewConn(server, server, server, Options{Token: "secret", AuthTimeout: 200 * time.Millisecond, MaxLine: 1 << 20})
+	done := make(chan struct{})
+	go func() {
+		c.Serve()
+		server.Close()
+		close(done)
+	}()
+	go func() {
+		for range 100 {
+			if _, err := client.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"execute","params":{}}` + "\n")); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a client that never reads kept the connection open past the auth deadline")
 	}
 }
