@@ -13,7 +13,8 @@ import (
 // untrusted returns why the file or directory at path may hold what
 // another user wrote, or "": it, or a directory above it, is owned by
 // neither this user nor root, or is writable by other users (by anyone,
-// or by a group that is not this user's own), except a sticky directory
+// or by a group that is not this user's own, or through an ACL naming
+// other users or groups), except a sticky directory
 // such as /tmp, where others cannot rename or remove what is ours. The
 // same user's processes can write it whatever this says: against them,
 // the protection is Landlock (internal/landlock, SECURITY.md).
@@ -39,6 +40,10 @@ func untrusted(path string) string {
 			return fmt.Sprintf("%s is writable by every user", p)
 		case st.Mode&0o020 != 0 && !sticky && st.Gid != gid:
 			return fmt.Sprintf("%s is writable by its group (gid %d)", p, st.Gid)
+		case st.Mode&0o020 != 0 && !sticky && extendedACL(p):
+			// With an ACL the group bits are its mask: named users or
+			// groups in it may write.
+			return fmt.Sprintf("%s has an ACL that may let other users write it (getfacl shows it)", p)
 		}
 		if filepath.Dir(p) == p {
 			return ""
