@@ -57,6 +57,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/textdist"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/trust"
 )
 
 // Mode values accepted for code_execution.mode.
@@ -816,6 +817,12 @@ func loadFile(path string) (*parser, error) {
 				filepath.Join(HermesHome(), FileName)
 		}
 		return nil, &Error{Path: path, Msg: msg, Err: err}
+	}
+	if why := trust.Untrusted(path); why != "" {
+		// It chooses the mode, the approvals and the tools: a file another user could write
+		// would let them run code as this one.
+		return nil, &Error{Path: path, Msg: "configuration file may hold what another user wrote (" + why +
+			"), so it is not used: make it, and the directories above it, writable only by you or root (chmod go-w, chown)"}
 	}
 	return parse(data, path)
 }

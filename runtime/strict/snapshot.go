@@ -23,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/trust"
 )
 
 // A snapshot is the interpreter's linear memory right after it has
@@ -348,7 +349,7 @@ func readSnapshotFile(path string) snapshotRead {
 	defer f.Close()
 	// Checked once open: the cache dir is not writable by others, so the
 	// file cannot be swapped for another since.
-	if why := untrusted(path); why != "" {
+	if why := trust.Untrusted(path); why != "" {
 		return snapshotRead{refused: why}
 	}
 	b, err := io.ReadAll(f)

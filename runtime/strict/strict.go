@@ -38,6 +38,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/trust"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
 
@@ -311,7 +312,7 @@ func (s *Engine) cacheDir() string {
 		if dir == "" {
 			return
 		}
-		if why := untrusted(dir); why != "" {
+		if why := trust.Untrusted(dir); why != "" {
 			fmt.Fprintf(s.opts.Progress, "hermes-wasm-exec: not using the cache dir %s: %s, so another user could plant code there; "+
 				"the interpreter is compiled and its snapshot made in memory by each process instead. "+
 				"Make the dir and those above it yours (or root's) and not writable by others (chmod go-w), or set %s to another dir\n",

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/trust"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the engine's goroutines.
@@ -91,35 +93,7 @@ func TestSnapshotAnotherUserCouldWriteIsRemade(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 			require.Equal(t, uint32(os.Geteuid()), fi.Sys().(*syscall.Stat_t).Uid)
-			require.Empty(t, untrusted(path))
+			require.Empty(t, trust.Untrusted(path))
 		})
 	}
-}
-
-// TestUntrusted: a path is trusted when it and every directory above it
-// belong to this user or root and no other user can write them; a sticky
-// directory (such as /tmp) may be writable by all.
-func TestUntrusted(t *testing.T) {
-	root := t.TempDir()
-	require.NoError(t, os.Chmod(root, 0o700))
-	ok := filepath.Join(root, "ok", "file")
-	require.NoError(t, os.MkdirAll(filepath.Dir(ok), 0o700))
-	require.NoError(t, os.WriteFile(ok, nil, 0o600))
-	require.Empty(t, untrusted(ok))
-	require.Empty(t, untrusted(os.TempDir()), "a sticky dir writable by all")
-
-	open := filepath.Join(root, "open")
-	require.NoError(t, os.MkdirAll(filepath.Join(open, "cache"), 0o700))
-	require.NoError(t, os.Chmod(open, 0o777))
-	require.Contains(t, untrusted(filepath.Join(open, "cache")), open+" is writable by every user")
-
-	group := filepath.Join(root, "group")
-	require.NoError(t, os.MkdirAll(group, 0o700))
-	require.NoError(t, os.Chmod(group, 0o770))
-	require.Empty(t, untrusted(group), "writable by this user's own group")
-
-	link := filepath.Join(root, "link")
-	require.NoError(t, os.Symlink(filepath.Join(open, "cache"), link))
-	require.Contains(t, untrusted(link), "writable by every user", "judged where it points")
-	require.Contains(t, untrusted(filepath.Join(root, "missing")), "cannot check")
 }

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package strict
+package trust
 
 // extendedACL reports false: only Linux's POSIX ACLs are read (elsewhere,
 // the mode bits are what is checked).

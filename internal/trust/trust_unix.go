@@ -1,6 +1,9 @@
 //go:build unix
 
-package strict
+// Package trust tells whether a file the executor reads back as its own
+// (the interpreter snapshot, the compilation cache, the configuration) may
+// hold what another user wrote.
+package trust
 
 import (
 	"fmt"
@@ -10,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// untrusted returns why the file or directory at path may hold what
+// Untrusted returns why the file or directory at path may hold what
 // another user wrote, or "": it, or a directory above it, is owned by
 // neither this user nor root, or is writable by other users (by anyone,
 // or by a group that is not this user's own, or through an ACL naming
@@ -18,7 +21,7 @@ import (
 // such as /tmp, where others cannot rename or remove what is ours. The
 // same user's processes can write it whatever this says: against them,
 // the protection is Landlock (internal/landlock, SECURITY.md).
-func untrusted(path string) string {
+func Untrusted(path string) string {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return fmt.Sprintf("cannot check %s: %v", path, err)

@@ -1,4 +1,4 @@
-package strict
+package trust
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package strict
+package trust
 
 import (
 	"encoding/binary"
@@ -49,13 +49,13 @@ func TestUntrustedACL(t *testing.T) {
 	require.NoError(t, os.Chmod(root, 0o700))
 	snap := filepath.Join(root, "snapshot.bin")
 	require.NoError(t, os.WriteFile(snap, nil, 0o600))
-	require.Empty(t, untrusted(snap))
+	require.Empty(t, Untrusted(snap))
 	setACL(t, snap, 4242)
 	var st unix.Stat_t
 	require.NoError(t, unix.Stat(snap, &st))
 	require.Equal(t, uint32(0o660), st.Mode&0o777, "the mask shows as the group bits")
-	require.Contains(t, untrusted(snap), snap+" has an ACL that may let other users write it")
+	require.Contains(t, Untrusted(snap), snap+" has an ACL that may let other users write it")
 
 	require.NoError(t, os.Chmod(snap, 0o640)) // the mask loses write
-	require.Empty(t, untrusted(snap))
+	require.Empty(t, Untrusted(snap))
 }
