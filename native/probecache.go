@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/trust"
 )
 
 // Probe answers are kept in memory for the life of the process (errors
@@ -68,8 +70,13 @@ func cachedProbe(ctx context.Context, key, cacheFile string, probe func() (pytho
 	return python, version, err
 }
 
+// readDisk returns file's entries; none when another user could have
+// written it (internal/trust): an entry names the interpreter to run.
 func readDisk(file string) map[string]diskEntry {
 	m := map[string]diskEntry{}
+	if _, err := os.Lstat(file); err != nil || trust.Untrusted(file) != "" {
+		return m
+	}
 	if data, err := os.ReadFile(file); err == nil {
 		json.Unmarshal(data, &m)
 	}
