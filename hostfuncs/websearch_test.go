@@ -413,11 +413,11 @@ func TestWebSearchSearXNGErrors(t *testing.T) {
 	})
 }
 
-// blockingHandler answers only once the client has gone (or after 5 s).
+// blockingHandler answers only once the client has gone (or after a minute).
 func blockingHandler(w http.ResponseWriter, r *http.Request, _ []byte) {
 	select {
 	case <-r.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		writeJSON(w, http.StatusOK, searxPage("q", nil))
 	}
 }
@@ -429,7 +429,8 @@ func TestWebSearchSlowProvider(t *testing.T) {
 			searchClient: &http.Client{Timeout: 100 * time.Millisecond}})
 		start := time.Now()
 		msg := searchError(t, callSearch(t, tl, map[string]any{"query": "q"}, ""))
-		assert.Less(t, time.Since(start), 2*time.Second)
+		// Not the server's minute (loose for a loaded machine).
+		assert.Less(t, time.Since(start), 30*time.Second)
 		assert.Contains(t, msg, "SearXNG at "+srv.URL+" did not answer within 100ms (timed out)")
 		assert.Contains(t, msg, "outgoing.request_timeout")
 	})
@@ -440,7 +441,8 @@ func TestWebSearchSlowProvider(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		res := tl.Call(ctx, "web_search", json.RawMessage(`{"query": "q"}`))
-		assert.Less(t, time.Since(start), 2*time.Second, "the default client's 20 s timeout must not be waited for")
+		// Below the default client's 20 s, with a margin for a loaded machine.
+		assert.Less(t, time.Since(start), 15*time.Second, "the default client's 20 s timeout must not be waited for")
 		assert.Equal(t, false, res["success"])
 		msg, _ := res["error"].(string)
 		assert.Contains(t, msg, "web_search was cancelled before Brave Search API at "+srv.URL+" answered (context deadline exceeded)")

@@ -44,7 +44,7 @@ func processGone(pid int) bool {
 
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !processGone(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d is still running", pid)
@@ -142,7 +142,7 @@ func TestEngineFakeDiesMidCall(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					toolCtxErr <- ctx.Err()
-				case <-time.After(10 * time.Second):
+				case <-time.After(2 * time.Minute):
 					toolCtxErr <- errors.New("the tool call was not cancelled")
 				}
 				return map[string]any{"output": "too late"}
@@ -152,7 +152,9 @@ func TestEngineFakeDiesMidCall(t *testing.T) {
 			r.run(t, context.Background())
 			require.NoError(t, r.err)
 			require.Equal(t, engine.Outcome{ExitCode: 3}, r.outcome, "stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
-			require.Less(t, r.elapsed, 5*time.Second, "Run returned promptly")
+			// Promptly: not after the tool call's 2 minutes (loose for a
+			// loaded machine; the check below is the real proof).
+			require.Less(t, r.elapsed, time.Minute, "Run returned promptly")
 			require.Contains(t, r.stdout.String(), "call arrived, dying")
 			// Run returned only after the server closed: the blocked call
 			// was cancelled and its answer went to a closed connection.
@@ -199,7 +201,9 @@ func TestEngineFakeNeverConnects(t *testing.T) {
 	defer cancel()
 	r.run(t, ctx)
 	require.NoError(t, r.err)
-	require.Less(t, r.elapsed, time.Second+r.engine.Grace+2*time.Second)
+	// Stopped at the context's end, not after the child's 60 s sleep
+	// (the upper bound is loose for a loaded machine).
+	require.Less(t, r.elapsed, 30*time.Second)
 	require.GreaterOrEqual(t, r.elapsed, time.Second)
 	require.Equal(t, -1, r.outcome.ExitCode)
 	require.Contains(t, r.outcome.Crash, "signal 15")
@@ -220,7 +224,7 @@ func TestEngineFakeIgnoresSIGTERM(t *testing.T) {
 	go func() {
 		select {
 		case <-r.stdout.matched:
-		case <-time.After(10 * time.Second):
+		case <-time.After(2 * time.Minute):
 		}
 		cancelled <- time.Now()
 		cancel()
@@ -230,7 +234,9 @@ func TestEngineFakeIgnoresSIGTERM(t *testing.T) {
 	require.NoError(t, r.err)
 	after := end.Sub(<-cancelled)
 	require.GreaterOrEqual(t, after, 900*time.Millisecond, "SIGKILL only after the grace period")
-	require.Less(t, after, r.engine.Grace+2*time.Second)
+	// SIGKILL after the grace, not the child's 60 s sleep waited out (loose
+	// for a loaded machine).
+	require.Less(t, after, 30*time.Second)
 	require.Equal(t, -1, r.outcome.ExitCode)
 	require.Contains(t, r.outcome.Crash, "signal 9")
 
@@ -279,7 +285,8 @@ func TestEngineFakeEscapedGrandchildDoesNotHang(t *testing.T) {
 		requireGone(t, grandchild)
 		require.NoError(t, r.err)
 		require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome)
-		require.Less(t, r.elapsed, drainTimeout+2*time.Second)
+		// Not the grandchild's 60 s sleep (loose for a loaded machine).
+		require.Less(t, r.elapsed, 30*time.Second)
 		return
 	}
 	// Without cgroups, a process that left the group is not the engine's
@@ -292,7 +299,8 @@ func TestEngineFakeEscapedGrandchildDoesNotHang(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, engine.Outcome{ExitCode: 0}, r.outcome)
 	require.GreaterOrEqual(t, r.elapsed, drainTimeout)
-	require.Less(t, r.elapsed, drainTimeout+2*time.Second)
+	// Not the grandchild's 60 s sleep (loose for a loaded machine).
+	require.Less(t, r.elapsed, 30*time.Second)
 }
 
 func TestEngineFakeFDLevelOutput(t *testing.T) {
@@ -322,7 +330,8 @@ func TestEngineContextAlreadyDone(t *testing.T) {
 	cancel()
 	r.run(t, ctx)
 	require.NoError(t, r.err)
-	require.Less(t, r.elapsed, r.engine.Grace+2*time.Second)
+	// Not the child's 60 s sleep (loose for a loaded machine).
+	require.Less(t, r.elapsed, 30*time.Second)
 	require.Equal(t, -1, r.outcome.ExitCode)
 	require.NotEmpty(t, r.outcome.Crash)
 }

@@ -93,7 +93,7 @@ func TestEngineFakeTimeoutKillsTreeWindows(t *testing.T) {
 	r := newFakeRun(t, "tree", nil)
 	r.stdout = newSyncBuffer(" ready\n")
 	r.job.Stdout = r.stdout
-	r.engine.Grace = 30 * time.Second // no grace on Windows: the job is terminated at once
+	r.engine.Grace = 2 * time.Minute // no grace on Windows: the job is terminated at once
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handles := make(chan []windows.Handle, 1)
@@ -133,7 +133,8 @@ func TestEngineFakeTimeoutKillsTreeWindows(t *testing.T) {
 	}()
 	require.Len(t, hs, 3, "the child and its two grandchildren reported; stdout: %s\nstderr: %s", r.stdout.String(), r.stderr.String())
 	require.NoError(t, r.err)
-	require.Less(t, end.Sub(<-cancelled), 10*time.Second, "Run returned at once, not after the grace")
+	// Far below the 2-minute grace, loose for a loaded machine under wine.
+	require.Less(t, end.Sub(<-cancelled), time.Minute, "Run returned at once, not after the grace")
 	require.Equal(t, engine.Outcome{ExitCode: 1}, r.outcome, "the job's termination code")
 	for i, h := range hs {
 		ev, err := windows.WaitForSingleObject(h, 0)

@@ -64,7 +64,7 @@ func fakePythonMain(behaviour string) int {
 			fmt.Fprintln(os.Stderr, "write:", err)
 			return 90
 		}
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if _, err := os.Stat(fakeMarker); err == nil {
 				fmt.Println("call arrived, dying")
 				return 3

@@ -235,12 +235,21 @@ def later():
         late["r"] = read_file("late.txt")
     except Exception as e:
         late["r"] = repr(e)
+    open("late-done", "w").close()
 threading.Thread(target=later, daemon=True).start()
 print("left a thread")
 `, 10)
 			requireSuccess(t, res)
 			require.Zero(t, res.ToolCallsMade)
-			time.Sleep(500 * time.Millisecond)
+			// The thread says (with a file) when its late call is done,
+			// between cells.
+			lateDone := filepath.Join(tk.workdir, "late-done")
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(lateDone); err == nil {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the thread's late call never ended")
+			}
 			res = next(context.Background(), "print(late['r'])\n", 10)
 			requireSuccess(t, res)
 			require.Contains(t, res.Output, "No call is running in this kernel")
@@ -293,7 +302,7 @@ func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
 			select {
 			case <-ctx.Done():
 				cancelled <- ctx.Err()
-			case <-time.After(10 * time.Second):
+			case <-time.After(2 * time.Minute):
 				cancelled <- errors.New("not cancelled")
 			}
 			return map[string]any{"output": "late"}
@@ -301,7 +310,9 @@ func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, engine.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
-	require.Less(t, time.Since(start), 3*time.Second)
+	// At once, not after the tool call's 2 minutes (loose for a loaded
+	// machine).
+	require.Less(t, time.Since(start), 30*time.Second)
 	require.ErrorIs(t, <-cancelled, context.Canceled)
 	require.False(t, tk.k.Alive())
 	requireEmptyDir(t, tk.engine.TempDir)
@@ -319,11 +330,14 @@ func TestKernelRealPythonRedirectedStdout(t *testing.T) {
 	require.Equal(t, engine.Outcome{}, r.outcome)
 	require.Equal(t, "before\n", r.stdout.String())
 	require.GreaterOrEqual(t, r.elapsed, markWait)
-	require.Less(t, r.elapsed, markWait+time.Second)
+	// Gave up after markWait rather than waiting for ever (loose for a
+	// loaded machine, which took 3.4 s).
+	require.Less(t, r.elapsed, markWait+30*time.Second)
 	r = tk.run(context.Background(), "os.dup2(saved, 1)\nprint('back')\n", nil)
 	require.NoError(t, r.err)
 	require.Equal(t, "back\n", r.stdout.String())
-	require.Less(t, r.elapsed, time.Second)
+	// The marks came through: Run did not wait markWait for them.
+	require.Less(t, r.elapsed, markWait)
 }
 
 func TestKernelRealPythonClose(t *testing.T) {
@@ -338,12 +352,14 @@ func TestKernelRealPythonClose(t *testing.T) {
 				}
 				t.Parallel()
 				tk := startRealKernel(t, py, tr)
-				requireSuccess(t, tk.exec(context.Background(), "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\nprint(1)\n", 0))
+				requireSuccess(t, tk.exec(context.Background(), "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\nprint(1)\n", 0))
 				start := time.Now()
 				require.NoError(t, tk.k.Close())
 				// A non-daemon thread keeps python from exiting: it is
-				// killed after closeWait.
-				require.Less(t, time.Since(start), closeWait+time.Second)
+				// killed after closeWait, not waited for (loose for a
+				// loaded machine).
+				require.Less(t, time.Since(start), closeWait+30*time.Second)
+				require.Contains(t, tk.k.(*kernel).child.result().Crash, "killed", "python was killed")
 				require.False(t, tk.k.Alive())
 				requireEmptyDir(t, tk.engine.TempDir)
 				require.NoError(t, tk.k.Close(), "Close is idempotent")
@@ -356,7 +372,11 @@ func TestKernelRealPythonClose(t *testing.T) {
 				requireSuccess(t, tk.exec(context.Background(), "print(1)\n", 0))
 				start := time.Now()
 				require.NoError(t, tk.k.Close())
-				require.Less(t, time.Since(start), closeWait/2, "the loop ends by itself")
+				// The loop ends by itself: python exits 0, not killed after
+				// closeWait (its outcome says so, whatever the time a loaded
+				// machine took).
+				require.Equal(t, engine.Outcome{}, tk.k.(*kernel).child.result(), "the loop ends by itself")
+				require.Less(t, time.Since(start), 30*time.Second)
 				requireEmptyDir(t, tk.engine.TempDir)
 			})
 			t.Run("during-cell", func(t *testing.T) {
@@ -365,11 +385,11 @@ func TestKernelRealPythonClose(t *testing.T) {
 				out := newSyncBuffer("sleeping\n")
 				ran := make(chan *cellRun, 1)
 				go func() {
-					ran <- tk.run(context.Background(), "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n", out)
+					ran <- tk.run(context.Background(), "import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n", out)
 				}()
 				select {
 				case <-out.matched:
-				case <-time.After(10 * time.Second):
+				case <-time.After(2 * time.Minute):
 					t.Fatal("the cell did not start")
 				}
 				start := time.Now()
@@ -379,7 +399,9 @@ func TestKernelRealPythonClose(t *testing.T) {
 					go func() { defer wg.Done(); require.NoError(t, tk.k.Close()) }()
 				}
 				wg.Wait()
-				require.Less(t, time.Since(start), time.Second)
+				// Not the cell's 600 s sleep (a second on a quiet machine;
+				// loose for a loaded one).
+				require.Less(t, time.Since(start), 10*time.Second)
 				r := <-ran
 				require.NoError(t, r.err)
 				require.Equal(t, -1, r.outcome.ExitCode)
@@ -409,7 +431,7 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 			go func() {
 				select {
 				case <-out.matched:
-				case <-time.After(10 * time.Second):
+				case <-time.After(2 * time.Minute):
 				}
 				cancelled <- time.Now()
 				cancel(&engine.InterruptError{Reason: "test"})
@@ -417,7 +439,9 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 			r := tk.run(ctx, "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n", out)
 			after := time.Since(<-cancelled)
 			require.NoError(t, r.err)
-			require.Less(t, after, time.Second, "Run returns within a second of the cancel")
+			// Within a second on a quiet machine; ten, far from the
+			// sleep's 60 s, allowed for a loaded one.
+			require.Less(t, after, 10*time.Second, "Run returns promptly after the cancel")
 			require.Equal(t, -1, r.outcome.ExitCode)
 			require.NotEmpty(t, r.outcome.Crash)
 			require.Equal(t, "sleeping\n", r.stdout.String())
@@ -472,8 +496,11 @@ func TestKernelRealPythonLatency(t *testing.T) {
 			slices.Sort(times)
 			pct := func(p float64) time.Duration { return times[int(p*float64(len(times)-1))] }
 			t.Logf("%s: print(1) per call over %d calls: p50 %v, p90 %v, p99 %v, max %v", tr, len(times), pct(.5), pct(.9), pct(.99), times[len(times)-1])
-			// Generous, so a loaded machine does not fail it: the goal is 1 ms.
-			require.Less(t, pct(.5), 20*time.Millisecond)
+			// The goal (1 ms) is BenchmarkProjectKernelCell's. This only
+			// catches a wait per cell (a poll, markWait's 2 s), with a
+			// margin for a loaded 2-core machine, where waking python and
+			// the executor costs tens of milliseconds a call.
+			require.Less(t, pct(.5), 250*time.Millisecond)
 		})
 	}
 }

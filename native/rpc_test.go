@@ -351,7 +351,7 @@ func TestServerBudgetAcrossConnections(t *testing.T) {
 				select {
 				case <-all:
 					return map[string]any{"ok": true}
-				case <-time.After(5 * time.Second):
+				case <-time.After(2 * time.Minute):
 					return map[string]any{"error": "calls were not served in parallel"}
 				}
 			}, max, nil)
@@ -426,7 +426,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					toolErr <- ctx.Err()
-				case <-time.After(10 * time.Second):
+				case <-time.After(2 * time.Minute):
 					toolErr <- errors.New("ctx was not cancelled")
 				}
 				return map[string]any{"late": true}
@@ -442,7 +442,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 			require.NoError(t, blocked.send([]byte(`{"token": "`+srv.Token()+`", "tool": "terminal", "args": {"command": "sleep 100"}}`+"\n")))
 			select {
 			case <-entered:
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute):
 				t.Fatal("the tool call did not start")
 			}
 
@@ -452,10 +452,12 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 			select {
 			case err := <-closed:
 				require.NoError(t, err)
-			case <-time.After(3 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Close did not return while a tool call was blocked")
 			}
-			require.Less(t, time.Since(start), 3*time.Second)
+			// Not after the blocked call's 2 minutes (loose for a loaded
+			// machine).
+			require.Less(t, time.Since(start), 30*time.Second)
 			require.ErrorIs(t, <-toolErr, context.Canceled)
 
 			// Both client connections were closed by the server: reads end
@@ -609,7 +611,7 @@ func TestServerNoGoroutineLeak(t *testing.T) {
 				c.Close()
 			}
 
-			deadline := time.Now().Add(time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}

@@ -588,10 +588,12 @@ func limits(t *testing.T, m runMode) {
 	})
 	t.Run("timeout during a tool call", func(t *testing.T) {
 		e := newEnvIn(t, m)
-		code, res, _ := e.run("from hermes_tools import terminal\nterminal('"+sleepCommand(30)+"')\n", "--timeout", "2")
+		code, res, _ := e.run("from hermes_tools import terminal\nterminal('"+sleepCommand(300)+"')\n", "--timeout", "2")
 		require.Equal(t, 1, code)
 		require.Equal(t, "timeout", res.Status)
-		require.Less(t, res.DurationSeconds, 15.0)
+		// Stopped at the timeout, not after the command's 300 s (loose for
+		// a loaded machine).
+		require.Less(t, res.DurationSeconds, 60.0)
 	})
 	t.Run("tool budget", func(t *testing.T) {
 		e := newEnvIn(t, m)

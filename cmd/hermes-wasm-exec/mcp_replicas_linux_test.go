@@ -23,7 +23,14 @@ import (
 // haproxyConfig is the session-affinity recipe of docs/service.md: round
 // robin for new sessions, then every request carrying an Mcp-Session-Id
 // goes to the replica whose response issued it; replicas whose /readyz
-// fails (starting, draining) get no new sessions.
+// fails (starting, draining) get no new sessions. The checks tolerate a
+// loaded machine: a replica slow to answer /readyz (up to 5 s) is not
+// marked down, nor one that misses one or two checks (fall 3); with
+// "inter 100ms fall 1" and no "timeout check" (the check then times out
+// after inter), a replica busy for 100 ms was marked down, and with every
+// replica down haproxy answered 503. A killed replica refuses connections
+// at once, so it is still down after three checks, within a second; until
+// then its requests are retried and redispatched (retries 2).
 func haproxyConfig(port int, replicas []*httpMCP) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `defaults
@@ -45,7 +52,8 @@ backend replicas
     stick store-response res.hdr(Mcp-Session-Id)
     option httpchk GET /readyz
     http-check expect status 200
-    default-server inter 100ms fall 1 rise 2
+    timeout check 5s
+    default-server inter 250ms fall 3 rise 2
 `, port)
 	for i, r := range replicas {
 		fmt.Fprintf(&b, "    server r%d %s check\n", i, strings.TrimPrefix(r.base, "http://"))

@@ -154,7 +154,9 @@ func TestApprovalNoAnswer(t *testing.T) {
 		a := New(config.ApprovalsAsk, 100*time.Millisecond)
 		start := time.Now()
 		msg := a.Script(ctx, never, "s", config.KindGateway, "print(1)")
-		require.Less(t, time.Since(start), 2*time.Second)
+		// Abandoned at the timeout, not waited for (loose for a loaded
+		// machine).
+		require.Less(t, time.Since(start), 30*time.Second)
 		require.Equal(t, "Script blocked: approval is required for gateway sessions and nobody answered within 0.1s, so the script did not run. Ask the user to approve it, then run it again.", msg)
 		msg = a.Command(ctx, never, "s", config.KindCLI, "git push --force", cmdcheck.Sh)
 		require.Contains(t, msg, "nobody answered within 0.1s")

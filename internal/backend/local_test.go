@@ -187,14 +187,15 @@ func TestLocalNilWritersDiscard(t *testing.T) {
 
 func TestLocalWaitAfterStopIsQuick(t *testing.T) {
 	var out syncBuffer
-	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: shell("echo started; sleep 30", `echo started& %SystemRoot%\System32\ping.exe -n 31 127.0.0.1 >nul`), Stdout: &out})
+	p, err := Local(t.TempDir()).Start(context.Background(), Command{Shell: shell("echo started; sleep 300", `echo started& %SystemRoot%\System32\ping.exe -n 301 127.0.0.1 >nul`), Stdout: &out})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return lines(out.String()) == "started\n" }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return lines(out.String()) == "started\n" }, time.Minute, 10*time.Millisecond)
 	start := time.Now()
 	p.Stop(time.Second)
 	code, err := p.Wait()
 	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	// Not the command's 300 s (loose for a loaded machine).
+	assert.Less(t, time.Since(start), time.Minute)
 	assert.NotEqual(t, 0, code)
 	p.Stop(0) // after the end: a no-op
 }

@@ -38,8 +38,10 @@ func TestTreeStopEndsWhatLeftTheTree(t *testing.T) {
 	require.NotEqual(t, tree.Pid(), p.ppid, "the daemon's parent must be gone")
 	leaf := cgroupDir(t, tree.Pid())
 	start := time.Now()
-	tree.Stop(5 * time.Second)
-	require.Less(t, time.Since(start), 4*time.Second, "the daemon took SIGTERM: no grace waited out")
+	// A grace far longer than the bound, so that a loaded machine's
+	// slowness cannot pass for a grace waited out.
+	tree.Stop(2 * time.Minute)
+	require.Less(t, time.Since(start), time.Minute, "the daemon took SIGTERM: no grace waited out")
 	wait()
 	requireGone(t, daemon)
 	require.NotEmpty(t, leaf, "the tree had no cgroup of its own")

@@ -96,7 +96,7 @@ func gone(pid int) bool {
 // requireGone waits (generous deadline) for every pid to be gone.
 func requireGone(t *testing.T, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range pids {
 		for !gone(pid) {
 			require.True(t, time.Now().Before(deadline), "process %d survived", pid)
@@ -130,7 +130,7 @@ func withMarker(marker string) []int {
 // process is a zombie.
 func requireNoZombies(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		procs, ok := snapshot()
 		require.True(t, ok)
@@ -175,9 +175,10 @@ func TestTreeStopKillsDetachedWithSubreaper(t *testing.T) {
 	start := time.Now()
 	tree.Stop(time.Second)
 	elapsed := time.Since(start)
-	// p3 ignores SIGTERM: the grace is waited out, then SIGKILL.
+	// p3 ignores SIGTERM: the grace is waited out, then SIGKILL (not its
+	// 300 s sleep: the upper bound is loose for a loaded machine).
 	require.GreaterOrEqual(t, elapsed, time.Second)
-	require.Less(t, elapsed, 8*time.Second)
+	require.Less(t, elapsed, time.Minute)
 	wait()
 	requireGone(t, pids...)
 	requireNoZombies(t)
@@ -206,8 +207,10 @@ wait
 `)
 	pids := []int{tree.Pid(), readPid(t, dir, "p2"), readPid(t, dir, "p2c"), readPid(t, dir, "p4")}
 	start := time.Now()
-	tree.Stop(5 * time.Second)
-	require.Less(t, time.Since(start), 4*time.Second, "every process took SIGTERM: no grace waited out")
+	// A grace far longer than the bound, so that a loaded machine's
+	// slowness cannot pass for a grace waited out.
+	tree.Stop(2 * time.Minute)
+	require.Less(t, time.Since(start), time.Minute, "every process took SIGTERM: no grace waited out")
 	wait()
 	requireGone(t, pids...)
 }
@@ -232,7 +235,7 @@ time.sleep(300)' `+marker+` &
 	p1 := readPid(t, dir, "p1")
 	require.NoError(t, wait())
 	requireGone(t, p1)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		left := withMarker(marker)
 		if len(left) == 0 {
@@ -307,7 +310,8 @@ func TestTreeKillCutsStopShort(t *testing.T) {
 	start := time.Now()
 	tree.Kill()
 	<-stopped
-	require.Less(t, time.Since(start), 10*time.Second)
+	// Not the Stop's minute of grace (loose for a loaded machine).
+	require.Less(t, time.Since(start), 30*time.Second)
 	wait()
 	requireGone(t, tree.Pid())
 }

@@ -189,7 +189,7 @@ func (w *treeWatch) requireEOF(t *testing.T) {
 			t.Errorf("unexpected output: %q", line)
 		case <-w.eof:
 			return
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("the tree's stdout pipe is still open")
 		}
 	}
@@ -240,7 +240,7 @@ func TestTreeStopTerminatesJob(t *testing.T) {
 		var ee *exec.ExitError
 		require.ErrorAs(t, *waitErr, &ee)
 		require.Equal(t, 1, ee.ExitCode())
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Wait did not return after Stop")
 	}
 	watch.requireEOF(t)

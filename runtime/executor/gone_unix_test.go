@@ -19,5 +19,5 @@ func requireGone(t *testing.T, pid string) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return errors.Is(syscall.Kill(n, 0), syscall.ESRCH)
-	}, 2*time.Second, 20*time.Millisecond, "process %d is still alive", n)
+	}, 30*time.Second, 20*time.Millisecond, "process %d is still alive", n)
 }

@@ -209,7 +209,7 @@ from hermes_tools import web_search
 if os.path.isdir(%q):
     open(%q, 'w').write(str(os.getpid()))
 web_search("running")
-time.sleep(60)`, wd, filepath.Join(wd, strings.ReplaceAll(name, " ", "-")+".pid"))
+time.sleep(600)`, wd, filepath.Join(wd, strings.ReplaceAll(name, " ", "-")+".pid"))
 		go func() {
 			res, _ := ex.Execute(context.Background(), req)
 			results <- outcome{name, res}
@@ -219,7 +219,9 @@ time.sleep(60)`, wd, filepath.Join(wd, strings.ReplaceAll(name, " ", "-")+".pid"
 
 	start := time.Now()
 	require.NoError(t, ex.Close(context.Background()))
-	require.Less(t, time.Since(start), 10*time.Second)
+	// The runs are stopped, not waited for (they sleep 600 s; the bound is
+	// loose for a loaded machine).
+	require.Less(t, time.Since(start), time.Minute)
 	// A call logs "execute done" before it counts as ended; its caller
 	// gets the result only after that, so the results channel could still
 	// be short here.

@@ -133,15 +133,32 @@ func TestStrictTimeout(t *testing.T) {
 // other goroutines keep running, and the timeout stops both loops.
 func TestStrictLoopsYieldToGo(t *testing.T) {
 	for _, code := range []string{"while True:\n    pass\n", "import itertools\nsum(itertools.repeat(1))\n"} {
+		// The guest makes a tool call just before it spins: the collections
+		// start once it has (not after a sleep a loaded machine may outrun).
+		spinning := make(chan struct{})
+		var once sync.Once
+		tools := func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+			once.Do(func() { close(spinning) })
+			return echoTools(ctx, tool, args)
+		}
 		done := make(chan engine.Result, 1)
-		go func() { done <- run(t, code, func(r *engine.Request) { r.Timeout = 2 * time.Second }) }()
-		time.Sleep(300 * time.Millisecond) // the guest is spinning by now
+		go func() {
+			done <- run(t, "from hermes_tools import read_file\nread_file('x')\n"+code, func(r *engine.Request) {
+				r.Timeout = 5 * time.Second
+				r.Tools = tools
+			})
+		}()
+		select {
+		case <-spinning:
+		case res := <-done:
+			t.Fatalf("%q: the run ended before its loop started: %s %s", code, res.Status, res.Output)
+		}
 		for i := 0; i < 5; i++ {
 			gc := make(chan struct{})
 			go func() { goruntime.GC(); close(gc) }()
 			select {
 			case <-gc:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatalf("%q: a garbage collection did not finish while the guest spun", code)
 			}
 		}
@@ -229,10 +246,16 @@ print(time.monotonic() - t0 >= 0.2, time.time() - w0 >= 0.19)
 
 func TestStrictInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(1500*time.Millisecond, func() { cancel(&engine.InterruptError{}) })
+	// The interrupt comes 300 ms after the script's tool call, just before
+	// its loop: not at a fixed time from the start, which a loaded machine
+	// may not have reached.
+	tools := func(ctx context.Context, tool string, args json.RawMessage) map[string]any {
+		time.AfterFunc(300*time.Millisecond, func() { cancel(&engine.InterruptError{}) })
+		return echoTools(ctx, tool, args)
+	}
 	res, err := engine.Execute(ctx, testEngine(t), engine.Request{
-		Code: "print('partial', flush=True)\nwhile True:\n    pass\n", Mode: config.ModeStrict,
-		Workdir: t.TempDir(), Timeout: time.Minute, Tools: echoTools,
+		Code: "from hermes_tools import read_file\nprint('partial', flush=True)\nread_file('x')\nwhile True:\n    pass\n", Mode: config.ModeStrict,
+		Workdir: t.TempDir(), Timeout: 2 * time.Minute, MaxToolCalls: 5, Tools: tools,
 	})
 	require.NoError(t, err)
 	require.Equal(t, config.StatusInterrupted, res.Status)
