@@ -803,7 +803,7 @@ func (ks *kernels) take(match func(*kernelEntry) bool, note string) []*kernelEnt
 // or is closed. The wait ends with ctx (its error), closeAll (ErrClosed)
 // or after limit (errNoSlot); waited is its length. The caller gives the
 // slot to add, or back with releaseSlot; it closes victim whatever the
-// error.
+// error (with an error it is nil unless the set was closed).
 func (ks *kernels) reserveSlot(ctx context.Context, limit time.Duration) (victim *kernelEntry, waited time.Duration, err error) {
 	ks.mu.Lock()
 	if ks.closed {
@@ -826,37 +826,51 @@ func (ks *kernels) reserveSlot(ctx context.Context, limit time.Duration) (victim
 	defer timer.Stop()
 	select {
 	case <-w.granted:
-		return w.victim, time.Since(start), nil
 	case <-ctx.Done():
-		err = ctx.Err()
 	case <-ks.stopReap:
-		err = ErrClosed
 	case <-timer.C:
-		err = errNoSlot
-	}
-	if ctx.Err() != nil {
-		// An interrupt says why (Close interrupts the calls before it
-		// closes the set).
-		err = ctx.Err()
 	}
 	waited = time.Since(start)
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	granted := false
 	select {
 	case <-w.granted:
-		if err == errNoSlot && !ks.closed {
-			return w.victim, waited, nil // granted as time ran out: take it
-		}
-		ks.starting--
-		ks.grantLocked()
-		return w.victim, waited, err
+		granted = true
 	default:
+	}
+	switch {
+	case ctx.Err() != nil:
+		// An interrupt says why (Close interrupts the calls before it
+		// closes the set), even when a slot came at the same moment.
+		err = ctx.Err()
+	case ks.closed:
+		err = ErrClosed
+	case granted:
+		return w.victim, waited, nil // granted, perhaps as time ran out: take it
+	default:
+		err = errNoSlot
+	}
+	if !granted {
 		ks.slotWait = slices.DeleteFunc(ks.slotWait, func(x *slotWaiter) bool { return x == w })
 		return nil, waited, err
 	}
+	ks.starting--
+	if ks.closed {
+		return w.victim, waited, err // closeAll no longer sees it: the caller closes it
+	}
+	// Given back: the idle kernel evicted for it is not closed, so it
+	// stays (its session keeps its state), and the slot goes to the next
+	// waiter, which may evict it after all.
+	if v := w.victim; v != nil && ks.entries[v.key] == nil {
+		ks.entries[v.key] = v
+		ks.evictions.Add(^uint64(0))
+		delete(ks.gone, v.key)
+	}
+	ks.grantLocked()
+	return nil, waited, err
 }
 
-// releaseSlot gives back a slot whose kernel did not start.
 func (ks *kernels) releaseSlot() {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()

@@ -176,3 +176,58 @@ func TestKernelSlotWaitEnds(t *testing.T) {
 	require.ErrorIs(t, (<-w).err, ErrClosed)
 	require.True(t, closed(a), "closeAll closes running kernels too (their calls are interrupted)")
 }
+
+// TestSlotGivenBackKeepsTheVictim: a call granted a slot at the moment
+// its wait is interrupted does not take the slot, and the idle kernel
+// evicted for it is not closed: its session keeps its state (before, the
+// interrupted call closed it all the same). The slot goes on to the next
+// waiter.
+func TestSlotGivenBackKeepsTheVictim(t *testing.T) {
+	ks := newKernels(1)
+	a, _ := started(t, ks, "a", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	b := reserveAsync(ctx, ks, time.Minute)
+	waiting(t, ks, 1)
+	c := reserveAsync(context.Background(), ks, time.Minute)
+	waiting(t, ks, 2)
+
+	// Under the lock, so that b sees both at once: a goes idle (b is
+	// granted its slot, evicting a) and b's call is interrupted.
+	ks.mu.Lock()
+	a.running = false
+	ks.grantLocked()
+	cancel()
+	ks.mu.Unlock()
+
+	rb := <-b
+	require.ErrorIs(t, rb.err, context.Canceled)
+	require.Nil(t, rb.victim, "nothing for the interrupted call to close")
+	rc := <-c
+	require.NoError(t, rc.err)
+	require.Same(t, a, rc.victim, "the next waiter got the slot, evicting a")
+	require.Equal(t, uint64(1), ks.evictions.Load(), "one eviction, not two")
+}
+
+// TestSlotGivenBackWithoutWaiterKeepsTheKernel: with no one else waiting,
+// the kernel evicted for an interrupted call stays in the set.
+func TestSlotGivenBackWithoutWaiterKeepsTheKernel(t *testing.T) {
+	ks := newKernels(1)
+	a, _ := started(t, ks, "a", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	b := reserveAsync(ctx, ks, time.Minute)
+	waiting(t, ks, 1)
+	ks.mu.Lock()
+	a.running = false
+	ks.grantLocked()
+	cancel()
+	ks.mu.Unlock()
+	rb := <-b
+	require.ErrorIs(t, rb.err, context.Canceled)
+	require.Nil(t, rb.victim)
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	require.Same(t, a, ks.entries[a.key], "a's kernel is still there")
+	require.Zero(t, ks.evictions.Load())
+	require.NotContains(t, ks.gone, a.key)
+	require.Zero(t, ks.starting)
+}
