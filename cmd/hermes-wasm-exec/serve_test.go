@@ -26,6 +26,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
@@ -860,6 +861,16 @@ func TestServeTCP(t *testing.T) {
 		c, _ := dialClient(t, "tcp", addr)
 		require.Equal(t, -32001, c.call(t, "execute", map[string]any{"code": "print(1)"}).Error.Code)
 		require.Nil(t, c.call(t, "authenticate", map[string]any{"token": token}).Error)
+		if landlock.Probe().Enforced && goruntime.GOOS == "linux" {
+			// The generated file is the executor's state too: a run may
+			// not rewrite it (before, only a --token-file was protected).
+			r := c.call(t, "execute", map[string]any{"mode": "project", "code": fmt.Sprintf("open(%q, 'w').write('x')", m[1])})
+			require.Nil(t, r.Error)
+			require.Contains(t, string(r.Result), "PermissionError")
+			tok2, err := os.ReadFile(m[1])
+			require.NoError(t, err)
+			require.Equal(t, string(tok), string(tok2))
+		}
 		require.Nil(t, c.call(t, "shutdown", nil).Error)
 		require.Equal(t, 0, l.exitCode(t), l.stderr.String())
 		left, _ := os.ReadDir(e.tmp)

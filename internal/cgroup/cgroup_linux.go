@@ -275,6 +275,9 @@ func (m *manager) enableV1(mounts []mount, own membership, c string) Enforcement
 	}
 	file := map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.max"}[c]
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		last := len(m.locks) - 1 // the lock just taken on dir
+		m.locks[last].Close()
+		m.locks = m.locks[:last]
 		os.Remove(dir)
 		return Enforcement{Reason: fmt.Sprintf("%s has no %s", home, file)}
 	}
@@ -593,6 +596,16 @@ func (g *Group) Join() {
 	if g != nil {
 		g.join()
 	}
+}
+
+// Joiner returns Join when the group has cgroup v1 leaves to join, else
+// nil: nothing need run on the forking thread then, so no thread need be
+// locked and parked for it.
+func (g *Group) Joiner() func() {
+	if g == nil || len(g.v1) == 0 {
+		return nil
+	}
+	return g.Join
 }
 
 // join moves the calling thread into the v1 leaves it can and returns those.

@@ -32,6 +32,9 @@ func (*Group) Prepare(*exec.Cmd) {}
 // Join does nothing where there are no cgroups.
 func (*Group) Join() {}
 
+// Joiner returns nil: there is nothing to join here.
+func (*Group) Joiner() func() { return nil }
+
 // Pids returns nil.
 func (*Group) Pids() []int { return nil }
 

@@ -148,7 +148,7 @@ func StartWith(cmd *exec.Cmd, opts Options) (*Tree, error) {
 	var err error
 	if opts.Launch != nil {
 		cg.Prepare(cmd)
-		launched, err = opts.Launch(cg.Join, cmd.Start)
+		launched, err = opts.Launch(cg.Joiner(), cmd.Start)
 	} else {
 		err = cg.Start(cmd)
 	}

@@ -130,7 +130,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	}
 	// Its one mode is the executor's too (which warm pool to keep).
 	cfg.CodeExecution.Mode = effective
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, StatePaths: []string{*tokenFile}})
+	// The token file, given or generated, is the executor's state: no run
+	// may rewrite it.
+	var statePaths []string
+	if hl != nil && hl.token != nil && hl.token.File != "" {
+		statePaths = append(statePaths, hl.token.File)
+	}
+	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, StatePaths: statePaths})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}

@@ -116,8 +116,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// The token file, given or generated, is the executor's state: no run
+	// may rewrite it.
+	var statePaths []string
+	if token != nil && token.File != "" {
+		statePaths = append(statePaths, token.File)
+	}
 	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport,
-		StatePaths: []string{*tokenFile}})
+		StatePaths: statePaths})
 	s := newServer(executorBackend{ex}, logf, infof)
 	if token != nil {
 		s.token = token.Value
