@@ -419,6 +419,11 @@ func (c *Cache) Put(ctx context.Context, name string, data []byte) (string, erro
 		if e.rec.SHA256 == rec.SHA256 && sameContent(path, data) {
 			if err := os.Chtimes(path, now, now); err == nil {
 				s.entries[name] = live{name: name, rec: rec, access: now}
+				// A cap lowered since the others were stored holds here too.
+				_ = c.makeRoom(s, 0)
+				if _, ok := s.entries[name]; !ok {
+					return "", errors.Join(ErrNoRoom, c.saveIndex(s.index()))
+				}
 				return path, c.saveIndex(s.index())
 			}
 		}

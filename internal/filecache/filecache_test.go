@@ -143,6 +143,28 @@ func TestPutEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.FileExists(t, filepath.Join(c.dir, name(4)))
 }
 
+// TestPutSameBytesHonoursALoweredCap: storing an entry again with the
+// same bytes trims a cache left over a cap lowered since (a new process
+// with a smaller cache_max_mb), as storing new bytes does.
+func TestPutSameBytesHonoursALoweredCap(t *testing.T) {
+	c, clk := newCache(t, Limits{MaxBytes: 3 * Cost(5000)})
+	ctx := context.Background()
+	for i := range 3 {
+		clk.Advance(time.Minute)
+		_, err := c.Put(ctx, name(i), page(i, 5000))
+		require.NoError(t, err)
+	}
+	small, err := New(c.dir, "web-", ".md", Limits{MaxBytes: Cost(5000), Now: clk.Now})
+	require.NoError(t, err)
+	clk.Advance(time.Minute)
+	_, err = small.Put(ctx, name(1), page(1, 5000))
+	require.NoError(t, err)
+	total, n := usage(t, small)
+	require.Equal(t, 1, n)
+	require.LessOrEqual(t, total, Cost(5000))
+	assert.FileExists(t, filepath.Join(c.dir, name(1)), "the entry stored again is the one kept")
+}
+
 func TestExpiry(t *testing.T) {
 	c, clk := newCache(t, Limits{MaxBytes: 1 << 20, TTL: time.Hour})
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +132,51 @@ func TestServeUnauthenticatedCap(t *testing.T) {
 	require.Equal(t, -32001, rpc(t, sixth, bufio.NewReader(sixth), 1, "close_session", `{"session":"s"}`).Error.Code)
 	// The authenticated one is not counted and still serves.
 	require.Nil(t, rpc(t, waiting[0], r0, 2, "close_session", `{"session":"s"}`).Error)
+}
+
+// flakyListener fails its first Accept (as one out of file descriptors
+// does), then hands out the real listener's connections.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, fmt.Errorf("accept tcp: %w", syscall.EMFILE)
+	}
+	return l.Listener.Accept()
+}
+
+// TestServeAcceptErrorIsNotTheEnd: an Accept error other than a closed
+// listener (EMFILE in a flood) is logged and accepting goes on; before,
+// the server stopped accepting for good and kept running.
+func TestServeAcceptErrorIsNotTheEnd(t *testing.T) {
+	t.Parallel()
+	nop := func(string, ...any) {}
+	var mu sync.Mutex
+	var logged []string
+	s := newServer(fakeBackend{}, nop, func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, a...))
+	})
+	s.token = "tok"
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	accepting := make(chan struct{})
+	go func() {
+		s.accept(&flakyListener{Listener: raw}, true)
+		close(accepting)
+	}()
+	nc := dialTCP(t, raw.Addr().String())
+	require.Nil(t, rpc(t, nc, bufio.NewReader(nc), 1, "authenticate", `{"token":"tok"}`).Error)
+	raw.Close()
+	<-accepting
+	s.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, logged)
+	require.Contains(t, logged[0], "too many open files; retrying in 5ms")
 }

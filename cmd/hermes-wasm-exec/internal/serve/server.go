@@ -119,14 +119,21 @@ func (s *server) stop() {
 
 // accept serves the connections of a listener until it is closed.
 func (s *server) accept(ln net.Listener, needAuth bool) {
+	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				s.infof("accept: %v", err)
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of file descriptors in a flood, say: wait and go on, as
+			// net/http does, rather than stop accepting for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.infof("accept: %v; retrying in %v", err, backoff)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		s.mu.Lock()
 		closing := s.closing
 		s.mu.Unlock()
