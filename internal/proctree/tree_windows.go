@@ -11,26 +11,57 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// sysTree is a job object the command is assigned to right after it
-// starts; its children inherit the job, and closing the job's last handle
-// kills every process in it (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE), so they
-// die with the host too.
-//
-// There is a short window between the start and the assignment in which
-// a process the command starts is not in the job; the command is only
-// just starting then (the Go runtime gives no way to start it suspended).
-// A command that has already exited by then gets no job.
+// sysTree is a job object the command is assigned to as it starts; its
+// children inherit the job, and closing the job's last handle kills every
+// process in it (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE), so they die with the
+// host too. The command is created suspended (CREATE_SUSPENDED) and its
+// thread resumed only once it is in the job, so nothing it runs, and no
+// process it starts, is ever outside the job. (Before, it ran from the
+// start: a process it started at once could escape the job, and a check
+// of its own job could find none.)
 type sysTree struct {
 	job windows.Handle
 }
 
 // prepare starts cmd in a new process group (no console Ctrl-C from ours),
-// keeping the creation flags and command line already set.
+// suspended until attach has put it in its job, keeping the creation flags
+// and command line already set.
 func prepare(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.CreationFlags |= windows.CREATE_NEW_PROCESS_GROUP
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED
+}
+
+// resume resumes the threads of process pid (one, for a process created
+// suspended).
+func resume(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return fmt.Errorf("listing the child's threads: %w", err)
+	}
+	defer windows.CloseHandle(snap)
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := 0
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if te.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, te.ThreadID)
+		if err != nil {
+			return fmt.Errorf("opening the child's thread: %w", err)
+		}
+		_, err = windows.ResumeThread(th)
+		windows.CloseHandle(th)
+		if err != nil {
+			return fmt.Errorf("resuming the child: %w", err)
+		}
+		resumed++
+	}
+	if resumed == 0 {
+		return fmt.Errorf("resuming the child: no thread of process %d found", pid)
+	}
+	return nil
 }
 
 // attach puts the started command in a new job object that kills every
@@ -59,12 +90,17 @@ func attach(cmd *exec.Cmd) (sysTree, error) {
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
 		windows.CloseHandle(job)
 		if ev, werr := windows.WaitForSingleObject(h, 0); werr == nil && ev == windows.WAIT_OBJECT_0 {
-			// It has already exited (a short command can end before it
-			// is put in its job; a terminated process cannot be
-			// assigned): there is no job, and Wait reports how it ended.
+			// It has already exited (a command started without prepare,
+			// which runs at once, can end before it is put in its job; a
+			// terminated process cannot be assigned): there is no job,
+			// and Wait reports how it ended.
 			return sysTree{}, nil
 		}
 		return sysTree{}, fmt.Errorf("assigning the child to its job object: %w", err)
+	}
+	if err := resume(uint32(cmd.Process.Pid)); err != nil {
+		windows.CloseHandle(job) // kills it (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE)
+		return sysTree{}, err
 	}
 	return sysTree{job: job}, nil
 }

@@ -292,6 +292,8 @@ func TestTreeDiesWithHost(t *testing.T) {
 func TestAttachAfterExit(t *testing.T) {
 	cmd := exec.Command(os.Getenv("COMSPEC"), "/d", "/c", "exit 3")
 	prepare(cmd)
+	// Not suspended, as prepare starts it: it runs, and ends, at once.
+	cmd.SysProcAttr.CreationFlags &^= windows.CREATE_SUSPENDED
 	require.NoError(t, cmd.Start())
 	h, err := windows.OpenProcess(windows.SYNCHRONIZE, false, uint32(cmd.Process.Pid))
 	require.NoError(t, err)
