@@ -7,6 +7,9 @@ TEST_CACHE := $(CURDIR)/.cache/wasm
 # go test's default of 10 minutes a package is too short on a loaded 2-core
 # machine (docs/testing.md, Tests under load); a hung test still ends.
 TEST_TIMEOUT ?= 60m
+# The session-kernel tests the race detector runs in runtime/executor: many
+# sessions on few kernels (the whole package under -race would take long).
+RACE_EXECUTOR := TestSessionKernelContention|TestSessionKernelWait|TestSlot|TestKernelPin
 
 .PHONY: all assets assets-rebuild build release image test test-windows demo bench vet fuzz clean
 
@@ -52,6 +55,7 @@ test: assets vet
 	$(GO) run ./internal/backend/backendtest/prepare
 	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) ./config/ ./hostfuncs/ ./native/ ./internal/...
+	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) -run '$(RACE_EXECUTOR)' ./runtime/executor/
 	GO=$(GO) bash .ci/windows
 
 # The Windows stage of `make test` alone: every package's tests as Windows
