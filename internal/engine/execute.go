@@ -223,6 +223,14 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if (res.Status == config.StatusError || res.Status == config.StatusTimeout) && res.Hint == "" {
 		res.Hint = limitHint(outcome, req.ProcessLimits)
 	}
+	if res.Status == config.StatusError && res.Hint == "" && report != nil && report.Kind == "exception" {
+		res.Hint = strictHint(req, report)
+	}
+	if l := outcome.Left; l != nil && len(l.Files) > 0 {
+		res.DiscardedFiles = l.Files
+		res.DiscardedFilesOmitted = l.More
+		res.Warning = strings.TrimSpace(res.Warning + " " + leftWarning(l))
+	}
 
 	output := out.Output
 	if res.Status != config.StatusSuccess && errOut.Total > 0 {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -98,4 +100,148 @@ func limitHint(o Outcome, l ProcessLimits) string {
 		return fmt.Sprintf("The script hit its process limit: project mode caps how many processes and threads a run may have at once at code_execution.process_limit (%d here); past it, starting another fails with \"Resource temporarily unavailable\" (BlockingIOError, EAGAIN). Wait for processes to end before starting more, use a pool of fixed size, or raise the limit.", l.Processes)
 	}
 	return ""
+}
+
+// reNotFound matches the file name of an OSError's message for a missing
+// file, "[Errno N] No such file or directory: 'name'" (the first name of
+// two, for rename and link), as repr() writes it.
+var reNotFound = regexp.MustCompile(`No such file or directory: ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")`)
+
+// strictHint returns a hint for an uncaught exception that comes from what
+// strict mode's sandbox lacks, or "": a FileNotFoundError on a path that
+// exists in the working dir (the script sees only its private dir), or a
+// MemoryError (the memory cap).
+func strictHint(req Request, rep *ExitReport) string {
+	embedded := req.Embedded && req.Mode == config.ModeProject
+	if req.Mode != config.ModeStrict && !embedded {
+		return ""
+	}
+	switch rep.Type {
+	case "MemoryError":
+		limit := req.MemoryLimitMB
+		if limit <= 0 {
+			limit = config.DefaultMemoryLimitMB
+		}
+		where := "strict mode caps the interpreter's memory"
+		if embedded {
+			where = "the embedded interpreter (this project-mode run's, with no python on this host) has its memory capped"
+		}
+		return fmt.Sprintf("The script ran out of memory: %s at code_execution.memory_limit_mb (%d MiB here). Use less memory (process the data in chunks, drop what is no longer needed) or raise the limit.", where, limit)
+	case "FileNotFoundError":
+		if embedded {
+			return "" // its cwd is the working dir: the file is missing there too
+		}
+		m := reNotFound.FindStringSubmatch(rep.Message)
+		if m == nil {
+			return ""
+		}
+		name, ok := pyStringLiteral(m[1])
+		if !ok {
+			return ""
+		}
+		kind := inWorkdir(req.Workdir, name)
+		if kind == "" {
+			return ""
+		}
+		how := "read it with read_file()"
+		if kind == "directory" {
+			how = "list or search it with search_files()"
+		}
+		return "The " + kind + " " + m[1] + " is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: " + how + " from hermes_tools, or use project mode."
+	}
+	return ""
+}
+
+// inWorkdir reports what the guest path name (relative to the script's
+// cwd, or absolute) is in the working dir on the host: "file",
+// "directory", or "" when it is not there (or names a path outside it).
+func inWorkdir(workdir, name string) string {
+	if workdir == "" || name == "" {
+		return ""
+	}
+	var path string
+	switch {
+	case strings.HasPrefix(name, "/") || filepath.IsAbs(name):
+		// An absolute path the script learnt on the host (terminal("pwd")).
+		p := filepath.Clean(filepath.FromSlash(name))
+		rel, err := filepath.Rel(workdir, p)
+		if !filepath.IsAbs(p) || err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return ""
+		}
+		path = p
+	default:
+		rel := filepath.FromSlash(name)
+		if !filepath.IsLocal(rel) {
+			return ""
+		}
+		path = filepath.Join(workdir, rel)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return ""
+	case fi.IsDir():
+		return "directory"
+	default:
+		return "file"
+	}
+}
+
+// pyStringLiteral decodes lit, a str's repr() in single or double quotes,
+// when its only escapes are of a backslash or a quote (and \t, \n, \r);
+// ok is false otherwise.
+func pyStringLiteral(lit string) (string, bool) {
+	if len(lit) < 2 {
+		return "", false
+	}
+	var b strings.Builder
+	body := lit[1 : len(lit)-1]
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i == len(body) {
+			return "", false
+		}
+		switch body[i] {
+		case '\\', '\'', '"':
+			b.WriteByte(body[i])
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// leftWarning is the warning of a strict-mode result that lists the files
+// the script left in its private dir (see LeftFiles): how many, the first
+// few names, and how to keep them.
+func leftWarning(l *LeftFiles) string {
+	n := len(l.Files) + l.More
+	names := make([]string, 0, 3)
+	for _, f := range l.Files[:min(3, len(l.Files))] {
+		names = append(names, f.Path)
+	}
+	list := strings.Join(names, ", ")
+	if rest := n - len(names); rest > 0 {
+		list += fmt.Sprintf(" and %d more", rest)
+	}
+	files := "files"
+	if n == 1 {
+		files = "file"
+	}
+	what := fmt.Sprintf("The script left %d %s in strict mode's private dir, which is discarded after the run (see discarded_files): %s.", n, files, list)
+	if l.Kernel {
+		what = fmt.Sprintf("This call wrote %d %s in the session kernel's private dir, which later calls of this kernel see but which is discarded when the kernel ends (see discarded_files): %s.", n, files, list)
+	}
+	return what + " To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode."
 }

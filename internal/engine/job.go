@@ -112,6 +112,37 @@ type Outcome struct {
 	// ProcessLimitHit is set when a process of the run could not start
 	// because the run was at ProcessLimits.Processes.
 	ProcessLimitHit bool
+	// Left, when not nil, lists the files the script left in a private dir
+	// that the engine discards (strict mode): after a one-shot run, or, in a
+	// kernel, those the call created or changed, which go when the kernel
+	// ends.
+	Left *LeftFiles
+}
+
+// LeftFiles are the files a strict-mode script created or changed in its
+// private dir, which is discarded (the engine's own staged files are not
+// among them).
+type LeftFiles struct {
+	// Files are the first MaxLeftFiles of them (in lexical order of their
+	// paths, a directory's files after its name), each relative to the dir.
+	Files []DiscardedFile
+	// More is how many more there are.
+	More int
+	// Kernel: the dir is a session kernel's, discarded when the kernel
+	// ends (not after this call).
+	Kernel bool
+}
+
+// MaxLeftFiles is how many discarded files a result lists at most.
+const MaxLeftFiles = 20
+
+// DiscardedFile is one entry of a result's discarded_files.
+type DiscardedFile struct {
+	// Path is the file's path relative to the script's dir (its cwd),
+	// with forward slashes.
+	Path string `json:"path"`
+	// Size is its size in bytes.
+	Size int64 `json:"size"`
 }
 
 // Engine runs jobs in one mode. Run blocks until the interpreter has ended
@@ -146,6 +177,11 @@ type Result struct {
 	Warning             string     `json:"warning,omitempty"`
 	StdoutSpillPath     string     `json:"stdout_spill_path,omitempty"`
 	ToolCalls           []ToolCall `json:"tool_calls"`
+	// DiscardedFiles are files a strict-mode script left in its private
+	// dir, which is discarded (up to MaxLeftFiles of them; see LeftFiles),
+	// and DiscardedFilesOmitted how many more there are.
+	DiscardedFiles        []DiscardedFile `json:"discarded_files,omitempty"`
+	DiscardedFilesOmitted int             `json:"discarded_files_omitted,omitempty"`
 	// Blocked is true when the script was not approved and never ran.
 	Blocked bool `json:"blocked,omitempty"`
 	// Kernel describes the session kernel the call ran in; nil for a
