@@ -62,6 +62,7 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWo
 		d:       d,
 		cancel:  cancel,
 		staging: box.staging,
+		left:    box.left,
 		mem:     newInstanceMemory(c.limit),
 		turn:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
@@ -79,6 +80,11 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWo
 		k.end = outcome(err)
 		if errors.Is(err, errStopped) && s.isClosed() {
 			k.end = engine.Outcome{ExitCode: -1, Crash: "the interpreter was stopped: the strict engine was closed"}
+		}
+		if k.left != nil {
+			// What the last call left (earlier ones reported theirs) goes
+			// with the staging dir now.
+			k.endLeft = k.left.scan(true)
 		}
 		d.Close()
 		box.close()
@@ -122,6 +128,11 @@ type strictKernel struct {
 	d       *engine.Dispatcher
 	cancel  context.CancelFunc
 	staging string // removed once the instance is gone
+	// left finds the files calls leave in the staging dir (nil over a
+	// working dir); endLeft are those found when the instance ended, read
+	// after exited.
+	left    *leftScan
+	endLeft *engine.LeftFiles
 	// mem is the instance's memory: its grace zone is armed again before
 	// each cell (see memory.go).
 	mem *instanceMemory
@@ -223,36 +234,48 @@ func (k *strictKernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome
 	}
 	select {
 	case <-done:
-		return cellOutcome(job), nil
+		return k.cellOutcome(job), nil
 	case <-k.exited:
 		return k.exitOutcome(), nil
 	case <-ctx.Done():
 		select {
 		case <-done:
-			return cellOutcome(job), nil
+			return k.cellOutcome(job), nil
 		case <-k.exited:
 			return k.exitOutcome(), nil
 		default:
 		}
 		k.kill()
-		return stopped, nil
+		o := stopped
+		o.Left = k.endLeft
+		return o, nil
 	}
 }
 
-// cellOutcome is the outcome of a cell the kernel reported done.
-func cellOutcome(job *engine.Job) engine.Outcome {
+// cellOutcome is the outcome of a cell the kernel reported done, with the
+// files it left in the staging dir, which stays until the kernel ends.
+func (k *strictKernel) cellOutcome(job *engine.Job) engine.Outcome {
+	var o engine.Outcome
 	if r := job.Broker.Report(); r != nil && r.Kind == "exception" {
-		return engine.Outcome{ExitCode: r.Code}
+		o.ExitCode = r.Code
 	}
-	return engine.Outcome{}
+	if k.left != nil {
+		if o.Left = k.left.scan(true); o.Left != nil {
+			o.Left.Kernel = true
+		}
+	}
+	return o
 }
 
-// exitOutcome is the outcome of a cell during which the instance ended.
+// exitOutcome is the outcome of a cell during which the instance ended,
+// with the files it left in the staging dir, now gone.
 func (k *strictKernel) exitOutcome() engine.Outcome {
+	o := k.end
 	if k.closing.Load() && k.end == stopped {
-		return closedDuring
+		o = closedDuring
 	}
-	return k.end
+	o.Left = k.endLeft
+	return o
 }
 
 // kill closes the instance (at its next function call or loop back-edge)

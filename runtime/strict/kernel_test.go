@@ -44,6 +44,7 @@ func TestStrictKernel(t *testing.T) {
 		{"Exception", testKernelException},
 		{"Exit", testKernelExit},
 		{"MemoryCap", testKernelMemoryCap},
+		{"LeftFiles", testKernelLeftFiles},
 		{"Timeout", testKernelTimeout},
 		{"OutputKeptOnStop", testKernelOutputKeptOnStop},
 		{"MemoryErrorTraceback", testKernelMemoryErrorTraceback},

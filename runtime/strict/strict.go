@@ -388,7 +388,11 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	// trap), what it wrote is handed over before Run returns.
 	stdout.discard()
 	stderr.discard()
-	return outcome(err), nil
+	o := outcome(err)
+	if box.left != nil {
+		o.Left = box.left.scan(false) // the staging dir goes with box
+	}
+	return o, nil
 }
 
 // oneShotCommand is the -c program of a one-shot instance: it imports
@@ -580,6 +584,9 @@ type sandbox struct {
 	snapshotOK bool
 	// mounts are the guest paths mounted, in order (instanceMounts).
 	mounts []string
+	// left finds the files the guest left in the staging dir, when that
+	// is its root (nil over a working dir: what it writes there stays).
+	left *leftScan
 }
 
 // args is the interpreter's command line: python, its options, then rest.
@@ -633,6 +640,9 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		if err := os.WriteFile(path, content, 0o600); err != nil {
 			return nil, fmt.Errorf("staging %s: %w", rel, err)
 		}
+	}
+	if spec.root == "" {
+		box.left = newLeftScan(staging, slices.Collect(maps.Keys(files)))
 	}
 	jail, err := newJailFS(staging)
 	if err != nil {
