@@ -7,6 +7,7 @@ import (
 	"path"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -64,6 +65,53 @@ type jailFS struct {
 	winNames bool
 	// budget caps the bytes stored under dir; nil means no cap.
 	budget *diskBudget
+	// changed, when not nil, is set by everything that may create or
+	// change a file (an open for writing and every write, truncation or
+	// time change through it, rename, link, utimens), so that leftScan
+	// walks the dir only when something may have changed.
+	changed *atomic.Bool
+}
+
+// mark records that a file may have been created or changed.
+func (j *jailFS) mark() {
+	if j.changed != nil {
+		j.changed.Store(true)
+	}
+}
+
+// writeFlags are the open flags that may create or change a file.
+const writeFlags = experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_APPEND
+
+// markedFile is a file the guest opened for writing in a jail with a
+// changed flag: every write, truncation or time change sets it again (a
+// kernel's call may write to a file an earlier call opened).
+type markedFile struct {
+	experimentalsys.File
+	changed *atomic.Bool
+}
+
+// Write implements experimentalsys.File.
+func (f *markedFile) Write(buf []byte) (int, experimentalsys.Errno) {
+	f.changed.Store(true)
+	return f.File.Write(buf)
+}
+
+// Pwrite implements experimentalsys.File.
+func (f *markedFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
+	f.changed.Store(true)
+	return f.File.Pwrite(buf, off)
+}
+
+// Truncate implements experimentalsys.File.
+func (f *markedFile) Truncate(n int64) experimentalsys.Errno {
+	f.changed.Store(true)
+	return f.File.Truncate(n)
+}
+
+// Utimens implements experimentalsys.File.
+func (f *markedFile) Utimens(atim, mtim int64) experimentalsys.Errno {
+	f.changed.Store(true)
+	return f.File.Utimens(atim, mtim)
 }
 
 // newJailFS opens dir as a jail. Close it with close().
@@ -202,6 +250,10 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	}
 	if j.budget != nil {
 		f = j.budget.opened(f)
+	}
+	if j.changed != nil && flag&writeFlags != 0 {
+		j.mark()
+		f = &markedFile{File: f, changed: j.changed}
 	}
 	if trunc {
 		if errno := f.Truncate(0); errno != 0 {
@@ -345,6 +397,7 @@ func (j *jailFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 // Rename implements experimentalsys.FS.
 func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	from, to = clean(from), clean(to)
+	j.mark()
 	if from == "." || to == "." {
 		return experimentalsys.EACCES
 	}
@@ -442,6 +495,7 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 // Link implements experimentalsys.FS.
 func (j *jailFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	oldPath, newPath = clean(oldPath), clean(newPath)
+	j.mark()
 	if errno := j.check(oldPath, true); errno != 0 {
 		return errno
 	}
@@ -475,6 +529,7 @@ func (j *jailFS) Readlink(p string) (string, experimentalsys.Errno) {
 // Utimens implements experimentalsys.FS.
 func (j *jailFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
 	p = clean(p)
+	j.mark()
 	if errno := j.check(p, true); errno != 0 {
 		return errno
 	}

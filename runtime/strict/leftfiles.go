@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
@@ -23,6 +24,10 @@ type fileStamp struct {
 // concurrent use.
 type leftScan struct {
 	dir string
+	// changed is set by the jail over dir when a file may have been
+	// created or changed (see jailFS.changed): without it, scan has
+	// nothing to look for.
+	changed atomic.Bool
 
 	mu    sync.Mutex
 	known map[string]fileStamp // by path relative to dir, with slashes
@@ -48,6 +53,9 @@ func newLeftScan(dir string, staged []string) *leftScan {
 func (l *leftScan) scan(remember bool) *engine.LeftFiles {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.changed.Swap(false) {
+		return nil // nothing written since the last scan
+	}
 	root, err := os.OpenRoot(l.dir)
 	if err != nil {
 		return nil

@@ -105,6 +105,14 @@ func testKernelLeftFiles(t *testing.T, e *Engine) {
 	require.NoError(t, err)
 	require.Equal(t, []engine.DiscardedFile{{Path: "a.txt", Size: 6}}, res.DiscardedFiles, "changed")
 
+	// A file an earlier call opened, written by this one.
+	res, err = cell(t, k, "f = open('c.txt', 'w')\n", nil)
+	require.NoError(t, err)
+	require.Equal(t, []engine.DiscardedFile{{Path: "c.txt", Size: 0}}, res.DiscardedFiles)
+	res, err = cell(t, k, "f.write('xy'); f.flush()\n", nil)
+	require.NoError(t, err)
+	require.Equal(t, []engine.DiscardedFile{{Path: "c.txt", Size: 2}}, res.DiscardedFiles)
+
 	res, err = cell(t, k, "open('b.txt', 'w').write('b')\nimport sys\nsys.exit(0)\n", nil)
 	require.NoError(t, err)
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)

@@ -649,6 +649,9 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		return nil, fmt.Errorf("opening the staging dir: %w", err)
 	}
 	box.jails = append(box.jails, jail)
+	if box.left != nil {
+		jail.changed = &box.left.changed
+	}
 	if jail.budget, err = newDiskBudget(staging, spec.diskLimitMB); err != nil {
 		return nil, err
 	}
