@@ -48,8 +48,14 @@ func interruptingTools(cancel context.CancelCauseFunc) engine.ToolFunc {
 // TestStrictOutputKeptOnStop: what a one-shot script printed, without
 // flushing, before its timeout or an interrupt is in the result (it used
 // to stay in the guest's stdio buffers and go with the instance).
+// keptTimeout is the timeout of the timeout cases: long enough for a
+// loaded machine (under wine, too) to start the instance and reach the
+// spin, which a 2 s timeout did not always (the output then lacked what
+// follows the tool call).
+const keptTimeout = 15 * time.Second
+
 func TestStrictOutputKeptOnStop(t *testing.T) {
-	res := run(t, keptScript, func(r *engine.Request) { r.Timeout = 2 * time.Second })
+	res := run(t, keptScript, func(r *engine.Request) { r.Timeout = keptTimeout })
 	require.Equal(t, config.StatusTimeout, res.Status)
 	requireKept(t, res)
 
@@ -70,7 +76,7 @@ func TestStrictOutputKeptOnStop(t *testing.T) {
 func testKernelOutputKeptOnStop(t *testing.T, e *Engine) {
 	k := startKernel(t, e, engine.KernelSpec{Env: kernelEnv}, false)
 	okCell(t, k, "x = 1\n")
-	res, err := cell(t, k, keptScript, func(r *engine.Request) { r.Timeout = 2 * time.Second })
+	res, err := cell(t, k, keptScript, func(r *engine.Request) { r.Timeout = keptTimeout })
 	require.NoError(t, err)
 	require.Equal(t, config.StatusTimeout, res.Status)
 	requireKept(t, res)
