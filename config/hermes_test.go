@@ -327,8 +327,8 @@ func TestKernelLimitsClamp(t *testing.T) {
 
 // TestParseModeKeyTypoFailsClosed: a misspelt mode key (or code_execution
 // section) leaves the mode unset, whose default is project, no sandbox; as
-// for a misspelt mode value, the run falls back to strict instead (the
-// red-team pass of issue 28 ran `mdoe: strict` in project mode).
+// for a misspelt mode value, the run falls back to strict instead (before,
+// `mdoe: strict` ran in project mode).
 func TestParseModeKeyTypoFailsClosed(t *testing.T) {
 	for _, tt := range []struct{ in, key string }{
 		{"code_execution:\n  mdoe: project\n", "code_execution.mdoe"},

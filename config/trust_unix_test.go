@@ -13,8 +13,8 @@ import (
 // TestLoadRefusesConfigOthersCouldWrite: a configuration file another user
 // could have written (writable by all, or through a directory above it
 // writable by all) chooses the mode, the approvals and the tools, so it is
-// refused with what to do, not used. (The red-team pass of issue 28 set
-// `mode: project` and `approvals: off` through a world-writable file.)
+// refused with what to do, not used. (Before, a world-writable file could
+// set `mode: project` and `approvals: off`.)
 func TestLoadRefusesConfigOthersCouldWrite(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o700); err != nil {

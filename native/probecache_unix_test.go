@@ -14,8 +14,8 @@ import (
 
 // TestProbeCacheOthersCouldWriteIsNotUsed: the probe cache names the
 // interpreter the executor runs, so a cache file another user could have
-// written is not read: the interpreter is probed again (red-team pass of
-// issue 28: a planted entry chose the python project mode ran).
+// written is not read: the interpreter is probed again (before, a planted
+// entry chose the python project mode ran).
 func TestProbeCacheOthersCouldWriteIsNotUsed(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o700))

@@ -171,8 +171,7 @@ func TestRefusedPassthrough(t *testing.T) {
 
 // The bearer token of serve and mcp --http is never passed through: a
 // script that had it could connect to the server and run code in any of
-// its sessions (the red-team pass of issue 28 passed it with
-// env_passthrough).
+// its sessions (before, env_passthrough could name it).
 func TestServeTokenNeverPassedThrough(t *testing.T) {
 	kept, _ := ScrubEnv([]string{"HERMES_SERVE_TOKEN=secret", "PATH=/bin"}, EnvOptions{Passthrough: []string{"HERMES_SERVE_TOKEN"}})
 	if !reflect.DeepEqual(kept, []string{"PATH=/bin"}) {

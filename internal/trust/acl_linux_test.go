@@ -42,7 +42,7 @@ func setACL(t *testing.T, path string, uid uint32) {
 
 // TestUntrustedACL: a snapshot whose mode says 0660 with this user's own
 // group, but whose ACL lets another user write it, is not trusted (the
-// red-team pass of issue 28: the mode check alone passed it). A file
+// mode bits alone passed it). A file
 // without an extended ACL, or whose ACL mask has no write, still is.
 func TestUntrustedACL(t *testing.T) {
 	root := t.TempDir()

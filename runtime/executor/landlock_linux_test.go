@@ -333,8 +333,8 @@ print(json.dumps(out))
 // root, and its terminal() commands, cannot move themselves out of their
 // tree's cgroup into the root cgroup (where the kill at the run's end and
 // at the executor's death would miss them, and no limit applies): the
-// cgroup file systems are protected. (The red-team pass of issue 28 moved
-// a script out with one write to /sys/fs/cgroup/.../cgroup.procs.)
+// cgroup file systems are protected. (Before, one write to
+// /sys/fs/cgroup/.../cgroup.procs moved a script out.)
 func TestProjectRunsCannotLeaveTheirCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root can write a root cgroup's cgroup.procs: the escape needs it")

@@ -177,6 +177,17 @@ func TestKernelSlotWaitEnds(t *testing.T) {
 	require.True(t, closed(a), "closeAll closes running kernels too (their calls are interrupted)")
 }
 
+// idleAndInterrupt makes a idle (the first waiter is granted its slot,
+// evicting a) and interrupts that waiter's call with cancel, under the lock,
+// so that the waiter sees both at once.
+func idleAndInterrupt(ks *kernels, a *kernelEntry, cancel context.CancelFunc) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	a.running = false
+	ks.grantLocked()
+	cancel()
+}
+
 // TestSlotGivenBackKeepsTheVictim: a call granted a slot at the moment
 // its wait is interrupted does not take the slot, and the idle kernel
 // evicted for it is not closed: its session keeps its state (before, the
@@ -191,13 +202,7 @@ func TestSlotGivenBackKeepsTheVictim(t *testing.T) {
 	c := reserveAsync(context.Background(), ks, time.Minute)
 	waiting(t, ks, 2)
 
-	// Under the lock, so that b sees both at once: a goes idle (b is
-	// granted its slot, evicting a) and b's call is interrupted.
-	ks.mu.Lock()
-	a.running = false
-	ks.grantLocked()
-	cancel()
-	ks.mu.Unlock()
+	idleAndInterrupt(ks, a, cancel)
 
 	rb := <-b
 	require.ErrorIs(t, rb.err, context.Canceled)
@@ -216,11 +221,7 @@ func TestSlotGivenBackWithoutWaiterKeepsTheKernel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := reserveAsync(ctx, ks, time.Minute)
 	waiting(t, ks, 1)
-	ks.mu.Lock()
-	a.running = false
-	ks.grantLocked()
-	cancel()
-	ks.mu.Unlock()
+	idleAndInterrupt(ks, a, cancel)
 	rb := <-b
 	require.ErrorIs(t, rb.err, context.Canceled)
 	require.Nil(t, rb.victim)

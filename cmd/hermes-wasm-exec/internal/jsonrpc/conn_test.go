@@ -80,7 +80,7 @@ func TestServeOversizeLastLine(t *testing.T) {
 // before authenticate and never reads the answers is closed at the auth
 // deadline all the same. Before, the reply blocked the read loop (and with
 // it the read deadline) for good: enough such clients held every
-// unauthenticated slot of `serve --listen tcp` (red-team pass of issue 28).
+// unauthenticated slot of `serve --listen tcp`.
 func TestUnauthenticatedClientThatNeverReads(t *testing.T) {
 	t.Parallel()
 	server, client := net.Pipe() // unbuffered: a write waits for a read
