@@ -608,6 +608,31 @@ func (g *Group) Joiner() func() {
 	return g.Join
 }
 
+// OnThreadOfItsOwn runs f on a new goroutine locked to an OS thread that
+// is not the process's main thread and ends when f returns (the goroutine
+// never unlocks it): the thread for Join, and for any change to a thread
+// that must not outlive its use. The main thread is never ended by the
+// runtime (and kill(2) and /proc see the process through it), so a
+// goroutine that finds itself there holds it while another takes a
+// thread of its own, then gives it back untouched.
+func OnThreadOfItsOwn(f func()) {
+	go func() {
+		goruntime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			locked := make(chan struct{})
+			go func() {
+				goruntime.LockOSThread()
+				close(locked)
+				f()
+			}()
+			<-locked
+			goruntime.UnlockOSThread()
+			return
+		}
+		f()
+	}()
+}
+
 // join moves the calling thread into the v1 leaves it can and returns those.
 func (g *Group) join() []v1Leaf {
 	tid := strconv.Itoa(unix.Gettid())
@@ -706,12 +731,53 @@ func (g *Group) Remove() {
 	for _, l := range g.v1 {
 		dirs = append(dirs, l.dir)
 	}
-	for _, d := range dirs {
-		if err := removeTree(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for i, d := range dirs {
+		err := removeTree(d)
+		if err != nil && i > 0 && !errors.Is(err, os.ErrNotExist) {
+			// A v1 leaf also held the thread that forked the command
+			// (Join), which its launcher has just let end: the thread
+			// leaves the leaf as the runtime ends it, moments later.
+			waitNoTasks(d, v1ThreadWait)
+			err = removeTree(d)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			g.m.leftMu.Lock()
 			g.m.left = append(g.m.left, d)
 			g.m.leftMu.Unlock()
 		}
+	}
+}
+
+// v1ThreadWait bounds Remove's wait for the forking thread to leave a v1
+// leaf; past it the leaf is retried later (see Remove).
+const v1ThreadWait = time.Second
+
+// waitNoTasks waits up to d for the v1 cgroup dir to list no task.
+func waitNoTasks(dir string, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for strings.TrimSpace(readString(filepath.Join(dir, "tasks"))) != "" && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Settle retries, for up to d, the removal of leaves that were still
+// busy when their groups were removed, and reports whether none is left
+// pending. Tests call it before they look for cgroups left behind.
+func Settle(d time.Duration) bool {
+	m, _ := get()
+	if m == nil {
+		return true
+	}
+	deadline := time.Now().Add(d)
+	for {
+		m.retryLeft()
+		m.leftMu.Lock()
+		n := len(m.left)
+		m.leftMu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return n == 0
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -478,3 +478,48 @@ func BenchmarkSetup(b *testing.B) {
 		cgroup.Current()
 	}
 }
+
+// A launcher that forks on a thread of its own joins that thread to the
+// v1 leaves (Join) and lets it end once the command is reaped. Remove
+// used to run as the thread was still ending: the v1 leaves stayed
+// behind, busy, until a later New or the watcher.
+func TestRemoveWaitsForTheForkingThreadToLeave(t *testing.T) {
+	st := needCgroups(t)
+	g0 := cgroup.New(cgroup.Limits{MemoryBytes: 1 << 30, Processes: 64})
+	require.NotNil(t, g0)
+	hasV1 := g0.Joiner() != nil
+	g0.Remove()
+	if !hasV1 {
+		t.Skip("no cgroup v1 leaves here: the command is cloned straight into its cgroup")
+	}
+	leaves := func() []string {
+		var left []string
+		for _, parent := range st.Parents {
+			ents, _ := os.ReadDir(filepath.Join(parent, filepath.Base(st.Dir)))
+			for _, e := range ents {
+				if e.IsDir() {
+					left = append(left, filepath.Join(parent, filepath.Base(st.Dir), e.Name()))
+				}
+			}
+		}
+		return left
+	}
+	for i := 0; i < 20; i++ {
+		g := cgroup.New(cgroup.Limits{MemoryBytes: 1 << 30, Processes: 64})
+		require.NotNil(t, g)
+		cmd := exec.Command("true")
+		g.Prepare(cmd)
+		started := make(chan error, 1)
+		release := make(chan struct{})
+		cgroup.OnThreadOfItsOwn(func() {
+			g.Join()
+			started <- cmd.Start()
+			<-release
+		})
+		require.NoError(t, <-started)
+		cmd.Wait()
+		close(release)
+		g.Remove()
+		require.Empty(t, leaves(), "round %d: Remove left the leaves of a group whose forking thread was ending", i)
+	}
+}

@@ -2,7 +2,11 @@
 
 package cgroup
 
-import "os/exec"
+import (
+	"os/exec"
+	"runtime"
+	"time"
+)
 
 // Group is a tree's cgroup; there are none on this system, so a *Group is
 // always nil and each method does nothing.
@@ -49,3 +53,15 @@ func (*Group) Events() Events { return Events{} }
 
 // Remove does nothing.
 func (*Group) Remove() {}
+
+// Settle reports true: there are no cgroups here.
+func Settle(time.Duration) bool { return true }
+
+// OnThreadOfItsOwn runs f on a new goroutine locked to an OS thread that
+// ends when f returns.
+func OnThreadOfItsOwn(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		f()
+	}()
+}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"unsafe"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,15 +104,14 @@ func (p *Policy) Launch(before func(), start func() error) (release func(), err 
 		// before moves the thread that forks: lock one, and let it end.
 		done := make(chan error, 1)
 		keep := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
+		cgroup.OnThreadOfItsOwn(func() {
 			before()
 			err := start()
 			done <- err
 			if err == nil {
 				<-keep
 			}
-		}()
+		})
 		if err := <-done; err != nil {
 			return nil, err
 		}
@@ -125,34 +124,18 @@ func (p *Policy) Launch(before func(), start func() error) (release func(), err 
 	defer unix.Close(fd)
 	done := make(chan error, 1)
 	keep := make(chan struct{})
-	go restrictedStart(fd, before, start, done, keep, nil)
+	cgroup.OnThreadOfItsOwn(func() { restrictedStart(fd, before, start, done, keep) })
 	if err := <-done; err != nil {
 		return nil, err
 	}
 	return sync.OnceFunc(func() { close(keep) }), nil
 }
 
-// restrictedStart locks its goroutine to an OS thread, runs before there
-// (when not nil), restricts the thread with the ruleset fd, runs start there and sends its error on
-// done; after a successful start it keeps the thread until keep is
-// closed. It returns still locked, so the runtime ends the thread rather
-// than run other goroutines on it. locked, when not nil, is closed once
-// the thread is locked.
-func restrictedStart(fd int, before func(), start func() error, done chan<- error, keep <-chan struct{}, locked chan<- struct{}) {
-	runtime.LockOSThread()
-	if locked != nil {
-		close(locked)
-	}
-	if unix.Gettid() == unix.Getpid() {
-		// The main thread: kill(2) and /proc see the process through it,
-		// and the runtime never ends it. Hold it while another goroutine
-		// takes another thread, then give it back untouched.
-		l := make(chan struct{})
-		go restrictedStart(fd, before, start, done, keep, l)
-		<-l
-		runtime.UnlockOSThread()
-		return
-	}
+// restrictedStart runs on a thread of its own (cgroup.OnThreadOfItsOwn):
+// it runs before there (when not nil), restricts the thread with the
+// ruleset fd, runs start there and sends its error on done; after a
+// successful start it keeps the thread until keep is closed.
+func restrictedStart(fd int, before func(), start func() error, done chan<- error, keep <-chan struct{}) {
 	if before != nil {
 		before()
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 )
@@ -19,6 +20,9 @@ func CgroupsLeft() []string {
 	if !st.Used {
 		return nil
 	}
+	// Leaves whose removal raced the exit of a thread are retried first:
+	// only a tree never released stays.
+	cgroup.Settle(10 * time.Second)
 	var left []string
 	for _, parent := range st.Parents {
 		leaves, _ := os.ReadDir(filepath.Join(parent, filepath.Base(st.Dir)))
