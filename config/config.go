@@ -106,6 +106,43 @@ func DidYouMeanMode(m string) string {
 	return ""
 }
 
+// Sandbox values accepted for code_execution.sandbox: where project mode runs scripts.
+const (
+	// SandboxNone runs project-mode scripts with the host's python (the default).
+	SandboxNone = "none"
+	// SandboxWasm runs project-mode scripts in the embedded WASI CPython with the working
+	// dir mounted at its host path, the file tools' rules enforced on the script's own
+	// file access, and the pure-Python packages of the project's python importable
+	// read-only: the sandboxed project mode.
+	SandboxWasm = "wasm"
+)
+
+// Sandboxes lists the code_execution.sandbox values.
+var Sandboxes = []string{SandboxNone, SandboxWasm}
+
+// NormalizeSandbox maps a sandbox value to [SandboxNone] or [SandboxWasm], trimmed and
+// compared case-insensitively; "" is none. Any other value gives [SandboxWasm] with ok
+// false: a typo never runs a script outside the sandbox that was asked for.
+func NormalizeSandbox(v string) (sandbox string, ok bool) {
+	switch s := strings.ToLower(strings.TrimSpace(v)); s {
+	case "", SandboxNone:
+		return SandboxNone, true
+	case SandboxWasm:
+		return s, true
+	}
+	return SandboxWasm, false
+}
+
+// UnknownSandbox words what happens to an unknown sandbox value v given as what.
+func UnknownSandbox(what, v string) string {
+	msg := fmt.Sprintf("unknown %s %q; using %q, the sandbox, so that a typo never runs scripts outside it (valid values: %s)",
+		what, v, SandboxWasm, strings.Join(Sandboxes, ", "))
+	if s := suggest(strings.ToLower(strings.TrimSpace(v)), Sandboxes); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return msg
+}
+
 // Statuses of an execution's result (the result's "status" field).
 const (
 	// StatusSuccess: the script ran to the end and exited 0.
@@ -340,6 +377,10 @@ type CodeExecution struct {
 	// trimmed and lower-case. Null or empty means the default; any other value falls back to
 	// "strict", the sandbox, with a warning ([ModeFallback]). YAML key: mode.
 	Mode string
+	// Sandbox is "none" (the default) or "wasm": with wasm, project mode runs scripts in
+	// the embedded WASI interpreter over the working dir ([SandboxWasm]). Strict mode is
+	// always sandboxed. Unknown values give "wasm" with a warning. YAML key: sandbox.
+	Sandbox string
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
 	Timeout int
@@ -713,6 +754,7 @@ func Default() Config {
 	return Config{
 		CodeExecution: CodeExecution{
 			Mode:                 ModeProject,
+			Sandbox:              SandboxNone,
 			Timeout:              DefaultTimeout,
 			MaxToolCalls:         50,
 			KernelIdleTimeout:    1800,
@@ -984,6 +1026,7 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 	ce := &p.cfg.CodeExecution
 	return p.mapping(n, key, []field{
 		{name: "mode", apply: p.mode},
+		{name: "sandbox", apply: p.sandbox},
 		{name: "timeout", apply: p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
 		{name: "max_tool_calls", apply: p.intField(&ce.MaxToolCalls, 0, -1, "")},
 		{name: "kernel_idle_timeout", apply: p.atLeastOne(&ce.KernelIdleTimeout, "seconds")},
@@ -1244,6 +1287,8 @@ func (c *Config) valueOf(path string) string {
 		v = c.Timezone
 	case "code_execution.mode":
 		v = ce.Mode
+	case "code_execution.sandbox":
+		v = ce.Sandbox
 	case "code_execution.timeout":
 		v = ce.Timeout
 	case "code_execution.max_tool_calls":
@@ -1357,6 +1402,33 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 	p.cfg.CodeExecution.Mode = m
 	if !ok {
 		p.warnf(n.Line, "%s", UnknownMode(key, n.Value))
+	}
+	return nil
+}
+
+// sandbox reads code_execution.sandbox. A YAML boolean is read as on (wasm) or off (none);
+// a typo falls back to wasm, the sandbox.
+func (p *parser) sandbox(key string, n *yaml.Node) error {
+	n = resolveAlias(n)
+	ce := &p.cfg.CodeExecution
+	if isNull(n) {
+		ce.Sandbox = SandboxNone
+		return nil
+	}
+	if b, ok := yaml11Bool(n); ok {
+		ce.Sandbox = SandboxNone
+		if b {
+			ce.Sandbox = SandboxWasm
+		}
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return p.errorf(n, key, "%s must be %q or %q, got %s", key, SandboxNone, SandboxWasm, describe(n))
+	}
+	v, ok := NormalizeSandbox(n.Value)
+	ce.Sandbox = v
+	if !ok {
+		p.warnf(n.Line, "%s", UnknownSandbox(key, n.Value))
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestDefault(t *testing.T) {
@@ -65,6 +67,7 @@ terminal:
 		{name: "all keys", in: `
 code_execution:
   mode: "  STRICT "
+  sandbox: " Wasm"
   timeout: 86400
   max_tool_calls: 0
   kernel_idle_timeout: 1
@@ -80,7 +83,7 @@ terminal:
     - MY_API_KEY
     - HERMES_BASE_URL
 `, want: func(c *Config) {
-			c.CodeExecution = CodeExecution{Mode: "strict", Timeout: 86400, MaxToolCalls: 0,
+			c.CodeExecution = CodeExecution{Mode: "strict", Sandbox: "wasm", Timeout: 86400, MaxToolCalls: 0,
 				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, ProjectMemoryLimitMB: 16777216, ProcessLimit: 16,
 				DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto}
 			c.Timezone, c.TimezoneSource = "Europe/Paris", "code_execution.timezone"
@@ -778,4 +781,29 @@ func TestParseApprovalsAndPool(t *testing.T) {
 			t.Errorf("%q: got %v, want %q", in, err, want)
 		}
 	}
+}
+
+// code_execution.sandbox: none and wasm (any case), YAML booleans as off
+// and on, and a typo runs in the sandbox with a warning naming the nearest
+// value: a typo never drops the sandbox that was asked for.
+func TestParseSandbox(t *testing.T) {
+	for in, want := range map[string]string{
+		"":               SandboxNone,
+		"sandbox: ":      SandboxNone,
+		"sandbox: none":  SandboxNone,
+		"sandbox: WASM":  SandboxWasm,
+		"sandbox: yes":   SandboxWasm,
+		"sandbox: false": SandboxNone,
+	} {
+		cfg, err := Parse([]byte("code_execution:\n  mode: project\n  "+in+"\n"), "config.yaml")
+		require.NoError(t, err, in)
+		require.Equal(t, want, cfg.CodeExecution.Sandbox, in)
+		require.Empty(t, cfg.Warnings, in)
+	}
+	cfg, err := Parse([]byte("code_execution:\n  sandbox: wsam\n"), "config.yaml")
+	require.NoError(t, err)
+	require.Equal(t, SandboxWasm, cfg.CodeExecution.Sandbox)
+	require.Equal(t, []string{`config.yaml: line 2: unknown code_execution.sandbox "wsam"; using "wasm", the sandbox, so that a typo never runs scripts outside it (valid values: none, wasm); did you mean "wasm"?`}, cfg.Warnings)
+	_, err = Parse([]byte("code_execution:\n  sandbox: [wasm]\n"), "config.yaml")
+	require.ErrorContains(t, err, `code_execution.sandbox must be "none" or "wasm", got a list`)
 }

@@ -171,7 +171,7 @@ func TestUnknownKeys(t *testing.T) {
 			`config.yaml: line 2: unknown key "code_execution.timeout_seconds" is ignored; did you mean "code_execution.timeout"?`,
 			[]string{"code_execution.timeout_seconds (line 2)"}},
 		// Not near a key used here: ignored silently (Hermes may add keys).
-		{"code_execution:\n  sandbox: true\n", "", []string{"code_execution.sandbox (line 2)"}},
+		{"code_execution:\n  frobnication: true\n", "", []string{"code_execution.frobnication (line 2)"}},
 		{"frobnicate:\n  a: 1\n  b: [2]\nweb: {}\n", "", []string{"frobnicate (line 1)"}},
 		{"wxyz: 1\nweb:\n  search:\n    colour: red\n", "", []string{"wxyz (line 1)", "web.search.colour (line 4)"}},
 		// Duplicates of an ignored key are no error: the key is not read.

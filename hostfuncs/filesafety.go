@@ -771,3 +771,33 @@ func (t *Tools) checkRead(given, abs string) string {
 	}
 	return t.policy(real, abs).readBlock(real, t.base(abs))
 }
+
+// ReadBlock is why a sandboxed script's own read of path (absolute, on
+// this host) is refused by the rules read_file applies, or "": Hermes's
+// credential stores and caches, secret-bearing env files, and hard links
+// to those or to credential files (see linkReadBlock). The sandboxed
+// project mode's file system asks it for every open (runtime/strict).
+func (t *Tools) ReadBlock(path string) string {
+	if msg := t.checkRead(path, path); msg != "" {
+		return msg
+	}
+	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+		return t.linkReadBlock(path, info, nil)
+	}
+	return ""
+}
+
+// WriteBlock is why a sandboxed script's own creation, change or removal
+// of path (absolute, on this host) is refused by the rules write_file
+// applies, or "": credential files, the executor's caches and staging
+// dirs, sensitive system paths, Hermes's config, HERMES_WRITE_SAFE_ROOT,
+// confine_tools_to_workdir, and hard links to credential files.
+func (t *Tools) WriteBlock(path string) string {
+	if msg := t.checkWrite("Write", path, path, false); msg != "" {
+		return msg
+	}
+	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+		return t.linkWriteBlock(path, info)
+	}
+	return ""
+}

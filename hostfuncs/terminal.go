@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,13 +38,32 @@ const (
 	terminalCancelExit = 130
 )
 
-// terminalArgNames are the only arguments terminal accepts.
-var terminalArgNames = map[string]bool{"command": true, "timeout": true, "workdir": true}
+// terminalArgNames are the only arguments terminal accepts: Hermes's
+// three, and the two the WASI interpreter's subprocess module passes
+// (SubprocessStdinArg, SubprocessSplitArg).
+var terminalArgNames = map[string]bool{"command": true, "timeout": true, "workdir": true,
+	SubprocessStdinArg: true, SubprocessSplitArg: true}
+
+// The arguments with which the WASI interpreter's subprocess, os.system
+// and os.popen run their commands through terminal (the same path: the
+// backend, the environment, the approval check, the timeout and the
+// budget of tool calls). They are not in the tool's documented signature.
+const (
+	// SubprocessStdinArg is the command's standard input, base64 (the
+	// command reads end of file after it; without it, empty input).
+	SubprocessStdinArg = "_stdin_b64"
+	// SubprocessSplitArg, true, keeps stderr apart: the result's "output"
+	// is then the command's stdout only, and "stderr" its stderr (each
+	// capped as output is).
+	SubprocessSplitArg = "_split_stderr"
+)
 
 type terminalArgs struct {
-	Command string   `json:"command"`
-	Timeout *float64 `json:"timeout"`
-	Workdir *string  `json:"workdir"`
+	Command  string   `json:"command"`
+	Timeout  *float64 `json:"timeout"`
+	Workdir  *string  `json:"workdir"`
+	StdinB64 *string  `json:"_stdin_b64"`
+	Split    bool     `json:"_split_stderr"`
 }
 
 // terminal implements the foreground-only terminal tool: the command runs
@@ -89,7 +109,20 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 
 	out := newOutputCapture(terminalHeadChars, terminalTailChars)
 	// The same writer for both streams: one pipe, so their order is kept.
-	proc, err := t.backend.Start(ctx, backend.Command{Shell: a.Command, Dir: dir, Env: t.env, Stdout: out, Stderr: out})
+	cmd := backend.Command{Shell: a.Command, Dir: dir, Env: t.env, Stdout: out, Stderr: out}
+	var errOut *outputCapture
+	if a.Split {
+		errOut = newOutputCapture(terminalHeadChars, terminalTailChars)
+		cmd.Stderr = errOut
+	}
+	if a.StdinB64 != nil {
+		in, err := base64.StdEncoding.DecodeString(*a.StdinB64)
+		if err != nil {
+			return failed("Invalid arguments for terminal: " + SubprocessStdinArg + " is not base64: " + err.Error())
+		}
+		cmd.Stdin = bytes.NewReader(in)
+	}
+	proc, err := t.backend.Start(ctx, cmd)
 	if err != nil {
 		return failed(fmt.Sprintf("Failed to start command: %v", err))
 	}
@@ -118,18 +151,25 @@ func (t *Tools) terminal(ctx context.Context, raw json.RawMessage) result {
 		<-waitDone
 	}
 	output := out.finish()
-
+	var r result
 	switch {
 	case timedOut:
 		secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
-		return result{"output": "", "exit_code": terminalTimeoutExit, "error": "Command timed out after " + secs + " seconds"}
+		r = result{"output": "", "exit_code": terminalTimeoutExit, "error": "Command timed out after " + secs + " seconds"}
 	case cancelled:
-		return result{"output": output, "exit_code": terminalCancelExit, "error": fmt.Sprintf("Command cancelled: %v", ctx.Err())}
+		r = result{"output": output, "exit_code": terminalCancelExit, "error": fmt.Sprintf("Command cancelled: %v", ctx.Err())}
+	case waitErr != nil:
+		r = result{"output": output, "exit_code": -1, "error": fmt.Sprintf("Lost the command's exit status: %v", waitErr)}
+	default:
+		r = result{"output": output, "exit_code": code, "error": nil}
 	}
-	if waitErr != nil {
-		return result{"output": output, "exit_code": -1, "error": fmt.Sprintf("Lost the command's exit status: %v", waitErr)}
+	if errOut != nil {
+		r["stderr"] = errOut.finish()
+		if timedOut {
+			r["stderr"] = ""
+		}
 	}
-	return result{"output": output, "exit_code": code, "error": nil}
+	return r
 }
 
 // terminalTimeout turns the timeout argument (seconds) into a duration:

@@ -5,11 +5,13 @@ package native
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,4 +239,39 @@ type tooOldError string
 
 func (v tooOldError) Error() string {
 	return fmt.Sprintf("Python %s is older than %d.%d", string(v), minMajor, minMinor)
+}
+
+// SiteDirs returns the existing site-packages and dist-packages dirs on
+// the interpreter python's sys.path (its virtualenv's, the user's, the
+// system's), learnt once per interpreter file version (probed as
+// [Resolve] probes, cached in cacheFile): the pure-Python packages the
+// sandboxed project mode makes importable. nil when it cannot tell.
+func SiteDirs(ctx context.Context, python, cacheFile string) []string {
+	fi, err := os.Stat(python)
+	if err != nil {
+		return nil
+	}
+	key := fmt.Sprintf("sites\x00%s\x00%d\x00%d", python, fi.Size(), fi.ModTime().UnixNano())
+	_, list, err := cachedProbe(ctx, key, cacheFile, func() (string, string, error) {
+		out, err := runProbe(ctx, python, "", probeTimeout,
+			"import json, sys; print(json.dumps([p for p in sys.path if p.rstrip('/\\\\').endswith(('site-packages', 'dist-packages'))]))")
+		return python, strings.TrimSpace(out), err
+	})
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	if json.Unmarshal([]byte(list), &dirs) != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && !slices.Contains(out, filepath.Clean(d)) {
+			out = append(out, filepath.Clean(d))
+		}
+	}
+	return out
 }

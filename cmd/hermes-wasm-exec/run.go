@@ -34,6 +34,7 @@ const hostHeapLimit = 256 << 20
 func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := cli.NewFlagSet("run", stderr)
 	mode := fs.String("mode", "", "")
+	sandbox := fs.String("sandbox", "", "")
 	cfgPath := fs.String("config", "", "")
 	workdir := fs.String("workdir", "", "")
 	timeout := fs.Float64("timeout", 0, "")
@@ -75,7 +76,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok {
+	if !ok || !cli.ApplySandbox("run", *sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
 	code, err := readScript(pos[0], stdin)

@@ -81,6 +81,7 @@ type Broker struct {
 	made   int
 	calls  []ToolCall
 	report *ExitReport
+	notes  []string
 }
 
 // NewBroker returns a broker that runs calls with tools, allows at most
@@ -104,7 +105,15 @@ type wireRequest struct {
 	Tool  string          `json:"tool"`
 	Args  json.RawMessage `json:"args"`
 	Exit  *ExitReport     `json:"exit"`
+	// Note is a fact the script reports for the result, with Op "note":
+	// NoteListedPrivateDir.
+	Note string `json:"note"`
 }
+
+// NoteListedPrivateDir is the note of a strict-mode script that listed its
+// private dir's root (os.listdir, os.walk, glob or pathlib over "."): the
+// result then says that the working dir's files are not there.
+const NoteListedPrivateDir = "listed_private_dir"
 
 // Serve handles one request line from the script and returns the response
 // line (JSON, newline-terminated). A malformed request gets an error
@@ -162,6 +171,14 @@ func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 			b.report = &r
 			b.mu.Unlock()
 		}
+		return encodeResponse(map[string]any{"ok": true})
+	}
+	if req.Op == "note" {
+		b.mu.Lock()
+		if req.Note == NoteListedPrivateDir && !slices.Contains(b.notes, req.Note) {
+			b.notes = append(b.notes, req.Note)
+		}
+		b.mu.Unlock()
 		return encodeResponse(map[string]any{"ok": true})
 	}
 	return encodeResponse(b.Call(ctx, req.Tool, req.Args))
@@ -243,6 +260,13 @@ func (b *Broker) Made() (int, []ToolCall) {
 
 // Report returns the runner's exit report, or nil when the script ended
 // without one (killed, crashed, os._exit).
+// Notes returns the notes the script sent (see NoteListedPrivateDir).
+func (b *Broker) Notes() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.notes)
+}
+
 func (b *Broker) Report() *ExitReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()

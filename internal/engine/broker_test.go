@@ -169,7 +169,7 @@ func TestHint(t *testing.T) {
 	require.Contains(t, failureHint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
 	require.Contains(t, failureHint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
 	// A project-mode run that fell back to the embedded interpreter.
-	require.Contains(t, failureHint(modeProjectEmbedded, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "used the embedded CPython, which has the standard library only")
+	require.Contains(t, failureHint(modeProjectEmbedded, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "in the embedded WASI CPython this project-mode run used (sandbox: wasm, or no python on this host)")
 	require.Equal(t, "With no python on this host, this project-mode run used the embedded WASI CPython, which has no threads: call tools one after another (each call is fast), or install Python 3.8+ for threads.",
 		failureHint(modeProjectEmbedded, exc("RuntimeError", "can't start new thread"), nil))
 	require.Empty(t, failureHint(config.ModeProject, exc("RuntimeError", "can't start new thread"), nil), "a real python's thread error is its own")

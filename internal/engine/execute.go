@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +135,9 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
 
 	res := Result{Mode: req.Mode, ToolCalls: []ToolCall{}}
+	if req.Embedded && req.Mode == config.ModeProject {
+		res.Sandbox = config.SandboxWasm
+	}
 	if strings.TrimSpace(req.Code) == "" {
 		stdout.Discard()
 		stderr.Discard()
@@ -226,6 +231,20 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	if res.Status == config.StatusError && res.Hint == "" && report != nil && report.Kind == "exception" {
 		res.Hint = strictHint(req, report)
 	}
+	if len(outcome.Refused) > 0 {
+		res.Warning = strings.TrimSpace(res.Warning + " " + refusedWarning(outcome.Refused, outcome.RefusedMore))
+		if res.Hint == "" && report != nil && report.Kind == "exception" && report.Type == "PermissionError" {
+			res.Hint = "The sandbox's file-safety rules refused it: " + outcome.Refused[len(outcome.Refused)-1]
+		}
+	}
+	if w := unseenWarning(req, outcome.Missing, broker.Notes()); w != "" {
+		switch {
+		case res.Status == config.StatusSuccess:
+			res.Warning = strings.TrimSpace(res.Warning + " " + w)
+		case res.Hint == "":
+			res.Hint = w
+		}
+	}
 	if l := outcome.Left; l != nil && len(l.Files) > 0 {
 		res.DiscardedFiles = l.Files
 		res.DiscardedFilesOmitted = l.More
@@ -251,6 +270,56 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	res.Output = output
 	res.DurationSeconds = RoundMillis(time.Since(start))
 	return res, runErr
+}
+
+// unseenWarning is the warning of a strict-mode run that looked for the
+// project's files in its private dir: paths it did not find there that the
+// working dir has (missing), or a listing of the private dir's root
+// (NoteListedPrivateDir) while the working dir has files. "" otherwise.
+func unseenWarning(req Request, missing, notes []string) string {
+	if req.Mode != config.ModeStrict || req.Workdir == "" {
+		return ""
+	}
+	var there []string
+	for _, p := range missing {
+		if _, err := os.Stat(filepath.Join(req.Workdir, filepath.FromSlash(p))); err == nil {
+			there = append(there, p)
+		}
+	}
+	listed := false
+	if slices.Contains(notes, NoteListedPrivateDir) {
+		if ents, err := os.ReadDir(req.Workdir); err == nil && len(ents) > 0 {
+			listed = true
+		}
+	}
+	if len(there) == 0 && !listed {
+		return ""
+	}
+	var what string
+	switch {
+	case len(there) == 1:
+		what = fmt.Sprintf("The script looked for %s, which is in the working dir but not in strict mode's private dir", there[0])
+	case len(there) > 1:
+		what = fmt.Sprintf("The script looked for %s and %d more, which are in the working dir but not in strict mode's private dir", there[0], len(there)-1)
+	default:
+		what = "The script listed strict mode's private dir, which holds only what the script itself wrote, not the working dir's files"
+	}
+	return what + ": strict mode does not see the project's files. Read them with read_file() or search_files() from hermes_tools, " +
+		"or run in project mode (with sandbox: wasm to keep the sandbox)."
+}
+
+// refusedWarning is the result's warning about the file accesses the
+// sandboxed project mode refused (the script saw PermissionError).
+func refusedWarning(refused []string, more int) string {
+	w := fmt.Sprintf("The sandbox refused %d file access", len(refused)+more)
+	if len(refused)+more != 1 {
+		w += "es"
+	}
+	w += " by the file tools' rules (the script got PermissionError): " + strings.Join(refused, " | ")
+	if more > 0 {
+		w += fmt.Sprintf(" | and %d more", more)
+	}
+	return w
 }
 
 // joinNonEmpty is output+sep+line, or line alone when output is empty.

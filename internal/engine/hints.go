@@ -66,7 +66,7 @@ func failureHint(mode string, rep *ExitReport, enabled []string) string {
 			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
 		}
 		if mode == modeProjectEmbedded {
-			return "Module " + name + " is not available: with no python on this host, this project-mode run used the embedded CPython, which has the standard library only. Install Python 3.8+ (or activate the project's virtualenv) for installed packages, or use terminal() for host commands."
+			return "Module " + name + " is not available in the embedded WASI CPython this project-mode run used (sandbox: wasm, or no python on this host): it loads the standard library and the pure-Python packages of the project's python (its virtualenv or site-packages dirs) only. Install the package there, or run with sandbox: none and the project's python (Python 3.8+) for compiled ones, or use terminal() for host commands."
 		}
 		return "Module " + name + " is not installed in the interpreter running this script; install it in the project's environment or avoid it."
 	case rep.Type == "RuntimeError" && strings.Contains(msg, "can't start new thread") && mode == config.ModeStrict:
@@ -147,7 +147,7 @@ func strictHint(req Request, rep *ExitReport) string {
 		if kind == "directory" {
 			how = "list or search it with search_files()"
 		}
-		return "The " + kind + " " + m[1] + " is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: " + how + " from hermes_tools, or use project mode."
+		return "The " + kind + " " + m[1] + " is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: " + how + " from hermes_tools, or use project mode (with sandbox: wasm to keep the sandbox)."
 	}
 	return ""
 }
@@ -243,5 +243,5 @@ func leftWarning(l *LeftFiles) string {
 	if l.Kernel {
 		what = fmt.Sprintf("This call wrote %d %s in the session kernel's private dir, which later calls of this kernel see but which is discarded when the kernel ends (see discarded_files): %s.", n, files, list)
 	}
-	return what + " To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode."
+	return what + " To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode (with sandbox: wasm to keep the sandbox)."
 }

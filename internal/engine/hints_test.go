@@ -25,7 +25,7 @@ func TestStrictHint(t *testing.T) {
 	exc := func(typ, msg string) *ExitReport { return &ExitReport{Kind: "exception", Type: typ, Message: msg} }
 	strict := Request{Mode: config.ModeStrict, Workdir: dir}
 
-	require.Equal(t, `The file "data/it's.csv" is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: read it with read_file() from hermes_tools, or use project mode.`,
+	require.Equal(t, `The file "data/it's.csv" is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: read it with read_file() from hermes_tools, or use project mode (with sandbox: wasm to keep the sandbox).`,
 		strictHint(strict, exc("FileNotFoundError", `[Errno 44] No such file or directory: "data/it's.csv"`)))
 	require.Contains(t, strictHint(strict, exc("FileNotFoundError", `[Errno 44] No such file or directory: './data'`)), "The directory './data' is in the working dir")
 	require.Contains(t, strictHint(strict, exc("FileNotFoundError", `[Errno 44] No such file or directory: 'data' -> 'x'`)), "The directory 'data'", "rename: the first name")
@@ -72,7 +72,7 @@ func TestExecuteLeftFiles(t *testing.T) {
 	require.Equal(t, config.StatusSuccess, res.Status)
 	require.Equal(t, left.Files, res.DiscardedFiles)
 	require.Zero(t, res.DiscardedFilesOmitted)
-	require.Equal(t, "The script left 2 files in strict mode's private dir, which is discarded after the run (see discarded_files): a.db, b/c.zip. To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode.", res.Warning)
+	require.Equal(t, "The script left 2 files in strict mode's private dir, which is discarded after the run (see discarded_files): a.db, b/c.zip. To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode (with sandbox: wasm to keep the sandbox).", res.Warning)
 	b, err := json.Marshal(res)
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"discarded_files":[{"path":"a.db","size":10},{"path":"b/c.zip","size":20}]`)
@@ -84,7 +84,7 @@ func TestExecuteLeftFiles(t *testing.T) {
 	})
 	require.Equal(t, config.StatusError, res.Status)
 	require.Equal(t, 7, res.DiscardedFilesOmitted)
-	require.Equal(t, "This call wrote 8 files in the session kernel's private dir, which later calls of this kernel see but which is discarded when the kernel ends (see discarded_files): x and 7 more. To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode.", res.Warning)
+	require.Equal(t, "This call wrote 8 files in the session kernel's private dir, which later calls of this kernel see but which is discarded when the kernel ends (see discarded_files): x and 7 more. To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode (with sandbox: wasm to keep the sandbox).", res.Warning)
 
 	res, _ = execFake(t, time.Minute, context.Background(), func(ctx context.Context, job *Job) (Outcome, error) { return Outcome{}, nil })
 	require.Nil(t, res.DiscardedFiles)

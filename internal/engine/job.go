@@ -24,7 +24,8 @@ type Request struct {
 	// Mode is config.ModeStrict or config.ModeProject; it is echoed in the result.
 	Mode string
 	// Embedded is set when a project-mode run uses the embedded
-	// interpreter (no python on the host): a failure's hint then speaks of
+	// interpreter (the sandboxed project mode, or no python on the host):
+	// the result says "sandbox": "wasm", and a failure's hint speaks of
 	// that interpreter.
 	Embedded bool
 	// Workdir is the absolute session working directory the tools act on.
@@ -117,6 +118,16 @@ type Outcome struct {
 	// kernel, those the call created or changed, which go when the kernel
 	// ends.
 	Left *LeftFiles
+	// Refused are the file-safety refusals of the sandboxed project mode's
+	// file system in this run or call (at most a few; RefusedMore counts
+	// the rest): what the script's own open() was denied, with the file
+	// tools' messages.
+	Refused     []string
+	RefusedMore int
+	// Missing are paths (relative to the private dir, slash-separated)
+	// a strict-mode script looked for there and did not find; Execute
+	// reports those the working dir has.
+	Missing []string
 }
 
 // LeftFiles are the files a strict-mode script created or changed in its
@@ -162,12 +173,16 @@ type ToolCall struct {
 
 // Result is the JSON object every execution returns (docs/behaviour.md §6).
 type Result struct {
-	Status              string     `json:"status"`
-	Output              string     `json:"output"`
-	ToolCallsMade       int        `json:"tool_calls_made"`
-	DurationSeconds     float64    `json:"duration_seconds"`
-	ExitCode            *int       `json:"exit_code"`
-	Mode                string     `json:"mode"`
+	Status          string  `json:"status"`
+	Output          string  `json:"output"`
+	ToolCallsMade   int     `json:"tool_calls_made"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	ExitCode        *int    `json:"exit_code"`
+	Mode            string  `json:"mode"`
+	// Sandbox is "wasm" when a project-mode run ran in the embedded WASI
+	// interpreter (the sandboxed project mode, or no python on the host);
+	// absent otherwise (strict mode is always that sandbox).
+	Sandbox             string     `json:"sandbox,omitempty"`
 	StdoutTruncated     bool       `json:"stdout_truncated"`
 	StdoutBytesCaptured int64      `json:"stdout_bytes_captured"`
 	StdoutBytesTotal    int64      `json:"stdout_bytes_total"`

@@ -108,6 +108,9 @@ func GenerateStub(opts StubOptions) string {
 	}
 	b.WriteString(stubHelpers)
 	b.WriteString(stubToolSet)
+	if opts.HostCall {
+		b.WriteString(wasiCompat)
+	}
 	return b.String()
 }
 
@@ -150,3 +153,10 @@ var stubCall string
 
 //go:embed python/stub_helpers.py
 var stubHelpers string
+
+// wasiCompat makes what the WASI interpreter lacks work as scripts expect
+// (subprocess through terminal, threads one after another, no network,
+// named extension modules); it ends the stub of the strict host call.
+//
+//go:embed python/wasi_compat.py
+var wasiCompat string

@@ -110,6 +110,11 @@ type Request struct {
 	Code string
 	// Mode is "strict" or "project"; empty means the configured mode.
 	Mode string
+	// Sandbox is "none" or "wasm" (config.SandboxWasm: project mode in the
+	// embedded interpreter over the working dir); empty means the
+	// configured code_execution.sandbox. It is ignored in strict mode.
+	// An unknown value gives wasm with a warning event.
+	Sandbox string
 	// Workdir is the session working dir the tools act on; empty means the
 	// current directory.
 	Workdir string
@@ -437,7 +442,7 @@ func (e *Executor) oneShot(ctx context.Context, c *call, code string) (Result, e
 	var eng engine.Engine = e.strict
 	if c.mode == config.ModeProject {
 		if c.usesWasm() {
-			eng = e.strict.OverWorkdir()
+			eng = e.strict.Project(e.projectOptions(ctx, c))
 		} else {
 			eng = e.projectEngine(c)
 		}
@@ -503,6 +508,7 @@ func (e *Executor) logDone(req Request, res Result, err error, took time.Duratio
 // call is one execution, prepared: everything both paths need.
 type call struct {
 	mode     string
+	sandbox  bool // project mode in the embedded interpreter (config.SandboxWasm)
 	workdir  string
 	python   native.Choice // project mode's interpreter
 	envOpts  engine.EnvOptions
@@ -538,7 +544,18 @@ func (c *call) shell() cmdcheck.Dialect {
 
 // usesWasm reports whether the call runs in the embedded interpreter.
 func (c *call) usesWasm() bool {
-	return c.mode == config.ModeStrict || c.backend == nil && c.python.Path == ""
+	return c.mode == config.ModeStrict || c.sandbox || c.backend == nil && c.python.Path == ""
+}
+
+// projectOptions are the sandboxed project mode's options for c: the
+// file tools' rules, and the site dirs of the python project mode would
+// run (none when there is none).
+func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOptions {
+	opts := strict.ProjectOptions{Guard: c.tools}
+	if c.python.Path != "" {
+		opts.Packages = native.SiteDirs(ctx, c.python.Path, filepath.Join(e.cacheDir, native.ProbeCacheName))
+	}
+	return opts
 }
 
 // projectEngine is the engine of a project-mode call that does not use
@@ -581,7 +598,18 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 			}
 		}
 	}
-	c := &call{mode: mode, workdir: wd, backend: be, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
+	sandboxIn := cmp.Or(req.Sandbox, e.cfg.CodeExecution.Sandbox)
+	sandbox, ok := config.NormalizeSandbox(sandboxIn)
+	if !ok {
+		e.log.event(slog.LevelWarn, "unknown sandbox, using wasm",
+			"execute_code: "+config.UnknownSandbox("sandbox", sandboxIn), "sandbox", sandboxIn)
+	}
+	if mode == config.ModeProject && sandbox == config.SandboxWasm && be != nil {
+		err := fmt.Errorf("sandbox %q runs the script in the embedded interpreter over a working dir on this host, and terminal.backend is %s: "+
+			"use sandbox: none to run project-mode scripts on the backend, or terminal.backend: local", sandbox, e.cfg.Terminal.Backend)
+		return nil, failed(mode, err), err
+	}
+	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 {
 		c.handlers = maps.Clone(e.tools)
@@ -647,11 +675,11 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		for _, s := range c.python.Skipped {
 			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
 		}
-		if c.python.Path == "" {
+		if c.python.Path == "" && !c.sandbox {
 			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
 			e.log.event(slog.LevelWarn, "embedded interpreter fallback", "execute_code: "+c.python.Describe(),
 				"skipped", len(c.python.Skipped))
-		} else if len(c.python.Skipped) > 0 {
+		} else if len(c.python.Skipped) > 0 && !c.sandbox {
 			// Say so: a skipped virtualenv explains a missing package.
 			c.note = "Ran " + c.python.Describe() + " after skipping " + strings.Join(c.python.Skipped, "; ") + "."
 		}

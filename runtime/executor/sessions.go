@@ -203,6 +203,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	ks := e.kernels
 
 	interp := "wasm"
+	if c.sandbox {
+		interp = "wasm+" + c.python.Path // its packages
+	}
 	if !c.usesWasm() {
 		interp = c.python.Path
 		if c.backend != nil {
@@ -391,7 +394,8 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, err
 		return nil, err
 	}
 	if c.mode == config.ModeProject {
-		return e.strict.StartKernel(ctx, spec, true)
+		opts := e.projectOptions(ctx, c)
+		return e.strict.StartKernel(ctx, spec, &opts)
 	}
 	e.kernels.mu.Lock()
 	pool := e.kernels.pool
@@ -413,7 +417,7 @@ func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, err
 		// Replaced (RegisterSkillEnv) or closed (Close) meanwhile: start
 		// one; after Close, that fails with the strict engine's error.
 	}
-	return e.strict.StartKernel(ctx, spec, false)
+	return e.strict.StartKernel(ctx, spec, nil)
 }
 
 // fromProjectPool returns a ready project kernel for c from the warm pool,

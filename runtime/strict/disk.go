@@ -51,9 +51,11 @@ import (
 //   - Entries are charged by name, not by inode: a hard link costs an entry
 //     (its data counts once). A directory's own size as the host reports it
 //     is not counted; its entries' names are.
-//   - Only the engine's own staging dir has a budget. A working dir mounted
-//     as the root (OverWorkdir, project mode without a host python) is the
-//     user's own dir, as it is for a native python, and has none.
+//   - In the sandboxed project mode (Engine.Project) the working dir and
+//     the private tmp share the staging dir's budget, made before them: what
+//     the run adds to the working dir counts, what was there does not (a
+//     file it deletes frees what it held, so the count is the run's net
+//     growth of the disk).
 type diskBudget struct {
 	limit int64
 

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +72,45 @@ type jailFS struct {
 	// time change through it, rename, link, utimens), so that leftScan
 	// walks the dir only when something may have changed.
 	changed *atomic.Bool
+	// missing, when not nil, records the paths the guest looked up that do
+	// not exist (see missingPaths).
+	missing *missingPaths
+}
+
+// missingPaths are paths a strict-mode guest looked for in its private dir
+// and did not find, the first maxMissing of them (relative, clean): the
+// engine reports those the working dir has (a script that expected the
+// project's files, and may have gone on without them).
+type missingPaths struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+// maxMissing bounds the paths kept.
+const maxMissing = 32
+
+// add records p (not the root, not twice).
+func (m *missingPaths) add(p string) {
+	if m == nil || p == "." {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.paths) < maxMissing && !slices.Contains(m.paths, p) {
+		m.paths = append(m.paths, p)
+	}
+}
+
+// take returns the paths recorded since the last take.
+func (m *missingPaths) take() []string {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.paths
+	m.paths = nil
+	return p
 }
 
 // mark records that a file may have been created or changed.
@@ -242,6 +283,9 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	f, errno := j.fs.OpenFile(p, flag&^experimentalsys.O_TRUNC, perm)
 	if errno != 0 {
 		j.giveBack(entry)
+		if errno == experimentalsys.ENOENT {
+			j.missing.add(p)
+		}
 		return nil, errno
 	}
 	if errno := j.sameFile(p, f); errno != 0 {
@@ -348,6 +392,9 @@ func (j *jailFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	}
 	st, err := rootStat(j.root, p, false)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			j.missing.add(p)
+		}
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
 	return st, 0
@@ -363,6 +410,9 @@ func (j *jailFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	// two to tell whether its database was moved.
 	st, err := rootStat(j.root, p, true)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			j.missing.add(p)
+		}
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
 	return st, 0

@@ -24,31 +24,31 @@ const maxStartStderr = 16 << 10
 // StartKernel starts a strict-mode session kernel: a live interpreter
 // instance that runs cells in one persistent namespace (see
 // [engine.Kernel]). Its guest root is a private staging dir holding the
-// generated modules, or, with overWorkdir, spec.Workdir (the staged files
-// are then at /.hermes-lib, as for [Engine.OverWorkdir]). It returns once
+// generated modules, or, with project, the sandboxed project mode's root
+// over spec.Workdir (see [Engine.Project]). It returns once
 // the interpreter has started and asked for its first cell; if the
 // instance exits first, the error carries its stderr. When ctx ends first
 // the instance is stopped and ctx's cause returned. ctx only bounds the
 // start: the kernel lives until Close, a cell's sys.exit, or a cell's
 // context ending.
-func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWorkdir bool) (engine.Kernel, error) {
+func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions) (engine.Kernel, error) {
 	c, err := s.get(ctx, spec.MemoryLimitMB)
 	if err != nil {
 		return nil, err
 	}
-	root := ""
-	if overWorkdir {
+	var root *projectRoot
+	if project != nil {
 		if spec.Workdir == "" {
-			return nil, errors.New("starting a kernel over the working dir: no working dir")
+			return nil, errors.New("starting a sandboxed project-mode kernel: no working dir")
 		}
-		root = spec.Workdir
+		root = &projectRoot{dir: spec.Workdir, opts: *project}
 	}
 	// The kernel's life is its own, not the caller's; values still pass.
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d := engine.NewDispatcher()
 	box, err := s.newSandbox(kctx, c, sandboxSpec{
 		modules: stagedNames,
-		root:    root,
+		project: root,
 		env:     spec.Env,
 		serve:   func(ctx context.Context, line []byte) []byte { return d.Serve(ctx, line, nil) },
 
@@ -63,6 +63,7 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, overWo
 		cancel:  cancel,
 		staging: box.staging,
 		left:    box.left,
+		box:     box,
 		mem:     newInstanceMemory(c.limit),
 		turn:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
@@ -131,7 +132,9 @@ type strictKernel struct {
 	// left finds the files calls leave in the staging dir (nil over a
 	// working dir); endLeft are those found when the instance ended, read
 	// after exited.
-	left    *leftScan
+	left *leftScan
+	// box is the kernel's sandbox, for the refusals of its file system.
+	box     *sandbox
 	endLeft *engine.LeftFiles
 	// mem is the instance's memory: its grace zone is armed again before
 	// each cell (see memory.go).
@@ -264,6 +267,8 @@ func (k *strictKernel) cellOutcome(job *engine.Job) engine.Outcome {
 			o.Left.Kernel = true
 		}
 	}
+	o.Refused, o.RefusedMore = k.box.refusals()
+	o.Missing = k.box.missing.take()
 	return o
 }
 
@@ -271,10 +276,12 @@ func (k *strictKernel) cellOutcome(job *engine.Job) engine.Outcome {
 // with the files it left in the staging dir, now gone.
 func (k *strictKernel) exitOutcome() engine.Outcome {
 	o := k.end
-	if k.closing.Load() && k.end == stopped {
+	if k.closing.Load() && k.end.ExitCode == stopped.ExitCode && k.end.Crash == stopped.Crash {
 		o = closedDuring
 	}
 	o.Left = k.endLeft
+	o.Refused, o.RefusedMore = k.box.refusals()
+	o.Missing = k.box.missing.take()
 	return o
 }
 

@@ -65,7 +65,11 @@ func TestStrictKernel(t *testing.T) {
 
 func startKernel(t testing.TB, e *Engine, spec engine.KernelSpec, overWorkdir bool) *strictKernel {
 	t.Helper()
-	k, err := e.StartKernel(context.Background(), spec, overWorkdir)
+	var project *ProjectOptions
+	if overWorkdir {
+		project = &ProjectOptions{}
+	}
+	k, err := e.StartKernel(context.Background(), spec, project)
 	require.NoError(t, err)
 	t.Cleanup(func() { k.Close() })
 	return k.(*strictKernel)
@@ -393,10 +397,11 @@ func testKernelOverWorkdir(t *testing.T, e *Engine) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "sessionmod.py"), []byte("VALUE = 'session'\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(work, "hermes_tools.py"), []byte("raise ImportError('shadowed')\n"), 0o600))
 	k := startKernel(t, e, engine.KernelSpec{Env: kernelEnv, Workdir: work}, true)
-	out := okCell(t, k, "import os, sys\nprint(open('data.txt').read(), end='')\nprint(sorted(os.listdir('/')))\nprint(sys.path[:2])\n")
-	// The staged files are mounted at /.hermes-lib (mount points are not
-	// listed), first on sys.path, then the session dir.
-	require.Equal(t, "from the session dir\n['data.txt', 'hermes_tools.py', 'sessionmod.py']\n['/.hermes-lib', '/']\n", out)
+	out := okCell(t, k, "import os, sys\nprint(open('data.txt').read(), end='')\nprint(sorted(os.listdir('.')), os.getcwd())\nprint(sys.path[:2])\n")
+	// The session dir is the cwd, at its host path; the staged files are
+	// mounted at /.hermes-lib, first on sys.path, then the session dir.
+	guest := GuestPath(work)
+	require.Equal(t, "from the session dir\n['data.txt', 'hermes_tools.py', 'sessionmod.py'] "+guest+"\n['/.hermes-lib', '"+guest+"']\n", out)
 	// The session's modules import; its hermes_tools.py does not shadow
 	// ours (the kernel would not even start).
 	require.Equal(t, "session True\n", okCell(t, k, "import sessionmod, hermes_tools\nprint(sessionmod.VALUE, hermes_tools.__file__ == '/.hermes-lib/hermes_tools.py')\n"))
@@ -411,27 +416,27 @@ func testKernelOverWorkdir(t *testing.T, e *Engine) {
 	_, err = os.Stat(filepath.Join(work, "data.txt"))
 	require.NoError(t, err)
 
-	_, err = e.StartKernel(context.Background(), engine.KernelSpec{}, true)
+	_, err = e.StartKernel(context.Background(), engine.KernelSpec{}, &ProjectOptions{})
 	require.Error(t, err)
 }
 
 func testKernelStartFailure(t *testing.T, e *Engine) {
 	// A broken interpreter environment: the kernel exits before it asks
 	// for a cell, and the error says why.
-	_, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: []string{"PYTHONIOENCODING=no-such-codec"}}, false)
+	_, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: []string{"PYTHONIOENCODING=no-such-codec"}}, nil)
 	require.ErrorContains(t, err, "the kernel exited while starting")
 	require.ErrorContains(t, err, "no-such-codec")
 
 	// A start cancelled by its context stops the instance.
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err = e.StartKernel(ctx, engine.KernelSpec{Env: kernelEnv}, false)
+	_, err = e.StartKernel(ctx, engine.KernelSpec{Env: kernelEnv}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestStrictKernelEngineClosed(t *testing.T) {
 	e := New(Options{CacheDir: testEngine(t).opts.CacheDir, TempDir: t.TempDir()})
-	k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+	k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 	require.NoError(t, err)
 	require.NoError(t, e.Close(context.Background()))
 	// Close stops the idle kernel's instance before it returns (its
@@ -445,7 +450,7 @@ func TestStrictKernelEngineClosed(t *testing.T) {
 	res, err := cell(t, k, "print(1)\n", nil)
 	require.ErrorIs(t, err, engine.ErrKernelClosed)
 	require.Equal(t, config.StatusError, res.Status)
-	_, err = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+	_, err = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 	require.ErrorIs(t, err, ErrClosed)
 }
 
@@ -465,7 +470,7 @@ func testKernelPool(t *testing.T, e *Engine) {
 	var startedMu sync.Mutex
 	var started []engine.Kernel
 	p := engine.NewKernelPool(2, func(ctx context.Context) (engine.Kernel, error) {
-		k, err := e.StartKernel(ctx, engine.KernelSpec{Env: kernelEnv}, false)
+		k, err := e.StartKernel(ctx, engine.KernelSpec{Env: kernelEnv}, nil)
 		if err == nil {
 			startedMu.Lock()
 			started = append(started, k)
@@ -564,7 +569,7 @@ func TestStrictKernelRSS(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range kernels {
 		wg.Go(func() {
-			kernels[i], errs[i] = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+			kernels[i], errs[i] = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 		})
 	}
 	wg.Wait()
@@ -584,7 +589,7 @@ func TestStrictKernelRSS(t *testing.T) {
 
 func BenchmarkStrictKernelCell(b *testing.B) {
 	e := testEngine(b)
-	k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+	k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 	require.NoError(b, err)
 	defer k.Close()
 	okCell(b, k, "print(1)\n")
@@ -609,7 +614,7 @@ func BenchmarkStrictKernelThroughput(b *testing.B) {
 	const sessions, calls = 8, 200
 	kernels := make([]engine.Kernel, sessions)
 	for i := range kernels {
-		k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+		k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 		require.NoError(b, err)
 		defer k.Close()
 		okCell(b, k, "n = 0\n")
@@ -701,7 +706,7 @@ func TestStrictCloseDuringCompile(t *testing.T) {
 		if err != nil {
 			require.ErrorIs(t, err, ErrClosed)
 		}
-		_, err = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, false)
+		_, err = e.StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv}, nil)
 		require.ErrorIs(t, err, ErrClosed)
 		// Remove the marker the compile may have written, so the next
 		// round prints its line again.

@@ -48,7 +48,7 @@ print("done")
 	require.Positive(t, sizes["analytics.db"])
 	require.Zero(t, res.DiscardedFilesOmitted)
 	require.Equal(t, "The script left 4 files in strict mode's private dir, which is discarded after the run (see discarded_files): analytics.db, backup.zip, out/report.csv and 1 more. "+
-		"To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode.", res.Warning)
+		"To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode (with sandbox: wasm to keep the sandbox).", res.Warning)
 
 	// Reading (and importing) what is staged lists nothing.
 	res = run(t, "import hermes_tools, _hermes_runner\nprint(open(__file__).read()[:5], sorted(os.listdir('.')) != [])\n", func(r *engine.Request) {
@@ -73,7 +73,7 @@ print("done")
 // without a host python) the files stay, and nothing is listed.
 func TestStrictLeftFilesOverWorkdir(t *testing.T) {
 	dir := t.TempDir()
-	res, err := engine.Execute(t.Context(), testEngine(t).OverWorkdir(), engine.Request{
+	res, err := engine.Execute(t.Context(), testEngine(t).Project(ProjectOptions{}), engine.Request{
 		Code: "open('kept.txt', 'w').write('x')\n", Mode: config.ModeProject, Workdir: dir,
 		Timeout: 30e9, MaxToolCalls: 5, Tools: echoTools,
 	})
@@ -134,7 +134,7 @@ func TestStrictHints(t *testing.T) {
 	res := run(t, "print(len(open('logs/app.log').read()))\n", inDir)
 	require.Equal(t, config.StatusError, res.Status)
 	require.Contains(t, res.Error, "FileNotFoundError")
-	require.Equal(t, "The file 'logs/app.log' is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: read it with read_file() from hermes_tools, or use project mode.", res.Hint)
+	require.Equal(t, "The file 'logs/app.log' is in the working dir, but strict mode runs the script in a private dir that holds none of the project's files: read it with read_file() from hermes_tools, or use project mode (with sandbox: wasm to keep the sandbox).", res.Hint)
 
 	res = run(t, "import os\nprint(os.listdir('logs'))\n", inDir)
 	require.Contains(t, res.Hint, "The directory 'logs' is in the working dir")

@@ -19,6 +19,6 @@ type KernelPool = engine.KernelPool
 // them.
 func (s *Engine) NewKernelPool(size int, spec engine.KernelSpec) *KernelPool {
 	return engine.NewKernelPool(size, func(ctx context.Context) (engine.Kernel, error) {
-		return s.StartKernel(ctx, spec, false)
+		return s.StartKernel(ctx, spec, nil)
 	}, func(err error) bool { return errors.Is(err, ErrClosed) })
 }

@@ -78,7 +78,7 @@ func TestSnapshotRestoreMatchesFullStart(t *testing.T) {
 		snap, full engine.Engine
 	}{
 		{"staging", snap, full},
-		{"over the working dir", snap.OverWorkdir(), full.OverWorkdir()},
+		{"over the working dir", snap.Project(ProjectOptions{}), full.Project(ProjectOptions{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got, want map[string]any
@@ -264,11 +264,11 @@ func TestInstanceMounts(t *testing.T) {
 	e := testEngine(t)
 	c, err := e.get(context.Background(), 0)
 	require.NoError(t, err)
-	for _, root := range []string{"", t.TempDir()} {
-		box, err := e.newSandbox(context.Background(), c, sandboxSpec{root: root})
+	for _, root := range []*projectRoot{nil, {dir: t.TempDir()}} {
+		box, err := e.newSandbox(context.Background(), c, sandboxSpec{project: root})
 		require.NoError(t, err)
 		box.close()
-		require.Equal(t, instanceMounts, box.mounts, "root %q", root)
+		require.Equal(t, instanceMounts, box.mounts, "project %v", root)
 	}
 }
 
@@ -320,7 +320,7 @@ func TestOneShotEnd(t *testing.T) {
 	for _, e := range []*Engine{snap, full} {
 		dir := t.TempDir()
 		restored := restores.Load()
-		res := runOn(t, e.OverWorkdir(), oneShotEndProbe, env, dir)
+		res := runOn(t, e.Project(ProjectOptions{}), oneShotEndProbe, env, dir)
 		require.Equal(t, "done\natexit ran\n", res.Output)
 		if e == snap {
 			require.Equal(t, restored+1, restores.Load())

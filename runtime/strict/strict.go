@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -328,11 +329,11 @@ func (s *Engine) cacheDir() string {
 // interpreter and runs it to the end, or until ctx is done (the instance
 // is then closed at its next function boundary or loop back-edge).
 func (s *Engine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
-	return s.run(ctx, job, "")
+	return s.run(ctx, job, nil)
 }
 
 // libMount is where the staged files are mounted: the only way to them
-// when the guest's root is the session dir (see OverWorkdir), and a second
+// when the guest's root is the working dir (see Project), and a second
 // way to the staging dir otherwise.
 const libMount = "/.hermes-lib"
 
@@ -344,23 +345,38 @@ const libMount = "/.hermes-lib"
 // is part of the snapshot's key.
 var instanceMounts = []string{stdlibMount, zoneinfoMount, "/", libMount}
 
-// OverWorkdir returns an engine that runs the same sandboxed interpreter
-// with the job's working dir, instead of a fresh staging dir, as the
-// guest's root: the script's own open() then sees the session's files (and
-// nothing else on the host), as a native python in that dir would. The
-// generated modules and the script are mounted at /.hermes-lib. Project
-// mode uses it when the host has no usable python.
-func (s *Engine) OverWorkdir() engine.Engine { return overWorkdir{s} }
+// Project returns the engine of the sandboxed project mode: the same
+// sandboxed interpreter with the job's working dir, read-write at its host
+// path (see [GuestPath]) and the script's cwd, instead of a fresh private
+// dir: the script's own open(), os.walk and sqlite see the session's files
+// as a native python in that dir would, judged by opts.Guard. Besides it
+// the guest sees opts.Packages read-only, a private /tmp, the interpreter's
+// own files and the generated modules at /.hermes-lib, and nothing else of
+// the host (see projectFS).
+func (s *Engine) Project(opts ProjectOptions) engine.Engine { return projectEngine{s, opts} }
 
-type overWorkdir struct{ s *Engine }
-
-func (o overWorkdir) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
-	return o.s.run(ctx, job, job.Workdir)
+type projectEngine struct {
+	s    *Engine
+	opts ProjectOptions
 }
 
-// run runs job with root as the guest's root dir, or the staging dir when
-// root is empty.
-func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.Outcome, error) {
+func (p projectEngine) Run(ctx context.Context, job *engine.Job) (engine.Outcome, error) {
+	if job.Workdir == "" {
+		return engine.Outcome{}, errors.New("the sandboxed project mode needs a working dir")
+	}
+	return p.s.run(ctx, job, &projectRoot{dir: job.Workdir, opts: p.opts})
+}
+
+// projectRoot is the guest's root of the sandboxed project mode: the
+// working dir dir, with opts.
+type projectRoot struct {
+	dir  string
+	opts ProjectOptions
+}
+
+// run runs job with project as the guest's root, or the staging dir when
+// project is nil.
+func (s *Engine) run(ctx context.Context, job *engine.Job, project *projectRoot) (engine.Outcome, error) {
 	c, err := s.get(ctx, job.MemoryLimitMB)
 	if err != nil {
 		return engine.Outcome{}, err
@@ -368,7 +384,7 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	box, err := s.newSandbox(ctx, c, sandboxSpec{
 		modules: []string{engine.StubName, engine.RunnerName},
 		extra:   map[string][]byte{engine.ScriptName: []byte(job.Code)},
-		root:    root,
+		project: project,
 		env:     job.Env,
 		serve:   job.Broker.Serve,
 
@@ -392,6 +408,8 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, root string) (engine.
 	if box.left != nil {
 		o.Left = box.left.scan(false) // the staging dir goes with box
 	}
+	o.Refused, o.RefusedMore = box.refusals()
+	o.Missing = box.missing.take()
 	return o, nil
 }
 
@@ -552,8 +570,9 @@ type sandboxSpec struct {
 	modules []string
 	// extra are more files to stage, by path relative to the staging dir.
 	extra map[string][]byte
-	// root is the guest's root dir; empty means the staging dir.
-	root string
+	// project, when not nil, makes the guest's root the sandboxed
+	// project mode's (projectFS); nil: the staging dir.
+	project *projectRoot
 	// env is the interpreter's environment before the engine's variables.
 	env []string
 	// serve answers the tool channel's request lines.
@@ -579,6 +598,14 @@ type sandbox struct {
 	ctx context.Context
 	// safePath: the interpreter must not put its cwd first on sys.path.
 	safePath bool
+	// cwd is the guest's working dir when not the root (the sandboxed
+	// project mode's working dir), and hostDir where it is on the host.
+	cwd, hostDir string
+	// project is the root of the sandboxed project mode, for its refusals.
+	project *projectFS
+	// missing are the paths a strict-mode guest did not find in its
+	// private dir (nil in the sandboxed project mode).
+	missing *missingPaths
 	// snapshotOK: the instance may start from the snapshot (see
 	// snapshotEligible).
 	snapshotOK bool
@@ -600,6 +627,18 @@ func (b *sandbox) args(rest ...string) []string {
 	args := []string{"python", "-S", "-u"}
 	if b.safePath {
 		args = append(args, "-P")
+	}
+	if b.cwd != "" && len(rest) > 1 && rest[0] == "-c" {
+		// The program's first step: the working dir becomes the cwd
+		// (wasi-libc keeps it; the root is the start). A JSON string is a
+		// Python string literal.
+		// _hermes_host learns both paths, for the commands subprocess runs
+		// through terminal (their host working dir).
+		g, _ := json.Marshal(b.cwd)
+		h, _ := json.Marshal(b.hostDir)
+		prefix := "__import__('os').chdir(" + string(g) + "); __import__('_hermes_host').project_guest = " + string(g) +
+			"; __import__('_hermes_host').project_host = " + string(h) + "; "
+		rest = append([]string{"-c", prefix + rest[1]}, rest[2:]...)
 	}
 	return append(args, rest...)
 }
@@ -641,8 +680,10 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 			return nil, fmt.Errorf("staging %s: %w", rel, err)
 		}
 	}
-	if spec.root == "" {
+	if spec.project == nil {
 		box.left = newLeftScan(staging, slices.Collect(maps.Keys(files)))
+	} else if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
+		return nil, fmt.Errorf("making the private tmp: %w", err)
 	}
 	jail, err := newJailFS(staging)
 	if err != nil {
@@ -651,6 +692,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	box.jails = append(box.jails, jail)
 	if box.left != nil {
 		jail.changed = &box.left.changed
+		jail.missing = &missingPaths{}
+		box.missing = jail.missing
 	}
 	if jail.budget, err = newDiskBudget(staging, spec.diskLimitMB); err != nil {
 		return nil, err
@@ -669,20 +712,26 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	}
 	c.stdlib.mount(mount, open)
 	box.env = append(slices.Clone(spec.env), guestEnv...)
-	if spec.root != "" {
-		rootJail, err := newJailFS(spec.root)
+	if spec.project != nil {
+		pfs, err := box.projectFS(spec.project, jail.budget)
 		if err != nil {
-			return nil, fmt.Errorf("opening the working dir: %w", err)
+			return nil, err
 		}
-		box.jails = append(box.jails, rootJail)
-		mount(open.limit(rootJail), "/")
+		box.project = pfs
+		mount(open.limit(pfs), "/")
 		mount(open.limit(jail), libMount)
 		box.lib = libMount + "/"
-		// The generated modules come first, then the session dir (as the
+		box.cwd = GuestPath(spec.project.dir)
+		box.hostDir = spec.project.dir
+		// The generated modules come first, then the working dir (as the
 		// script's dir comes first for a native python), so a session file
-		// named like one of them cannot shadow it; -P (see args) keeps the
-		// cwd from being put before them.
-		box.env = append(box.env, "PYTHONPATH="+libMount+":/")
+		// named like one of them cannot shadow it, then the packages; -P
+		// (see args) keeps the cwd from being put before them.
+		path := []string{libMount, box.cwd}
+		for _, d := range spec.project.opts.Packages {
+			path = append(path, GuestPath(d))
+		}
+		box.env = append(box.env, "PYTHONPATH="+strings.Join(path, ":"), "TMPDIR=/tmp")
 		box.safePath = true
 	} else {
 		// The staging dir at both: the same mounts as over a session dir.
@@ -692,6 +741,51 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	box.fsc = fsc
 	box.snapshotOK = snapshotEligible(box.env)
 	return box, nil
+}
+
+// projectFS opens the jails of the sandboxed project mode's root (the
+// working dir, the private tmp in the staging dir, each package dir that
+// exists) and builds it. The working dir and tmp share budget with the
+// staging dir: what the run adds to them counts against disk_limit_mb.
+func (b *sandbox) projectFS(root *projectRoot, budget *diskBudget) (*projectFS, error) {
+	dir, err := filepath.Abs(root.dir)
+	if err != nil {
+		return nil, err
+	}
+	wd, err := newJailFS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the working dir: %w", err)
+	}
+	b.jails = append(b.jails, wd)
+	wd.budget = budget
+	tmp, err := newJailFS(filepath.Join(b.staging, "tmp"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the private tmp: %w", err)
+	}
+	b.jails = append(b.jails, tmp)
+	tmp.budget = budget
+	opts := root.opts
+	opts.Packages = nil
+	var pkgs []*jailFS
+	for _, d := range root.opts.Packages {
+		j, err := newJailFS(d)
+		if err != nil {
+			continue // gone since it was found: nothing to import from it
+		}
+		b.jails = append(b.jails, j)
+		opts.Packages = append(opts.Packages, d)
+		pkgs = append(pkgs, j)
+	}
+	root.opts.Packages = opts.Packages
+	return newProjectFS(dir, wd, tmp, pkgs, opts)
+}
+
+// refusals are the file-safety refusals of the sandboxed project mode.
+func (b *sandbox) refusals() ([]string, int) {
+	if b.project == nil {
+		return nil, 0
+	}
+	return b.project.takeRefusals()
 }
 
 // moduleConfig is the instance's configuration without its arguments: the

@@ -4,6 +4,10 @@ from _hermes_runner import _exception_report, _exit_code, _flush, _fresh_main
 
 _sources = {}
 _last = [None]  # the name of the last cell registered with linecache
+# Runs the threads a cell started that have not run yet (the WASI
+# interpreter's threads run one after another: hermes_tools
+# _run_pending_threads); nothing elsewhere.
+_end_threads = [lambda: None]
 
 
 def _register_sources(linecache):
@@ -40,6 +44,7 @@ def _run_cell(namespace, n, source):
     try:
         code = compile(source, name, "exec", dont_inherit=True)
         exec(code, namespace)
+        _end_threads[0]()
     except SystemExit as e:
         return None, _exit_code(e)
     except BaseException as e:
@@ -92,6 +97,7 @@ def main():
     import _hermes_runner
     _hermes_runner._install_quit()
     import hermes_tools
+    _end_threads[0] = getattr(hermes_tools, "_run_pending_threads", _end_threads[0])
 
     _hermes_runner._session_dir_first(__name__ == "__main__")
     namespace = _fresh_main().__dict__

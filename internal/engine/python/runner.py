@@ -68,6 +68,10 @@ def _session_dir_first(started_as_file):
         sys.path[0] = os.getcwd()
 
 
+def _no_threads():
+    pass
+
+
 def _flush():
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -91,6 +95,10 @@ def _hermes_main():
         main = _fresh_main()
         main.__file__ = path
         exec(code, main.__dict__)
+        # The WASI interpreter's threads run one after another: those the
+        # script started and nothing waited for run now, as the
+        # interpreter's exit would wait for them.
+        getattr(hermes_tools, "_run_pending_threads", _no_threads)()
     except SystemExit as e:
         report = {"kind": "exit", "code": _exit_code(e)}
     except BaseException as e:

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,9 @@ commands:
 
 run flags:
   --mode strict|project     execution mode (default: code_execution.mode)
+  --sandbox none|wasm       with wasm, project mode runs the script in the embedded interpreter
+                            over the working dir, with the file tools' rules on its own file
+                            access (default: code_execution.sandbox)
   --config FILE             config file (default: $HERMES_HOME/config.yaml)
   --workdir DIR             session working dir the tools act on (default: .)
   --timeout SECONDS         wall-clock limit (default: code_execution.timeout)
@@ -83,10 +87,12 @@ serve flags:
                             closed (default 10s; 0: no limit)
   --max-unauthenticated N   with tcp: connections not yet authenticated that may be open at a
                             time; one more is closed at once (default 64; 0: no cap)
-  --config FILE, --log-level LEVEL, --rpc-transport unix|tcp   as for run
+  --config FILE, --log-level LEVEL, --rpc-transport unix|tcp, --sandbox none|wasm
+                            as for run
 
 mcp flags:
   --mode strict|project     where scripts run (default: code_execution.mode)
+  --sandbox none|wasm       as for run
   --workdir DIR             working dir the tools act on (default: .)
   --config FILE             config file (default: $HERMES_HOME/config.yaml)
   --skill PATH              pass through the variables a skill declares in its SKILL.md
@@ -249,4 +255,20 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ApplySandbox sets cfg's code_execution.sandbox from a --sandbox flag's
+// value (none or wasm; "" leaves the config's). An unknown value is
+// refused, with the valid ones: false after saying so on stderr as cmd.
+func ApplySandbox(cmd, value string, cfg *config.Config, stderr io.Writer) bool {
+	if value == "" {
+		return true
+	}
+	v, ok := config.NormalizeSandbox(value)
+	if !ok || strings.TrimSpace(value) == "" {
+		fmt.Fprintf(stderr, "hermes-wasm-exec %s: --sandbox must be none or wasm, not %q\n", cmd, value)
+		return false
+	}
+	cfg.CodeExecution.Sandbox = v
+	return true
 }

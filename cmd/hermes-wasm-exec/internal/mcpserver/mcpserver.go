@@ -54,6 +54,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	fs := cli.NewFlagSet("mcp", stderr)
 	cfgPath := fs.String("config", "", "")
 	mode := fs.String("mode", "", "")
+	sandbox := fs.String("sandbox", "", "")
 	workdir := fs.String("workdir", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	logFormat := fs.String("log-format", "text", "")
@@ -97,7 +98,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		return fail("--workdir: %v", err)
 	}
 	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok {
+	if !ok || !cli.ApplySandbox("mcp", *sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
 	// The variables skills declare, executor-wide: this process serves

@@ -54,7 +54,7 @@ func sessionOrDefault(p map[string]json.RawMessage) (string, *jsonrpc.Error) {
 // executeParams are execute's parameters. command is not one: it is
 // accepted only to answer a terminal call sent to execute_code with
 // Hermes's message (executor.CommandNotCodeMessage).
-var executeParams = []string{"code", "session", "mode", "workdir", "reset", "parent_session", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
+var executeParams = []string{"code", "session", "mode", "sandbox", "workdir", "reset", "parent_session", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
 
 // toolListParam decodes a list of tool names: as in Hermes, names that are
 // not one of the seven (vision_analyze, delegate_task, ...) are dropped
@@ -149,6 +149,16 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 			return req, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q%s", req.Mode, config.DidYouMeanMode(req.Mode))
 		}
 		req.Mode = mode
+	}
+	if req.Sandbox, rerr = stringParam(p, "sandbox", false); rerr != nil {
+		return req, rerr
+	}
+	if req.Sandbox != "" {
+		sb, ok := config.NormalizeSandbox(req.Sandbox)
+		if !ok {
+			return req, jsonrpc.InvalidParams("sandbox must be \"none\" or \"wasm\", not %q", req.Sandbox)
+		}
+		req.Sandbox = sb
 	}
 	if req.Workdir, rerr = stringParam(p, "workdir", false); rerr != nil {
 		return req, rerr

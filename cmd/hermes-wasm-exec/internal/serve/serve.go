@@ -44,6 +44,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	listenAt := fs.String("listen", "", "")
 	tokenFile := fs.String("token-file", "", "")
 	cfgPath := fs.String("config", "", "")
+	sandbox := fs.String("sandbox", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	transport := fs.String("rpc-transport", "", "")
 	authTimeout := fs.Duration("auth-timeout", config.DefaultAuthTimeout, "")
@@ -95,7 +96,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer token.Close()
 	}
 	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok {
+	if !ok || !cli.ApplySandbox("serve", *sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
 

@@ -1,0 +1,218 @@
+package strict
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/stretchr/testify/require"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// fakeGuard refuses reads of names ending in ".secret" and writes of
+// names ending in ".locked", with messages naming the path.
+type fakeGuard struct{}
+
+func (fakeGuard) ReadBlock(p string) string {
+	if strings.HasSuffix(p, ".secret") {
+		return "Access denied: " + p
+	}
+	return ""
+}
+
+func (fakeGuard) WriteBlock(p string) string {
+	if strings.HasSuffix(p, ".locked") {
+		return "Write denied: " + p
+	}
+	return ""
+}
+
+// newTestProjectFS builds a projectFS over a fresh working dir, a private
+// tmp and one package dir, and returns it with the three host dirs.
+func newTestProjectFS(t *testing.T) (p *projectFS, wd, tmp, pkg string) {
+	t.Helper()
+	wd, tmp, pkg = t.TempDir(), t.TempDir(), t.TempDir()
+	open := func(d string) *jailFS {
+		j, err := newJailFS(d)
+		require.NoError(t, err)
+		t.Cleanup(func() { j.close() })
+		return j
+	}
+	p, err := newProjectFS(wd, open(wd), open(tmp), []*jailFS{open(pkg)}, ProjectOptions{Guard: fakeGuard{}, Packages: []string{pkg}})
+	require.NoError(t, err)
+	return p, wd, tmp, pkg
+}
+
+func rel(host string) string { return strings.TrimPrefix(GuestPath(host), "/") }
+
+func TestProjectFSRoutes(t *testing.T) {
+	p, wd, tmp, pkg := newTestProjectFS(t)
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "a.txt"), []byte("work"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "mod.py"), []byte("X = 1"), 0o600))
+
+	// The working dir at its host path, read-write.
+	f, errno := p.OpenFile(rel(wd)+"/a.txt", experimentalsys.O_RDONLY, 0)
+	require.Zero(t, errno)
+	f.Close()
+	f, errno = p.OpenFile(rel(wd)+"/new.txt", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o600)
+	require.Zero(t, errno)
+	f.Close()
+	require.FileExists(t, filepath.Join(wd, "new.txt"))
+
+	// /tmp is the private tmp (the working dir, under the host's /tmp in
+	// these tests, stays the working dir).
+	f, errno = p.OpenFile("tmp/scratch", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o600)
+	require.Zero(t, errno)
+	f.Close()
+	require.FileExists(t, filepath.Join(tmp, "scratch"))
+
+	// A package dir is read-only.
+	f, errno = p.OpenFile(rel(pkg)+"/mod.py", experimentalsys.O_RDONLY, 0)
+	require.Zero(t, errno)
+	f.Close()
+	_, errno = p.OpenFile(rel(pkg)+"/evil.py", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o600)
+	require.NotZero(t, errno)
+	require.Equal(t, experimentalsys.EROFS, p.Unlink(rel(pkg)+"/mod.py"))
+
+	// Nothing else of the host is there.
+	for _, g := range []string{"etc/passwd", "usr/bin/env", rel(filepath.Dir(wd)) + "/other"} {
+		_, errno = p.Stat(g)
+		require.Equal(t, experimentalsys.ENOENT, errno, g)
+	}
+	_, errno = p.OpenFile("etc/new", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o600)
+	require.Equal(t, experimentalsys.EACCES, errno)
+
+	// The dirs above the mounts list only the way down, and are read-only.
+	d, errno := p.OpenFile(".", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+	require.Zero(t, errno)
+	ents, errno := d.Readdir(-1)
+	require.Zero(t, errno)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name)
+	}
+	require.Contains(t, names, "tmp")
+	require.Contains(t, names, strings.Split(rel(wd), "/")[0])
+	d.Close()
+	st, errno := p.Stat(rel(filepath.Dir(wd)))
+	require.Zero(t, errno)
+	require.True(t, st.Mode.IsDir())
+	require.Equal(t, experimentalsys.EEXIST, p.Mkdir(rel(filepath.Dir(wd)), 0o755))
+	require.NotZero(t, p.Unlink(rel(wd)), "a mount point is not removed")
+	require.NotZero(t, p.Rename(rel(wd)+"/a.txt", "tmp/a.txt"), "no rename across mounts")
+}
+
+func TestProjectFSGuard(t *testing.T) {
+	p, wd, _, _ := newTestProjectFS(t)
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "k.secret"), []byte("s"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "c.locked"), []byte("c"), 0o600))
+	g := rel(wd)
+
+	_, errno := p.OpenFile(g+"/k.secret", experimentalsys.O_RDONLY, 0)
+	require.Equal(t, experimentalsys.EACCES, errno, "read refused")
+	_, errno = p.OpenFile(g+"/k.secret", experimentalsys.O_WRONLY|experimentalsys.O_APPEND, 0)
+	require.Zero(t, errno, "a write-only open does not read it")
+	_, errno = p.OpenFile(g+"/k.secret", experimentalsys.O_RDWR, 0)
+	require.Equal(t, experimentalsys.EACCES, errno, "read-write reads it")
+	_, errno = p.OpenFile(g+"/c.locked", experimentalsys.O_WRONLY|experimentalsys.O_TRUNC, 0)
+	require.Equal(t, experimentalsys.EACCES, errno, "write refused")
+	_, errno = p.OpenFile(g+"/c.locked", experimentalsys.O_RDONLY, 0)
+	require.Zero(t, errno, "reading it is allowed")
+	require.Equal(t, experimentalsys.EACCES, p.Unlink(g+"/c.locked"))
+	require.Equal(t, experimentalsys.EACCES, p.Rename(g+"/k.secret", g+"/plain.txt"), "moving it reads it")
+	require.Equal(t, experimentalsys.EACCES, p.Link(g+"/k.secret", g+"/alias.txt"), "a second name reads it")
+	require.Equal(t, experimentalsys.EACCES, p.Mkdir(g+"/d.locked", 0o755))
+
+	refused, more := p.takeRefusals()
+	require.Zero(t, more)
+	require.Equal(t, []string{
+		"Access denied: " + filepath.Join(wd, "k.secret"),
+		"Write denied: " + filepath.Join(wd, "c.locked"),
+		"Write denied: " + filepath.Join(wd, "d.locked"),
+	}, refused, "each refusal once, in order")
+	refused, _ = p.takeRefusals()
+	require.Empty(t, refused, "taken")
+	for i := range MaxRefusals + 3 {
+		p.OpenFile(g+"/"+strings.Repeat("x", i+1)+".secret", experimentalsys.O_RDONLY, 0)
+	}
+	refused, more = p.takeRefusals()
+	require.Len(t, refused, MaxRefusals)
+	require.Equal(t, 3, more)
+}
+
+func TestProjectFSRefusesWorkdirs(t *testing.T) {
+	j, err := newJailFS(t.TempDir())
+	require.NoError(t, err)
+	defer j.close()
+	root := "/"
+	if runtime.GOOS == "windows" {
+		root = `C:\`
+	}
+	for _, wd := range []string{root, "/usr/local/lib/x", "/usr/share", "/.hermes-lib"} {
+		if runtime.GOOS == "windows" && wd != root {
+			continue
+		}
+		_, err := newProjectFS(wd, j, j, nil, ProjectOptions{})
+		require.Error(t, err, wd)
+		require.Contains(t, err.Error(), "working dir", wd)
+	}
+}
+
+func TestGuestPath(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		require.Equal(t, "/c/Users/me/proj", GuestPath(`C:\Users\me\proj`))
+		require.Equal(t, "/d/x", GuestPath(`D:\x\`))
+		return
+	}
+	require.Equal(t, "/home/me/proj", GuestPath("/home/me/proj/"))
+}
+
+// TestProjectEngine runs scripts over a working dir: the cwd and paths are
+// the host's, the guard's refusals reach the result, writes count against
+// the disk budget, and /tmp is private.
+func TestProjectEngine(t *testing.T) {
+	e := testEngine(t)
+	wd := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(wd, "data"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "data", "in.csv"), []byte("a,b\n1,2\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "key.secret"), []byte("s"), 0o600))
+	run := func(code string, limitMB int) engine.Result {
+		t.Helper()
+		res, err := engine.Execute(t.Context(), e.Project(ProjectOptions{Guard: fakeGuard{}}), engine.Request{
+			Code: code, Mode: config.ModeProject, Embedded: true, Workdir: wd, DiskLimitMB: limitMB,
+			Timeout: 60e9, MaxToolCalls: 5, Tools: echoTools,
+		})
+		require.NoError(t, err)
+		return res
+	}
+	res := run(`import os, csv, tempfile
+print(os.getcwd())
+print(list(csv.reader(open(os.path.join(os.getcwd(), "data/in.csv")))))
+print(sorted(f for _, _, fs in os.walk(".") for f in fs))
+with tempfile.NamedTemporaryFile(delete=False) as f:
+    f.write(b"private")
+print(os.path.dirname(f.name))
+print(os.path.basename(f.name))
+open("out.txt", "w").write("kept")
+`, 0)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, config.SandboxWasm, res.Sandbox)
+	lines := strings.Split(res.Output, "\n")
+	require.Equal(t, []string{GuestPath(wd), "[['a', 'b'], ['1', '2']]", "['in.csv', 'key.secret']", "/tmp"}, lines[:4])
+	require.NoFileExists(t, filepath.Join(os.TempDir(), lines[4]), "the guest's /tmp is private")
+	require.FileExists(t, filepath.Join(wd, "out.txt"))
+
+	res = run("print(open('key.secret').read())\n", 0)
+	require.Equal(t, config.StatusError, res.Status)
+	require.Contains(t, res.Error, "PermissionError")
+	require.Equal(t, "The sandbox's file-safety rules refused it: Access denied: "+filepath.Join(wd, "key.secret"), res.Hint)
+	require.Contains(t, res.Warning, "The sandbox refused 1 file access by the file tools' rules")
+
+	res = run("open('big.bin', 'wb').write(b'x' * (3 << 20))\n", 1)
+	require.Equal(t, config.StatusError, res.Status, res.Output)
+	require.Contains(t, res.Error, "No space left on device")
+}

@@ -1,0 +1,2 @@
+"""Inventory package."""
+VERSION = "3.0"

@@ -1,0 +1,5 @@
+import sys
+
+
+def main():
+    print('cli', sys.argv[1:])

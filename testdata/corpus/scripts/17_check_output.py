@@ -1,0 +1,2 @@
+import subprocess
+print(subprocess.check_output("wc -l < logs/app.log", shell=True).decode().strip())

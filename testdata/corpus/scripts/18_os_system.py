@@ -1,0 +1,3 @@
+import os
+status = os.system("echo system says hi")
+print("status", status)

@@ -1,0 +1,3 @@
+import os
+with os.popen("ls notes") as f:
+    print(sorted(f.read().split()))

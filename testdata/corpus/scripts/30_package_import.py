@@ -1,0 +1,2 @@
+import fixturepkg
+print(fixturepkg.greet("corpus"), fixturepkg.__name__)

@@ -1,0 +1,4 @@
+try:
+    open("data/nope.csv")
+except FileNotFoundError as e:
+    print("missing:", e.filename)

@@ -1,0 +1,3 @@
+import json
+cfg = json.load(open("config.json"))
+raise ValueError("bad workers: %d" % cfg["workers"])

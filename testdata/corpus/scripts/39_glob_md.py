@@ -1,0 +1,2 @@
+import glob
+print(sorted(glob.glob("**/*.md", recursive=True)))
