@@ -701,3 +701,34 @@ func TestFileSafetyFoldsCase(t *testing.T) {
 	res = callJSON(t, tl, "read_file", map[string]any{"path": filepath.Join(e.workdir, "ok.txt")})
 	assert.Equal(t, "1|ok", res["content"], res)
 }
+
+// TestJailGuard: ReadBlock and WriteBlock, which the sandboxed project
+// mode's file system asks for every path the script touches, apply the
+// tools' rules: env files and Hermes's stores are not read (nor through
+// a hard link), credential files, the executor's cache and Hermes's
+// config are not written, and ordinary project files pass.
+func TestJailGuard(t *testing.T) {
+	e := newSafetyEnv(t)
+	cache := filepath.Join(e.workdir, "wasm-cache")
+	tl := e.tools(t, func(o *Options) { o.WasmCacheDir = cache })
+	w := func(rel string) string { return filepath.Join(e.workdir, rel) }
+	for _, name := range []string{".env", ".env.local", "prod.env", ".env.example", "data.csv"} {
+		require.NoError(t, os.WriteFile(w(name), []byte("x"), 0o600))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(e.hermes, "auth.json"), []byte("{}"), 0o600))
+	require.NoError(t, os.Link(w(".env"), w("notes.txt")))
+
+	for _, name := range []string{".env", ".env.local", "prod.env"} {
+		require.Contains(t, tl.ReadBlock(w(name)), "is a secret-bearing environment file", name)
+		require.Empty(t, tl.WriteBlock(w(name)), "writing an env file is allowed, as with write_file: %s", name)
+	}
+	require.Contains(t, tl.ReadBlock(w("notes.txt")), "is a hard link to "+w(".env"))
+	require.Contains(t, tl.ReadBlock(filepath.Join(e.hermes, "auth.json")), "is a Hermes credential store")
+	require.Contains(t, tl.WriteBlock(filepath.Join(e.hermes, "config.yaml")), "Refusing to write to Hermes config file")
+	require.Contains(t, tl.WriteBlock(filepath.Join(cache, "x.bin")), "is in the executor's cache")
+	require.Equal(t, protectedMsg(filepath.Join(e.home, ".ssh", "authorized_keys")), tl.WriteBlock(filepath.Join(e.home, ".ssh", "authorized_keys")))
+	for _, ok := range []string{".env.example", "data.csv", "new/file.txt"} {
+		require.Empty(t, tl.ReadBlock(w(ok)), ok)
+		require.Empty(t, tl.WriteBlock(w(ok)), ok)
+	}
+}

@@ -57,7 +57,12 @@ type runMode struct {
 	// fallback: project mode on a host with no python, so the run uses the
 	// embedded interpreter and its result carries the fallback warning.
 	fallback bool
+	// sandboxed: the sandboxed project mode (the embedded interpreter).
+	sandboxed bool
 }
+
+// wasi reports whether m runs the embedded WASI interpreter.
+func (m runMode) wasi() bool { return m.mode == "strict" || m.fallback || m.sandboxed }
 
 var (
 	strictMode  = runMode{name: "strict", mode: "strict", args: []string{"--mode", "strict"}}
@@ -66,18 +71,21 @@ var (
 	// projectFallback is project mode where no python is on PATH: wine has
 	// no Windows CPython, so under wine it is what project mode does.
 	projectFallback = runMode{name: "project-fallback", mode: "project", args: []string{"--mode", "project"}, fallback: true}
+	// projectSandbox is the sandboxed project mode: the embedded
+	// interpreter over the working dir, with project mode's results.
+	projectSandbox = runMode{name: "project-sandbox", mode: "project", args: []string{"--mode", "project", "--sandbox", "wasm"}, sandboxed: true}
 	// allModes: strict, and project over both RPC transports (the TCP one
 	// is Windows' default; it runs here too). Python on Windows has no
 	// AF_UNIX sockets. Under wine the project-tcp variants skip (no
 	// Windows CPython) and project-fallback runs the scenarios instead.
 	allModes = func() []runMode {
 		if testenv.UnderWine() {
-			return []runMode{strictMode, projectTCP, projectFallback}
+			return []runMode{strictMode, projectTCP, projectFallback, projectSandbox}
 		}
 		if goruntime.GOOS == "windows" {
-			return []runMode{strictMode, projectTCP}
+			return []runMode{strictMode, projectTCP, projectSandbox}
 		}
-		return []runMode{strictMode, projectUnix, projectTCP}
+		return []runMode{strictMode, projectUnix, projectTCP, projectSandbox}
 	}()
 )
 
@@ -544,24 +552,36 @@ func jsonString(s string) string {
 	return string(b)
 }
 
+// TestSandboxHasNoNetworkOrProcesses: strict mode's guest opens no
+// connection (OSError saying so, URLError through urllib), and starts no
+// process of its own: subprocess and os.system run their command as a
+// terminal() call, counted and logged as one (TestSubprocessNeedsTerminal:
+// without terminal in the tool set they are refused).
 func TestSandboxHasNoNetworkOrProcesses(t *testing.T) {
 	e := newEnv(t)
-	code, res, _ := e.run(`import json
+	script := `import json
 results = {}
 def attempt(name, fn):
     try:
         fn()
         results[name] = "ALLOWED"
     except Exception as e:
-        results[name] = type(e).__name__
-import socket, subprocess, os
+        results[name] = type(e).__name__ + (": no network" if "no network" in str(e) else "")
+import socket, subprocess, os, urllib.request
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", 80), timeout=1))
-attempt("subprocess", lambda: subprocess.run(["ls"]))
-attempt("system", lambda: os.system("ls") == 0 or (_ for _ in ()).throw(OSError("system failed")))
+attempt("dns", lambda: socket.getaddrinfo("example.com", 80))
+attempt("urllib", lambda: urllib.request.urlopen("http://127.0.0.1:1/"))
+attempt("subprocess", lambda: subprocess.run(["ls"], capture_output=True, check=True))
+attempt("system", lambda: os.system("true") == 0 or (_ for _ in ()).throw(OSError("system failed")))
 print(json.dumps(results, sort_keys=True))
-`)
+`
+	code, res, _ := e.run(script)
 	require.Equal(t, 0, code, res.Output)
-	require.NotContains(t, res.Output, "ALLOWED")
+	require.JSONEq(t, `{"dns": "OSError: no network", "subprocess": "ALLOWED", "system": "ALLOWED", "tcp": "OSError: no network", "urllib": "URLError: no network"}`, res.Output)
+	require.Equal(t, 2, res.ToolCallsMade, "each command is a terminal() call")
+	for _, c := range res.ToolCalls {
+		require.Equal(t, "terminal", c.Tool)
+	}
 }
 
 func TestLimits(t *testing.T) {

@@ -92,6 +92,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			"timezone": cfg.Timezone,
 			"code_execution": map[string]any{
 				"mode":                     cfg.CodeExecution.Mode,
+				"sandbox":                  cfg.CodeExecution.Sandbox,
 				"timeout":                  cfg.CodeExecution.Timeout,
 				"max_tool_calls":           cfg.CodeExecution.MaxToolCalls,
 				"kernel_idle_timeout":      cfg.CodeExecution.KernelIdleTimeout,
@@ -146,6 +147,17 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  skipped   %s\n", s)
 	}
 	fmt.Fprintf(stdout, "  uses      %s\n", d.Project.Choice.Describe())
+	if d.Project.Sandbox == config.SandboxWasm {
+		fmt.Fprintf(stdout, "  sandbox   wasm: project-mode scripts run in the embedded WASI CPython over the working dir (code_execution.sandbox)\n")
+		if len(d.Project.PackageDirs) == 0 {
+			fmt.Fprintf(stdout, "  packages  none found: scripts import the standard library only\n")
+		}
+		for _, p := range d.Project.PackageDirs {
+			fmt.Fprintf(stdout, "  packages  %s (read-only, pure-Python packages only)\n", p)
+		}
+	} else {
+		fmt.Fprintf(stdout, "  sandbox   none: project-mode scripts run with the host's python (code_execution.sandbox: wasm runs them sandboxed)\n")
+	}
 	fmt.Fprintf(stdout, "  tools     over %s, authenticated per run by HERMES_RPC_TOKEN\n", map[string]string{
 		native.TransportUnix: "a Unix socket in the run's private dir",
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",

@@ -232,7 +232,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		res.Hint = strictHint(req, report)
 	}
 	if len(outcome.Refused) > 0 {
-		res.Warning = strings.TrimSpace(res.Warning + " " + refusedWarning(outcome.Refused, outcome.RefusedMore))
+		res.Warning = strings.TrimSpace(res.Warning + " " + refusedWarning(outcome.Refused, outcome.RefusedTotal))
 		if res.Hint == "" && report != nil && report.Kind == "exception" && report.Type == "PermissionError" {
 			res.Hint = "The sandbox's file-safety rules refused it: " + outcome.Refused[len(outcome.Refused)-1]
 		}
@@ -309,17 +309,14 @@ func unseenWarning(req Request, missing, notes []string) string {
 }
 
 // refusedWarning is the result's warning about the file accesses the
-// sandboxed project mode refused (the script saw PermissionError).
-func refusedWarning(refused []string, more int) string {
-	w := fmt.Sprintf("The sandbox refused %d file access", len(refused)+more)
-	if len(refused)+more != 1 {
+// sandboxed project mode refused (the script saw PermissionError): how
+// many, and the distinct refusals (the first few).
+func refusedWarning(refused []string, total int) string {
+	w := fmt.Sprintf("The sandbox refused %d file access", total)
+	if total != 1 {
 		w += "es"
 	}
-	w += " by the file tools' rules (the script got PermissionError): " + strings.Join(refused, " | ")
-	if more > 0 {
-		w += fmt.Sprintf(" | and %d more", more)
-	}
-	return w
+	return w + " by the file tools' rules (the script got PermissionError): " + strings.Join(refused, " | ")
 }
 
 // joinNonEmpty is output+sep+line, or line alone when output is empty.

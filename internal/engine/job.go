@@ -119,11 +119,11 @@ type Outcome struct {
 	// ends.
 	Left *LeftFiles
 	// Refused are the file-safety refusals of the sandboxed project mode's
-	// file system in this run or call (at most a few; RefusedMore counts
-	// the rest): what the script's own open() was denied, with the file
-	// tools' messages.
-	Refused     []string
-	RefusedMore int
+	// file system in this run or call, the first few distinct messages (the
+	// file tools'), and RefusedTotal how many accesses were refused in all:
+	// what the script's own file access was denied.
+	Refused      []string
+	RefusedTotal int
 	// Missing are paths (relative to the private dir, slash-separated)
 	// a strict-mode script looked for there and did not find; Execute
 	// reports those the working dir has.

@@ -81,6 +81,13 @@ type ProjectInterpreter struct {
 	Choice native.Choice
 	// Transport is how scripts reach the tools: "unix" or "tcp".
 	Transport string
+	// Sandbox is code_execution.sandbox: "none" (the host's python) or
+	// "wasm" (the sandboxed project mode).
+	Sandbox string
+	// PackageDirs are the site-packages dirs of Choice's interpreter, which
+	// the sandboxed project mode makes importable read-only (pure-Python
+	// packages only).
+	PackageDirs []string
 }
 
 // Diagnose reports the interpreters the executor would run scripts with:
@@ -102,7 +109,11 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 		Project: ProjectInterpreter{
 			Choice:    native.Resolve(ctx, e.getenv),
 			Transport: cmp.Or(e.transport, native.DefaultTransport()),
+			Sandbox:   e.cfg.CodeExecution.Sandbox,
 		},
+	}
+	if d.Project.Choice.Path != "" {
+		d.Project.PackageDirs = native.SiteDirs(ctx, d.Project.Choice.Path, filepath.Join(e.cacheDir, native.ProbeCacheName))
 	}
 	switch st := landlock.Probe(); {
 	case e.landlock == nil:

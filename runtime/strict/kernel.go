@@ -267,7 +267,7 @@ func (k *strictKernel) cellOutcome(job *engine.Job) engine.Outcome {
 			o.Left.Kernel = true
 		}
 	}
-	o.Refused, o.RefusedMore = k.box.refusals()
+	o.Refused, o.RefusedTotal = k.box.refusals()
 	o.Missing = k.box.missing.take()
 	return o
 }
@@ -280,7 +280,7 @@ func (k *strictKernel) exitOutcome() engine.Outcome {
 		o = closedDuring
 	}
 	o.Left = k.endLeft
-	o.Refused, o.RefusedMore = k.box.refusals()
+	o.Refused, o.RefusedTotal = k.box.refusals()
 	o.Missing = k.box.missing.take()
 	return o
 }

@@ -75,8 +75,8 @@ type projectFS struct {
 	guard  FileGuard
 
 	mu       sync.Mutex
-	refusals []string
-	more     int
+	refusals []string // distinct messages, at most MaxRefusals
+	total    int      // every refusal, repeats included
 }
 
 // newProjectFS builds the root over the working dir jail (at its host
@@ -109,14 +109,14 @@ func newProjectFS(workdir string, wd *jailFS, tmp *jailFS, pkgs []*jailFS, opts 
 	return p, nil
 }
 
-// takeRefusals returns the file-safety refusals since the last take (at
-// most MaxRefusals, then how many more) and forgets them: a kernel's call
-// reports its own.
+// takeRefusals returns the file-safety refusals since the last take (the
+// first MaxRefusals distinct messages, and how many refusals there were in
+// all) and forgets them: a kernel's call reports its own.
 func (p *projectFS) takeRefusals() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r, n := p.refusals, p.more
-	p.refusals, p.more = nil, 0
+	r, n := p.refusals, p.total
+	p.refusals, p.total = nil, 0
 	return r, n
 }
 
@@ -124,12 +124,9 @@ func (p *projectFS) takeRefusals() ([]string, int) {
 func (p *projectFS) refuse(msg string) experimentalsys.Errno {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case slices.Contains(p.refusals, msg):
-	case len(p.refusals) < MaxRefusals:
+	p.total++
+	if len(p.refusals) < MaxRefusals && !slices.Contains(p.refusals, msg) {
 		p.refusals = append(p.refusals, msg)
-	default:
-		p.more++
 	}
 	return experimentalsys.EACCES
 }

@@ -408,7 +408,7 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, project *projectRoot)
 	if box.left != nil {
 		o.Left = box.left.scan(false) // the staging dir goes with box
 	}
-	o.Refused, o.RefusedMore = box.refusals()
+	o.Refused, o.RefusedTotal = box.refusals()
 	o.Missing = box.missing.take()
 	return o, nil
 }
