@@ -381,6 +381,11 @@ type CodeExecution struct {
 	// the embedded WASI interpreter over the working dir ([SandboxWasm]). Strict mode is
 	// always sandboxed. Unknown values give "wasm" with a warning. YAML key: sandbox.
 	Sandbox string
+	// WasmPackages are dirs of pure-Python packages (trees as site-packages holds them,
+	// or unpacked wheels: `hermes-wasm-exec packages install`) that the WASI interpreter
+	// imports, read-only, in strict mode and the sandboxed project mode. Each must be an
+	// absolute path ("~/" is expanded). Default none. YAML key: wasm_packages.
+	WasmPackages []string
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
 	Timeout int
@@ -1027,6 +1032,7 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 	return p.mapping(n, key, []field{
 		{name: "mode", apply: p.mode},
 		{name: "sandbox", apply: p.sandbox},
+		{name: "wasm_packages", apply: p.stringList(&ce.WasmPackages, "absolute paths of package dirs", checkAbsPath)},
 		{name: "timeout", apply: p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
 		{name: "max_tool_calls", apply: p.intField(&ce.MaxToolCalls, 0, -1, "")},
 		{name: "kernel_idle_timeout", apply: p.atLeastOne(&ce.KernelIdleTimeout, "seconds")},
@@ -1289,6 +1295,8 @@ func (c *Config) valueOf(path string) string {
 		v = ce.Mode
 	case "code_execution.sandbox":
 		v = ce.Sandbox
+	case "code_execution.wasm_packages":
+		v = listText(ce.WasmPackages)
 	case "code_execution.timeout":
 		v = ce.Timeout
 	case "code_execution.max_tool_calls":

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,6 +117,19 @@ func checkVolume(v string) (string, string) {
 		return "", "is not source:target or source:target:options with an absolute target path, as docker -v takes it (such as \"/srv/data:/data:ro\")"
 	}
 	return v, ""
+}
+
+// checkAbsPath is checkPath for a path that must be absolute once "~/" is
+// expanded.
+func checkAbsPath(v string) (string, string) {
+	p, problem := checkPath(v)
+	if problem != "" {
+		return "", problem
+	}
+	if !filepath.IsAbs(p) {
+		return "", "is not an absolute path; write it in full (or as \"~/...\")"
+	}
+	return filepath.Clean(p), ""
 }
 
 // checkPath expands a leading "~/" (or a lone "~") against the user's home.

@@ -571,8 +571,8 @@ import socket, subprocess, os, urllib.request
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", 80), timeout=1))
 attempt("dns", lambda: socket.getaddrinfo("example.com", 80))
 attempt("urllib", lambda: urllib.request.urlopen("http://127.0.0.1:1/"))
-attempt("subprocess", lambda: subprocess.run(["ls"], capture_output=True, check=True))
-attempt("system", lambda: os.system("true") == 0 or (_ for _ in ()).throw(OSError("system failed")))
+attempt("subprocess", lambda: subprocess.run(["echo", "hi"], capture_output=True, check=True))
+attempt("system", lambda: os.system("echo hi") == 0 or (_ for _ in ()).throw(OSError("system failed")))
 print(json.dumps(results, sort_keys=True))
 `
 	code, res, _ := e.run(script)

@@ -64,6 +64,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return doctorCmd(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "packages":
+		return packagesCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		printVersion(stdout)
 		return cli.ExitOK

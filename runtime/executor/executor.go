@@ -239,7 +239,7 @@ func New(opts Options) *Executor {
 		environ:   environ,
 		getenv:    getenv,
 		log:       eventLog{logger: opts.Logger, logf: opts.Logf, warnf: opts.Warnf},
-		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress}),
+		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress, Packages: cfg.CodeExecution.WasmPackages}),
 		transport: opts.RPCTransport,
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,

@@ -154,3 +154,36 @@ func TestSubprocessNeedsTerminal(t *testing.T) {
 		require.DirExists(t, filepath.Join(wd, "x"), "the refused command did not run")
 	}
 }
+
+// TestWasmPackages: the dirs of code_execution.wasm_packages import in
+// strict mode and the sandboxed project mode, read-only, after the
+// script's own dir; a missing one is left out.
+func TestWasmPackages(t *testing.T) {
+	pkgs := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(pkgs, "tinypkg"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pkgs, "tinypkg", "__init__.py"), []byte("def hello():\n    return 'hello from tinypkg'\n"), 0o644))
+	cfg := config.Default()
+	cfg.CodeExecution.WasmPackages = []string{filepath.Join(t.TempDir(), "missing"), pkgs}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir()})
+	defer ex.Close(context.Background())
+	code := `import tinypkg, os
+print(tinypkg.hello(), tinypkg.__file__)
+try:
+    open(os.path.join(os.path.dirname(tinypkg.__file__), "x.py"), "w")
+except OSError as e:
+    print(type(e).__name__)
+`
+	for _, sandbox := range []string{"", config.SandboxWasm} {
+		mode := config.ModeStrict
+		if sandbox != "" {
+			mode = config.ModeProject
+		}
+		for _, session := range []string{"", "pkgs"} {
+			res, err := ex.Execute(context.Background(), executor.Request{Code: code, Mode: mode, Sandbox: sandbox, Workdir: t.TempDir(), Session: session})
+			require.NoError(t, err)
+			require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+			require.Equal(t, "hello from tinypkg /.hermes-packages/1/tinypkg/__init__.py\nOSError\n", res.Output, "%s %q", mode, session)
+		}
+	}
+	require.NoFileExists(t, filepath.Join(pkgs, "tinypkg", "x.py"))
+}

@@ -3,6 +3,7 @@ package strict
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -47,7 +48,7 @@ func GuestPath(dir string) string {
 	dir = filepath.Clean(dir)
 	if runtime.GOOS == "windows" {
 		if v := filepath.VolumeName(dir); len(v) == 2 && v[1] == ':' {
-			return "/" + strings.ToLower(v[:1]) + filepath.ToSlash(dir[2:])
+			return path.Clean("/" + strings.ToLower(v[:1]) + filepath.ToSlash(dir[2:]))
 		}
 		return filepath.ToSlash(dir)
 	}
@@ -71,8 +72,10 @@ type projectMount struct {
 // working dir under /tmp is the working dir, the rest of /tmp is private).
 type projectFS struct {
 	experimentalsys.UnimplementedFS
-	mounts []projectMount // longest guest path first
+	mounts []projectMount // longest guest path first; "." is the root (strict mode's staging dir)
 	guard  FileGuard
+	// wasmPackages are the mounts of code_execution.wasm_packages.
+	wasmPackages []projectMount
 
 	mu       sync.Mutex
 	refusals []string // distinct messages, at most MaxRefusals
@@ -87,7 +90,7 @@ func newProjectFS(workdir string, wd *jailFS, tmp *jailFS, pkgs []*jailFS, opts 
 	p := &projectFS{guard: opts.Guard}
 	guest := func(host string) string { return strings.TrimPrefix(GuestPath(host), "/") }
 	wg := guest(workdir)
-	if wg == "" || wg == "." {
+	if wg == "" || wg == "." || filepath.Dir(filepath.Clean(workdir)) == filepath.Clean(workdir) {
 		return nil, fmt.Errorf("the sandboxed project mode cannot mount %s as the working dir: use a project dir below it", workdir)
 	}
 	for _, reserved := range []string{stdlibMount, zoneinfoMount, libMount} {
@@ -139,6 +142,9 @@ func (p *projectFS) refuse(msg string) experimentalsys.Errno {
 func (p *projectFS) route(g string) (*projectMount, string, []string) {
 	var names []string
 	for _, m := range p.mounts {
+		if m.guest == "." {
+			continue
+		}
 		rest, ok := m.guest, g == "."
 		if !ok {
 			rest, ok = strings.CutPrefix(m.guest, g+"/")
@@ -155,7 +161,11 @@ func (p *projectFS) route(g string) (*projectMount, string, []string) {
 		if g == m.guest {
 			return m, ".", nil
 		}
-		if rest, ok := strings.CutPrefix(g, m.guest+"/"); ok {
+		rest, ok := strings.CutPrefix(g, m.guest+"/")
+		if m.guest == "." {
+			rest, ok = g, true
+		}
+		if ok {
 			if names != nil {
 				if _, errno := m.fs.Lstat(rest); errno != 0 {
 					return nil, "", names

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,12 @@ type Options struct {
 	// Interpreter returns the wasm module; nil means the embedded,
 	// verified one (pyodideassets.Interpreter).
 	Interpreter func() ([]byte, error)
+	// Packages are dirs of pure-Python packages (code_execution.wasm_packages)
+	// mounted read-only at /.hermes-packages/N (N their index here) in every
+	// instance, strict and sandboxed project mode alike, and put on
+	// sys.path after the script's own dir. A dir that cannot be opened is
+	// left out.
+	Packages []string
 	// Stdlib returns the standard library zip mounted at
 	// /usr/local/lib/python311.zip; nil means the embedded, verified one
 	// (pyodideassets.Stdlib).
@@ -606,6 +613,8 @@ type sandbox struct {
 	// missing are the paths a strict-mode guest did not find in its
 	// private dir (nil in the sandboxed project mode).
 	missing *missingPaths
+	// wasmPackages are the engine's package dirs (Options.Packages).
+	wasmPackages []string
 	// snapshotOK: the instance may start from the snapshot (see
 	// snapshotEligible).
 	snapshotOK bool
@@ -651,7 +660,7 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	if err != nil {
 		return nil, fmt.Errorf("creating the staging dir: %w", err)
 	}
-	box := &sandbox{staging: staging, lib: "/", ctx: withChannel(ctx, spec.serve)}
+	box := &sandbox{staging: staging, lib: "/", ctx: withChannel(ctx, spec.serve), wasmPackages: s.opts.Packages}
 	defer func() {
 		if err != nil {
 			box.close()
@@ -731,11 +740,18 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		for _, d := range spec.project.opts.Packages {
 			path = append(path, GuestPath(d))
 		}
+		path = append(path, packagePaths(pfs.wasmPackages)...)
 		box.env = append(box.env, "PYTHONPATH="+strings.Join(path, ":"), "TMPDIR=/tmp")
 		box.safePath = true
 	} else {
-		// The staging dir at both: the same mounts as over a session dir.
-		mount(open.limit(jail), "/")
+		// The staging dir at both: the same mounts as over a session dir;
+		// with package dirs, a root that adds them to the staging dir.
+		var root experimentalsys.FS = jail
+		if pkgs := box.packageMounts(s.opts.Packages); len(pkgs) > 0 {
+			root = &projectFS{mounts: append(pkgs, projectMount{guest: ".", fs: jail})}
+			box.env = append(box.env, "PYTHONPATH="+strings.Join(packagePaths(pkgs), ":"))
+		}
+		mount(open.limit(root), "/")
 		mount(open.limit(jail), libMount)
 	}
 	box.fsc = fsc
@@ -777,7 +793,42 @@ func (b *sandbox) projectFS(root *projectRoot, budget *diskBudget) (*projectFS, 
 		pkgs = append(pkgs, j)
 	}
 	root.opts.Packages = opts.Packages
-	return newProjectFS(dir, wd, tmp, pkgs, opts)
+	p, err := newProjectFS(dir, wd, tmp, pkgs, opts)
+	if err != nil {
+		return nil, err
+	}
+	p.wasmPackages = b.packageMounts(b.wasmPackages)
+	p.mounts = append(p.wasmPackages, p.mounts...)
+	slices.SortStableFunc(p.mounts, func(a, b projectMount) int { return len(b.guest) - len(a.guest) })
+	return p, nil
+}
+
+// packagesMount is where the guest sees code_execution.wasm_packages: the
+// N-th dir at packagesMount/N.
+const packagesMount = "/.hermes-packages"
+
+// packageMounts opens the package dirs dirs read-only (a dir that cannot
+// be opened is left out), each at packagesMount/N.
+func (b *sandbox) packageMounts(dirs []string) []projectMount {
+	var out []projectMount
+	for i, d := range dirs {
+		j, err := newJailFS(d)
+		if err != nil {
+			continue
+		}
+		b.jails = append(b.jails, j)
+		out = append(out, projectMount{guest: strings.TrimPrefix(packagesMount, "/") + "/" + strconv.Itoa(i), host: d, fs: &sysfs.ReadFS{FS: j}})
+	}
+	return out
+}
+
+// packagePaths are the guest paths of mounts, for sys.path.
+func packagePaths(mounts []projectMount) []string {
+	var out []string
+	for _, m := range mounts {
+		out = append(out, "/"+m.guest)
+	}
+	return out
 }
 
 // refusals are the file-safety refusals of the sandboxed project mode.

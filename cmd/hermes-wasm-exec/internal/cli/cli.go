@@ -50,6 +50,9 @@ commands:
   doctor [--config [FILE]]  show the interpreter, caches, config and modes; with --config,
                             also which keys of the config file are used and which ignored
   bench [-n N]              measure start-up and tool round trips (prints a table)
+  packages install|list|verify --dir DIR [WHEEL...]
+                            install local pure-Python wheels into a code_execution.wasm_packages
+                            dir (checked against their RECORD; compiled ones refused)
   version                   print the version
 
 run flags:
