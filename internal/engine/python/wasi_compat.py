@@ -546,6 +546,112 @@ def _patch_futures_thread(thread):
     cf.ThreadPoolExecutor = ThreadPoolExecutor
 
 
+# -- tarfile's extraction filters (PEP 706, Python 3.11.4) ----------------------
+
+def _patch_tarfile(tarfile):
+    """The interpreter is 3.11.2; scripts written for 3.11.4+ pass
+    extractall(filter="data"). The named filters are given with the checks
+    of PEP 706 that matter here: no absolute path, no path or link leading
+    out of the destination (the data filter also drops special files and
+    the owner and set-id bits)."""
+    if hasattr(tarfile, "data_filter"):
+        return
+    import copy, os as _o, stat
+
+    class FilterError(tarfile.TarError):
+        pass
+
+    class AbsolutePathError(FilterError):
+        def __init__(self, tarinfo):
+            super().__init__("member %r has an absolute path" % tarinfo.name)
+
+    class OutsideDestinationError(FilterError):
+        def __init__(self, tarinfo, path):
+            super().__init__("%r would be extracted to %r, which is outside the destination" % (tarinfo.name, path))
+
+    class LinkOutsideDestinationError(FilterError):
+        def __init__(self, tarinfo, path):
+            super().__init__("%r would link to %r, which is outside the destination" % (tarinfo.name, path))
+
+    class SpecialFileError(FilterError):
+        def __init__(self, tarinfo):
+            super().__init__("%r is a special file" % tarinfo.name)
+
+    def _check(member, dest, data):
+        dest = _o.path.realpath(dest)
+        name = member.name
+        if name.startswith(("/", _o.sep)):
+            raise AbsolutePathError(member)
+        target = _o.path.realpath(_o.path.join(dest, name))
+        if _o.path.commonpath([target, dest]) != dest:
+            raise OutsideDestinationError(member, target)
+        new = member
+        if data:
+            if member.isdev() or member.isfifo():
+                raise SpecialFileError(member)
+            if member.issym() or member.islnk():
+                link = member.linkname
+                if _o.path.isabs(link):
+                    raise LinkOutsideDestinationError(member, link)
+                base = _o.path.dirname(target) if member.issym() else dest
+                lt = _o.path.realpath(_o.path.join(base, link))
+                if _o.path.commonpath([lt, dest]) != dest:
+                    raise LinkOutsideDestinationError(member, lt)
+            new = copy.copy(member)
+            new.mode = member.mode & ~(stat.S_ISUID | stat.S_ISGID) & 0o777 if member.mode is not None else None
+            new.uid = new.gid = None
+            new.uname = new.gname = None
+        return new
+
+    def fully_trusted_filter(member, dest_path):
+        return member
+
+    def tar_filter(member, dest_path):
+        return _check(member, dest_path, False)
+
+    def data_filter(member, dest_path):
+        return _check(member, dest_path, True)
+
+    named = {"fully_trusted": fully_trusted_filter, "tar": tar_filter, "data": data_filter}
+
+    def resolve(f):
+        if f is None or callable(f):
+            return f
+        if f in named:
+            return named[f]
+        raise ValueError("filter must be None, a callable or one of %s" % ", ".join(sorted(named)))
+
+    orig_extractall, orig_extract = tarfile.TarFile.extractall, tarfile.TarFile.extract
+
+    def extractall(self, path=".", members=None, *, numeric_owner=False, filter=None):
+        f = resolve(filter)
+        if f is None:
+            return orig_extractall(self, path, members, numeric_owner=numeric_owner)
+        kept = []
+        for m in (members if members is not None else self.getmembers()):
+            m2 = f(m, path)
+            if m2 is not None:
+                kept.append(m2)
+        return orig_extractall(self, path, kept, numeric_owner=numeric_owner)
+
+    def extract(self, member, path="", set_attrs=True, *, numeric_owner=False, filter=None):
+        f = resolve(filter)
+        if f is not None:
+            if isinstance(member, str):
+                member = self.getmember(member)
+            member = f(member, path or ".")
+            if member is None:
+                return
+        return orig_extract(self, member, path, set_attrs, numeric_owner=numeric_owner)
+
+    tarfile.TarFile.extractall, tarfile.TarFile.extract = extractall, extract
+    for k, v in dict(FilterError=FilterError, AbsolutePathError=AbsolutePathError,
+                     OutsideDestinationError=OutsideDestinationError,
+                     LinkOutsideDestinationError=LinkOutsideDestinationError, SpecialFileError=SpecialFileError,
+                     fully_trusted_filter=fully_trusted_filter, tar_filter=tar_filter, data_filter=data_filter).items():
+        setattr(tarfile, k, v)
+
+
 # -- compiled extension modules ----------------------------------------------
 
 _EXT_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -589,6 +695,7 @@ class _PatchFinder:
         "threading": _patch_threading,
         "selectors": _patch_selectors,
         "concurrent.futures.thread": _patch_futures_thread,
+        "tarfile": _patch_tarfile,
     }
 
     @classmethod
