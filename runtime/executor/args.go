@@ -126,7 +126,8 @@ var toolDocs = map[string]string{
 // absolute path; here the script runs in a WebAssembly sandbox and
 // reaches the host only through the tools, so the sentence says that.
 const (
-	strictWorkdirNote  = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files, the network or processes — reach them through the tools above, which act on the session's working directory."
+	strictWorkdirNote  = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files or the network — reach them through the tools above, which act on the session's working directory (subprocess and os.system run their commands through terminal())."
+	sandboxWorkdirNote = "Scripts run in the session's working directory, at its own path, inside a WebAssembly sandbox (CPython 3.11: the standard library and the project's pure-Python packages): project files read and write as usual, nothing else of the host is there, no network, and .env and credential files are refused (PermissionError); subprocess and os.system run their commands through terminal()."
 	projectWorkdirNote = "Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python when one is active (VIRTUAL_ENV/CONDA_PREFIX — matches terminal()); otherwise python3 (or python) on PATH, and when there is none, the embedded WASI CPython (standard library only, no processes); check `import x` before relying on project packages."
 )
 
@@ -171,8 +172,11 @@ func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchem
 		importStr = strings.Join(imports, ", ") + ", ..."
 	}
 	workdirNote := projectWorkdirNote
-	if mode == config.ModeStrict {
+	switch sandbox, _ := config.NormalizeSandbox(cfg.CodeExecution.Sandbox); {
+	case mode == config.ModeStrict:
 		workdirNote = strictWorkdirNote
+	case sandbox == config.SandboxWasm:
+		workdirNote = sandboxWorkdirNote
 	}
 	ce := cfg.CodeExecution
 	calls := fmt.Sprintf("max %d tool calls per call", ce.MaxToolCalls)
