@@ -61,9 +61,6 @@ type runMode struct {
 	sandboxed bool
 }
 
-// wasi reports whether m runs the embedded WASI interpreter.
-func (m runMode) wasi() bool { return m.mode == "strict" || m.fallback || m.sandboxed }
-
 var (
 	strictMode  = runMode{name: "strict", mode: "strict", args: []string{"--mode", "strict"}}
 	projectUnix = runMode{name: "project", mode: "project", args: []string{"--mode", "project", "--rpc-transport", "unix"}}
