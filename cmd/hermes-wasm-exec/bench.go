@@ -86,6 +86,30 @@ func versus(t, nat, v8 time.Duration, goal float64) string {
 	return s
 }
 
+// benchMode is one way of running a script that the bench measures: a
+// mode and, for project mode, a sandbox (config.SandboxWasm: project mode
+// in the embedded interpreter over the working dir; "" the configured
+// none). name starts its rows.
+type benchMode struct{ name, mode, sandbox string }
+
+// benchModes are the bench's modes, in the table's order: strict, project
+// (the host python) and the sandboxed project mode.
+var benchModes = []benchMode{
+	{config.ModeStrict, config.ModeStrict, ""},
+	{config.ModeProject, config.ModeProject, ""},
+	{"sandboxed project", config.ModeProject, config.SandboxWasm},
+}
+
+// sandboxNote says what the sandboxed project mode's guest sees beside the
+// working dir: the site-packages of the host python project mode would
+// run, read-only, or, with none, the standard library alone.
+func sandboxNote(python native.Choice) string {
+	if python.Path == "" {
+		return "no host python: standard library only"
+	}
+	return "site-packages of " + filepath.Base(python.Path) + " " + python.Version + " read-only"
+}
+
 // benchCmd measures start-up and the tool round trip and prints a table.
 // Numbers are medians over -n repetitions.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
@@ -155,27 +179,35 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	ex := newExecutor()
 	defer ex.Close(ctx)
 	python := native.Resolve(ctx, os.Getenv)
-	for _, mode := range []string{"strict", "project"} {
+	for _, m := range benchModes {
+		mode := m.mode
 		label, note := "", ""
-		if mode == "project" {
+		switch {
+		case m.sandbox != "":
+			label = m.name + ": "
+			note = "; " + sandboxNote(python)
+		case mode == config.ModeProject:
 			if python.Path == "" {
 				rows = append(rows, row{"project mode", "-", "no host python found, skipped"})
 				continue
 			}
-			label = "project: "
+			label = m.name + ": "
 			note = "; " + filepath.Base(python.Path) + " " + python.Version
 		}
 		var inst []time.Duration
 		for range *n {
 			t := time.Now()
-			res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Workdir: tmp})
+			res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Sandbox: m.sandbox, Workdir: tmp})
 			if err != nil || res.Status != "success" {
-				return fail(mode+" print(1)", fmt.Errorf("%v %s", err, res.Output))
+				return fail(m.name+" print(1)", fmt.Errorf("%v %s", err, res.Output))
 			}
 			inst = append(inst, time.Since(t))
 		}
 		what := "fresh instance from the interpreter snapshot + run"
-		if mode == "project" {
+		switch {
+		case m.sandbox != "":
+			what = "fresh instance from the interpreter snapshot over the working dir + run"
+		case mode == config.ModeProject:
 			what = "private dir + socket + python child"
 		}
 		rows = append(rows, row{label + "print(1) in a warm process", ms(median(inst)), what + note})
@@ -183,7 +215,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		if self, err := os.Executable(); err == nil {
 			var whole []time.Duration
 			for range *n {
-				cmd := exec.Command(self, "run", "--mode", mode, "-")
+				args := []string{"run", "--mode", mode, "--workdir", tmp}
+				if m.sandbox != "" {
+					args = append(args, "--sandbox", m.sandbox)
+				}
+				cmd := exec.Command(self, append(args, "-")...)
 				cmd.Stdin = strings.NewReader("print(1)\n")
 				cmd.Env = append(os.Environ(), executor.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
 				var out bytes.Buffer
@@ -192,17 +228,20 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 				// Through proctree: with the subreaper on, a child started
 				// any other way would be taken for an adopted orphan.
 				if err := proctree.Run(context.Background(), cmd); err != nil {
-					return fail("run print(1)", fmt.Errorf("%v: %s", err, out.String()))
+					return fail(m.name+" run print(1)", fmt.Errorf("%v: %s", err, out.String()))
 				}
 				whole = append(whole, time.Since(t))
 			}
 			goal := "warm cache; goal <= 3x native python's start"
-			if mode == "project" {
+			switch {
+			case m.sandbox != "":
+				goal = "whole `run --sandbox " + m.sandbox + "` process, warm cache"
+			case mode == config.ModeProject:
 				goal = "whole `run` process"
 			}
 			rows = append(rows, row{label + "`run` of print(1), whole process", ms(median(whole)), goal + note})
 			wholeRow := len(rows) - 1
-			if mode == "strict" && python.Path != "" {
+			if m.name == config.ModeStrict && python.Path != "" {
 				var nat []time.Duration
 				for range *n {
 					cmd := exec.Command(python.Path, "-c", "print(1)")
@@ -228,19 +267,22 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		var per []float64
 		for range *n {
 			max := calls + 1
-			res, err := ex.Execute(ctx, executor.Request{Code: fmt.Sprintf(benchToolScript, calls), Mode: mode, Workdir: tmp, MaxToolCalls: &max})
+			res, err := ex.Execute(ctx, executor.Request{Code: fmt.Sprintf(benchToolScript, calls), Mode: mode, Sandbox: m.sandbox, Workdir: tmp, MaxToolCalls: &max})
 			if err != nil || res.Status != "success" {
-				return fail(mode+" tool round trip", fmt.Errorf("%v %s", err, res.Output))
+				return fail(m.name+" tool round trip", fmt.Errorf("%v %s", err, res.Output))
 			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
+			perCall, err := strconv.ParseFloat(strings.TrimSpace(res.Output), 64)
 			if err != nil {
-				return fail(mode+" tool round trip", err)
+				return fail(m.name+" tool round trip", err)
 			}
-			per = append(per, v)
+			per = append(per, perCall)
 		}
 		slices.Sort(per)
 		goal := "from inside the script; goal <= 100 µs"
-		if mode == "project" {
+		switch {
+		case m.sandbox != "":
+			goal = "from inside the script, over strict mode's host-function channel"
+		case mode == config.ModeProject:
 			goal = "from inside the script, over a " + native.DefaultTransport() + " socket"
 		}
 		rows = append(rows, row{label + "no-op tool call round trip", fmt.Sprintf("%.1f µs", per[len(per)/2]), goal + note})
@@ -384,8 +426,9 @@ func waitPoolFull(ex *executor.Executor) {
 // row is one line of the bench table.
 type row struct{ name, value, note string }
 
-// benchKernels measures session kernels in both modes: a warm kernel call,
-// the first call of a new session (strict: with the warm pool full), the
+// benchKernels measures session kernels in each of benchModes: a warm
+// kernel call, the first call of a new session (with the warm pools full;
+// a sandboxed project kernel has none and starts from the snapshot), the
 // throughput of 8 sessions x 200 calls (the median of n rounds), and the
 // resident memory of an idle strict kernel. The timed parts start with the
 // warm pool full, so that no kernel starts in the background while they
@@ -394,15 +437,19 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 	var rows []row
 	cfg.CodeExecution.MaxSessionKernels = 128 // 100 idle ones, below
 	cfg.CodeExecution.WarmPool = 2
-	for _, mode := range []string{"strict", "project"} {
-		if mode == "project" && python.Path == "" {
+	for _, m := range benchModes {
+		mode := m.mode
+		if mode == config.ModeProject && m.sandbox == "" && python.Path == "" {
 			continue
 		}
-		cfg.CodeExecution.Mode = mode // which warm pool the executor keeps
+		// Which warm pools the executor keeps: as `serve --mode MODE
+		// [--sandbox wasm]` would.
+		cfg.CodeExecution.Mode = mode
+		cfg.CodeExecution.Sandbox = cmp.Or(m.sandbox, config.SandboxNone)
 		ex := executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
 		ex.StartWarmPoolIn(ctx, tmp)
 		exec1 := func(session, code string) (executor.Result, error) {
-			res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Workdir: tmp, Session: session})
+			res, err := ex.Execute(ctx, executor.Request{Code: code, Mode: mode, Sandbox: m.sandbox, Workdir: tmp, Session: session})
 			if err == nil && res.Status != config.StatusSuccess {
 				err = fmt.Errorf("%s: %s", res.Status, res.Output)
 			}
@@ -424,7 +471,7 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 		}
 		slices.Sort(lat)
 		goal := "goal <= 1 ms"
-		rows = append(rows, row{mode + " kernel: warm call, print(1)", fmt.Sprintf("p50 %s, p99 %s", us(lat[len(lat)/2]), us(lat[len(lat)*99/100])), "500 calls in one session; " + goal})
+		rows = append(rows, row{m.name + " kernel: warm call, print(1)", fmt.Sprintf("p50 %s, p99 %s", us(lat[len(lat)/2]), us(lat[len(lat)*99/100])), "500 calls in one session; " + goal})
 
 		var first []time.Duration
 		for i := range 5 {
@@ -437,7 +484,10 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 			first = append(first, time.Since(t))
 		}
 		note := "kernel from the warm pool; goal <= 5 ms"
-		rows = append(rows, row{mode + " kernel: first call of a new session", ms1(median(first)), note})
+		if m.sandbox != "" {
+			note = "no warm pool for sandboxed kernels: a new kernel from the interpreter snapshot over the working dir; goal <= 5 ms"
+		}
+		rows = append(rows, row{m.name + " kernel: first call of a new session", ms1(median(first)), note})
 
 		sessions := make([]string, 8)
 		for i := range sessions {
@@ -480,7 +530,7 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 			// Steadier than the rate on a machine shared with other work.
 			note += fmt.Sprintf("; %.0f µs of CPU per call", float64(cpu.Microseconds())/float64(1600*n))
 		}
-		if mode == "strict" {
+		if m.name == config.ModeStrict {
 			note += "; goal >= 20000 calls/s: "
 			if 1600/el.Seconds() >= 20000 {
 				note += "met"
@@ -498,9 +548,9 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 				note += "not met"
 			}
 		}
-		rows = append(rows, row{mode + " kernel: 8 sessions x 200 calls", fmt.Sprintf("%.0f calls/s", 1600/el.Seconds()), note})
+		rows = append(rows, row{m.name + " kernel: 8 sessions x 200 calls", fmt.Sprintf("%.0f calls/s", 1600/el.Seconds()), note})
 
-		if mode == "strict" {
+		if m.name == config.ModeStrict {
 			if before, ok := rssBytes(); ok {
 				const n = 100
 				for i := range n {
