@@ -55,6 +55,11 @@ func cachedProbe(ctx context.Context, key, cacheFile string, probe func() (pytho
 	}
 	if e, ok := diskGet(cacheFile, key); ok {
 		if fi, err := os.Stat(e.Python); err == nil && !fi.IsDir() {
+			// Kept in memory too: a serve or mcp process would otherwise
+			// read and decode the whole file on every project-mode call.
+			memMu.Lock()
+			memCache[key] = probeAnswer{python: e.Python, version: e.Version}
+			memMu.Unlock()
 			return e.Python, e.Version, nil
 		}
 	}

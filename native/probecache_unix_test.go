@@ -41,3 +41,28 @@ func TestProbeCacheOthersCouldWriteIsNotUsed(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 	require.Equal(t, "/probed/python", probe(0o666), "a file writable by every user is not")
 }
+
+// TestProbeCacheDiskHitKeptInMemory: an answer read from the file is kept
+// in memory, so a long-lived process reads the file once, not on every
+// call (serve's project-mode calls each re-read and decoded it, ~1 ms).
+func TestProbeCacheDiskHitKeptInMemory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700))
+	python := filepath.Join(dir, "python")
+	require.NoError(t, os.WriteFile(python, []byte("#!/bin/sh\n"), 0o700))
+	file := filepath.Join(dir, ProbeCacheName)
+	data, err := json.Marshal(map[string]diskEntry{"kept": {Python: python, Version: "3.12.1"}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	memMu.Lock()
+	clear(memCache)
+	memMu.Unlock()
+	probe := func() (string, string, error) { t.Fatal("the interpreter was probed"); return "", "", nil }
+	_, v, err := cachedProbe(context.Background(), "kept", file, probe)
+	require.NoError(t, err)
+	require.Equal(t, "3.12.1", v)
+	require.NoError(t, os.Remove(file))
+	_, v, err = cachedProbe(context.Background(), "kept", file, probe)
+	require.NoError(t, err)
+	require.Equal(t, "3.12.1", v, "answered from memory, without the file")
+}
