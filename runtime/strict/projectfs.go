@@ -313,7 +313,76 @@ func (p *projectFS) Rename(from, to string) experimentalsys.Errno {
 	if m1 != m2 {
 		return experimentalsys.EPERM // wazero has no EXDEV; shutil.move copies on any OSError
 	}
+	if errno := p.judgeMove(m1, r1, r2); errno != 0 {
+		return errno
+	}
 	return m1.fs.Rename(r1, r2)
+}
+
+// judgeMove judges the rename of the dir r1 in m to r2, which renames
+// every path below it: each must be writable at its old and its new path,
+// and one the guard refuses to read must stay refused at its new path.
+// Without this a script renamed the dir above a protected location and
+// reached it under the new name: a Hermes home in the working dir moved
+// aside, its config.yaml rewritten (approvals: off) and moved back, its
+// MCP tokens and profiles' stores read, the executor's cache dir's parent
+// moved aside to plant files in the cache. A dir holding another mount (a
+// package dir in the working dir's .venv) is not renamed either (EPERM, as
+// for a mount point): under the new name its read-only files were the
+// working dir's, writable.
+func (p *projectFS) judgeMove(m *projectMount, r1, r2 string) experimentalsys.Errno {
+	j, ok := m.fs.(*jailFS)
+	if !ok {
+		return 0 // a read-only mount: the rename fails anyway
+	}
+	st, errno := j.Lstat(r1)
+	if errno != 0 || !st.Mode.IsDir() {
+		return 0 // a file (judged by writable), a symlink, or nothing
+	}
+	src := path.Join(m.guest, clean(r1))
+	for _, other := range p.mounts {
+		if other.guest != m.guest && strings.HasPrefix(other.guest, src+"/") {
+			return experimentalsys.EPERM
+		}
+	}
+	if p.guard == nil || !m.guard {
+		return 0
+	}
+	from := filepath.Join(m.host, filepath.FromSlash(clean(r1)))
+	to := filepath.Join(m.host, filepath.FromSlash(clean(r2)))
+	var refused experimentalsys.Errno
+	err := fs.WalkDir(j.root.FS(), clean(r1), func(rel string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		sub, _ := strings.CutPrefix(rel, clean(r1))
+		if sub == "" {
+			return nil // the dir itself: judged by writable
+		}
+		old := from + filepath.FromSlash(sub)
+		moved := to + filepath.FromSlash(sub)
+		msg := p.guard.WriteBlock(old)
+		if msg == "" {
+			msg = p.guard.WriteBlock(moved)
+		}
+		if msg == "" {
+			if r := p.guard.ReadBlock(old); r != "" && p.guard.ReadBlock(moved) == "" {
+				msg = r
+			}
+		}
+		if msg != "" {
+			refused = p.refuse(msg)
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if refused != 0 {
+		return refused
+	}
+	if err != nil {
+		return experimentalsys.EACCES // a tree it cannot judge is not moved
+	}
+	return 0
 }
 
 // Rmdir implements experimentalsys.FS.

@@ -216,3 +216,82 @@ open("out.txt", "w").write("kept")
 	require.Equal(t, config.StatusError, res.Status, res.Output)
 	require.Contains(t, res.Error, "No space left on device")
 }
+
+// placeGuard refuses by location, as the file tools' rules refuse a Hermes
+// home's stores and the executor's cache: reads of what lies in readDir,
+// writes of what lies in writeDir, and reads of names ending in ".secret"
+// anywhere (a rule that moves with the file).
+type placeGuard struct{ readDir, writeDir string }
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+func (g placeGuard) ReadBlock(p string) string {
+	if within(p, g.readDir) || strings.HasSuffix(p, ".secret") {
+		return "Access denied: " + p
+	}
+	return ""
+}
+
+func (g placeGuard) WriteBlock(p string) string {
+	if within(p, g.writeDir) {
+		return "Write denied: " + p
+	}
+	return ""
+}
+
+// TestProjectFSRenameDirs: renaming a dir renames every path below it, and
+// each is judged at its old and new path. Before, only the dir itself was
+// judged, so a script moved a Hermes home (or the dir above the executor's
+// cache) aside, read its stores or wrote its config (or planted code in the
+// cache) under the new name, and moved it back. A dir above another mount
+// is not renamed: under a new name a package dir's read-only files were
+// the working dir's.
+func TestProjectFSRenameDirs(t *testing.T) {
+	wd, tmp := t.TempDir(), t.TempDir()
+	home := filepath.Join(wd, "proj", "home")
+	store := filepath.Join(home, "store")
+	cache := filepath.Join(wd, "proj", "cachewrap", "cache")
+	pkg := filepath.Join(wd, ".venv", "lib", "site-packages")
+	for _, d := range []string{store, cache, pkg, filepath.Join(wd, "plain", "sub"), filepath.Join(wd, "evil")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	for _, f := range []string{filepath.Join(store, "token.json"), filepath.Join(cache, "code"), filepath.Join(pkg, "mod.py"),
+		filepath.Join(wd, "plain", "sub", "a.txt"), filepath.Join(wd, "plain", "k.secret"), filepath.Join(wd, "evil", "code")} {
+		require.NoError(t, os.WriteFile(f, []byte("x"), 0o600))
+	}
+	open := func(d string) *jailFS {
+		j, err := newJailFS(d)
+		require.NoError(t, err)
+		t.Cleanup(func() { j.close() })
+		return j
+	}
+	p, err := newProjectFS(wd, open(wd), open(tmp), []*jailFS{open(pkg)},
+		ProjectOptions{Guard: placeGuard{readDir: store, writeDir: cache}, Packages: []string{pkg}})
+	require.NoError(t, err)
+	g := rel(wd)
+
+	require.Equal(t, experimentalsys.EACCES, p.Rename(g+"/proj/home", g+"/proj/h2"), "its store would be readable as h2/store")
+	require.Equal(t, experimentalsys.EACCES, p.Rename(g+"/proj", g+"/p2"), "and from further up")
+	require.Equal(t, experimentalsys.EACCES, p.Rename(g+"/proj/cachewrap", g+"/proj/cw2"), "the cache would be writable as cw2/cache")
+	require.Equal(t, experimentalsys.EACCES, p.Rename(g+"/evil", g+"/proj/cachewrap/cache/evil"), "nor moved into it")
+	require.Equal(t, experimentalsys.EPERM, p.Rename(g+"/.venv", g+"/venv2"), "a dir above a package mount")
+	require.Equal(t, experimentalsys.EPERM, p.Rename(g+"/.venv/lib", g+"/.venv/lib2"))
+	for _, d := range []string{"proj/home/store/token.json", "proj/cachewrap/cache/code", ".venv/lib/site-packages/mod.py"} {
+		require.FileExists(t, filepath.Join(wd, filepath.FromSlash(d)), "nothing moved")
+	}
+	refused, _ := p.takeRefusals()
+	require.Equal(t, []string{
+		"Access denied: " + store,
+		"Write denied: " + cache,
+		"Write denied: " + filepath.Join(cache, "evil"),
+	}, refused)
+
+	// A dir whose protected names keep their protection moves.
+	require.Zero(t, p.Rename(g+"/plain", g+"/plain2"))
+	require.FileExists(t, filepath.Join(wd, "plain2", "sub", "a.txt"))
+	require.FileExists(t, filepath.Join(wd, "plain2", "k.secret"))
+	refused, _ = p.takeRefusals()
+	require.Empty(t, refused)
+}

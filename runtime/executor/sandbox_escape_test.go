@@ -1,0 +1,105 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+)
+
+// sandboxAttempts is a script prelude: attempt(name, fn) records fn's
+// result as "ALLOWED: ..." or the name of the exception it raised, and
+// report() prints them as JSON.
+const sandboxAttempts = `import json, os
+results = {}
+def attempt(name, fn):
+    try:
+        results[name] = "ALLOWED: " + repr(fn())[:80]
+    except Exception as e:
+        results[name] = type(e).__name__
+def read(p):
+    with open(p) as f:
+        return f.read()
+def write(p, s):
+    with open(p, "w") as f:
+        return f.write(s)
+def report():
+    print(json.dumps(results, sort_keys=True))
+`
+
+// runSandboxed runs code in the sandboxed project mode over wd and returns
+// the attempts it reported.
+func runSandboxed(t *testing.T, ex *executor.Executor, wd, code string) (executor.Result, map[string]string) {
+	t.Helper()
+	res, err := ex.Execute(context.Background(), executor.Request{Code: sandboxAttempts + code + "\nreport()\n",
+		Mode: config.ModeProject, Sandbox: config.SandboxWasm, Workdir: wd})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(res.Output), &got), res.Output)
+	return res, got
+}
+
+// TestSandboxRenameAroundHermesHome: a Hermes home inside the working dir
+// (a working dir that is the user's home holds ~/.hermes) keeps its
+// protection when the script renames the dirs above its stores. Before,
+// os.rename(".hermes", "h2") succeeded, and the script then read the MCP
+// tokens and a profile's auth.json under h2/, rewrote h2/config.yaml with
+// approvals: off and renamed the home back, and planted a file in its
+// cache by renaming the cache's parent aside.
+func TestSandboxRenameAroundHermesHome(t *testing.T) {
+	wd := t.TempDir()
+	home := filepath.Join(wd, ".hermes")
+	files := map[string]string{
+		"config.yaml":             "approvals:\n  mode: manual\n",
+		"mcp-tokens/github.json":  "mcp-token",
+		"profiles/work/auth.json": "profile-auth",
+		"cache/web/entry":         "cached",
+	}
+	for name, content := range files {
+		p := filepath.Join(home, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	}
+	cfg := config.Default()
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: home})
+	defer ex.Close(context.Background())
+
+	res, got := runSandboxed(t, ex, wd, `
+attempt("config direct", lambda: write(".hermes/config.yaml", "approvals:\n  mode: off\n"))
+attempt("tokens direct", lambda: read(".hermes/mcp-tokens/github.json"))
+attempt("rename home", lambda: os.rename(".hermes", "h2"))
+base = "h2" if os.path.exists("h2") else ".hermes"
+attempt("tokens renamed", lambda: read(base + "/mcp-tokens/github.json"))
+attempt("profile renamed", lambda: read(base + "/profiles/work/auth.json"))
+attempt("config renamed", lambda: write(base + "/config.yaml", "approvals:\n  mode: off\n"))
+if base == "h2":
+    os.rename("h2", ".hermes")
+attempt("rename profiles", lambda: os.rename(".hermes/profiles", ".hermes/pp"))
+attempt("rename cache", lambda: os.rename(".hermes/cache", ".hermes/c2"))
+os.makedirs("evil", exist_ok=True)
+write("evil/entry", "planted")
+attempt("move into cache", lambda: os.rename("evil", ".hermes/cache/evil"))
+attempt("move a plain dir", lambda: os.rename("evil", "evil2"))
+`)
+	for name, v := range got {
+		if name == "move a plain dir" {
+			require.Equal(t, "ALLOWED: None", v, "an ordinary dir still moves")
+			continue
+		}
+		require.Equal(t, "PermissionError", v, name)
+	}
+	require.Contains(t, res.Warning, "The sandbox refused")
+	for name, content := range files {
+		b, err := os.ReadFile(filepath.Join(home, filepath.FromSlash(name)))
+		require.NoError(t, err, name)
+		require.Equal(t, content, string(b), name)
+	}
+	require.NoDirExists(t, filepath.Join(home, "cache", "evil"))
+}
