@@ -186,10 +186,23 @@ func (a *Policy) scriptApproved(session string) bool {
 // cmd.exe on a Windows host without Git Bash, else cmdcheck.Sh): the
 // command is read as that shell reads it.
 func (a *Policy) Command(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect) string {
+	return a.command(ctx, ap, session, kind, command, shell, cmdcheck.CheckShell)
+}
+
+// CommandWithInput is [Policy.Command] for a command that runs with input
+// the script gives it on stdin (subprocess.run(..., input=...) in the WASI
+// interpreter): a shell or interpreter reading its program there needs
+// approval, as behind a pipe (see cmdcheck.CheckShellInput).
+func (a *Policy) CommandWithInput(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect) string {
+	return a.command(ctx, ap, session, kind, command, shell, cmdcheck.CheckShellInput)
+}
+
+func (a *Policy) command(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect,
+	check func(string, cmdcheck.Dialect) []string) string {
 	if needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
-	reasons := cmdcheck.CheckShell(command, shell)
+	reasons := check(command, shell)
 	if len(reasons) == 0 {
 		return ""
 	}

@@ -378,3 +378,22 @@ func TestApprovalCronMode(t *testing.T) {
 		`approvals.mode is "deny"`)
 	require.Zero(t, ap.count())
 }
+
+// TestApprovalCommandWithInput: a command given the script's input on its
+// stdin is asked about when a shell or interpreter would run that input,
+// and a program reading data is not. Before, subprocess.run(["sh"],
+// input=b"rm -rf ~") in the WASI interpreter was checked as "sh" and ran
+// without approval.
+func TestApprovalCommandWithInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ap := &recorder{d: Decision{Approved: false}}
+	a := New(config.ApprovalsManual, time.Second)
+	require.Empty(t, a.Command(ctx, ap, "s", config.KindCLI, "sh", cmdcheck.Sh), "with no input, sh reads nothing")
+	msg := a.CommandWithInput(ctx, ap, "s", config.KindCLI, "sh", cmdcheck.Sh)
+	require.True(t, strings.HasPrefix(msg, "Command blocked: `sh` needs approval (feeds a program to a shell or interpreter on stdin"), msg)
+	require.Empty(t, a.CommandWithInput(ctx, ap, "s", config.KindCLI, "sort -u", cmdcheck.Sh))
+	require.NotEmpty(t, a.CommandWithInput(ctx, ap, "s", config.KindCLI, "cmd", cmdcheck.Cmd))
+	require.Equal(t, 2, ap.count())
+	require.Empty(t, New(config.ApprovalsOff, time.Second).CommandWithInput(ctx, ap, "s", config.KindCLI, "sh", cmdcheck.Sh))
+}

@@ -334,7 +334,7 @@ func (p *cmdParser) endPipeline() {
 	if len(p.pipe) == 0 {
 		return
 	}
-	w := &win{c: p.c, depth: p.depth}
+	w := &win{c: p.c, depth: p.depth, fed: p.c.stdinFed && p.depth == 0}
 	w.pipeline(p.pipe)
 	p.pipe = nil
 }
@@ -344,6 +344,9 @@ func (p *cmdParser) endPipeline() {
 type win struct {
 	c     *checker
 	depth int
+	// fed: the first stage reads the input the caller gives the line (see
+	// CheckShellInput), as from a pipe.
+	fed bool
 	// psAliases are the aliases PowerShell code defines (Set-Alias):
 	// lower-case name to the commands it may run; psAliasDepth bounds a
 	// chain of them.
@@ -362,8 +365,11 @@ type stageInput struct {
 // pipeline checks the stages of a pipeline, and reads it again as a POSIX
 // line for the rules of the programs both systems have.
 func (w *win) pipeline(stages [][]carg) {
-	in := stageInput{}
+	in := stageInput{piped: w.fed}
 	var sh []string
+	if w.fed {
+		sh = append(sh, "cat")
+	}
 	for _, st := range stages {
 		name, args := splitName(st)
 		w.command(name, args, in)

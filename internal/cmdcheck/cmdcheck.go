@@ -148,6 +148,28 @@ func CheckShell(cmd string, d Dialect) []string {
 	return c.reasons
 }
 
+// CheckShellInput is [CheckShell] for a line that runs with input the
+// caller gives it on stdin, which the check does not read (the WASI
+// interpreter's subprocess.run(..., input=...) through terminal()): a
+// shell or interpreter that would run what it reads there (sh, python3,
+// cmd) is flagged as fed a program on stdin, as it is behind a pipe.
+// Without this, subprocess.run(["sh"], input=b"rm -rf ~") was asked about
+// as "sh", which needs no approval.
+func CheckShellInput(cmd string, d Dialect) []string {
+	c := &checker{stdinFed: true}
+	if d == Cmd {
+		c.checkCmd(cmd, 0)
+	} else {
+		c.check(cmd, 0)
+		// Every statement of the line reads the input: a group behind a
+		// pipe from a program the check does not read. A line that only
+		// parses inside the group (one closing it early) was flagged as
+		// unparseable above.
+		c.check("cat | {\n"+cmd+"\n}", 0)
+	}
+	return c.reasons
+}
+
 // Dangerous reports whether cmd needs approval, and why: the reasons of
 // [Check] joined with "; ".
 func Dangerous(cmd string) (reason string, dangerous bool) {
@@ -169,8 +191,12 @@ const (
 
 type checker struct {
 	reasons []string
-	work    int // bytes parsed so far, re-read strings included
-	seen    map[checked]bool
+	// stdinFed: the line's stdin is input the caller gives (see
+	// CheckShellInput); cmd.exe lines read it at the start of each
+	// pipeline.
+	stdinFed bool
+	work     int // bytes parsed so far, re-read strings included
+	seen     map[checked]bool
 }
 
 type checked struct {

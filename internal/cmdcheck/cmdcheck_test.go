@@ -328,3 +328,31 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckShellInput: a line given input on stdin by its caller (the WASI
+// interpreter's subprocess.run(..., input=...)) has a shell or interpreter
+// that reads its program there flagged, in every statement and in both
+// dialects; programs that read data do not need approval. Before, "sh"
+// with "rm -rf ~" as its input was checked as "sh" alone.
+func TestCheckShellInput(t *testing.T) {
+	for _, line := range []string{"sh", "bash", "python3", "true && sh", "true; bash", "if true; then sh; fi",
+		"export A=b; sh", "env sh", "timeout 5 sh", "(sh)"} {
+		require.Empty(t, CheckShell(line, Sh), line)
+		require.Contains(t, CheckShellInput(line, Sh), reasonStdinCode, line)
+	}
+	for _, line := range []string{"cmd", "echo a & cmd", "(cmd)", "powershell"} {
+		require.Empty(t, CheckShell(line, Cmd), line)
+		require.Contains(t, CheckShellInput(line, Cmd), reasonStdinCode, line)
+	}
+	for _, line := range []string{"sort", "grep -c x", "wc -l", "python3 -c 'print(1)'", "python3 script.py", "sh -c 'cat'",
+		"export A=b; sort", "cat <<}\nx\n}", "ls # comment"} {
+		require.Empty(t, CheckShellInput(line, Sh), line)
+	}
+	for _, line := range []string{"sort", "findstr x", "more"} {
+		require.Empty(t, CheckShellInput(line, Cmd), line)
+	}
+	// The line's own reasons stay, and one that closes the group early
+	// is no way around the check.
+	require.Contains(t, CheckShellInput("rm -rf /", Sh), reasonRootDelete)
+	require.Equal(t, []string{reasonUnparseable}, CheckShellInput("true\n}\nsh\n{", Sh))
+}

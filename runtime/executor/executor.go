@@ -728,10 +728,19 @@ func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
 		if name == "terminal" && c.kind == config.KindCLI {
 			var a struct {
-				Command string `json:"command"`
+				Command string  `json:"command"`
+				Stdin   *string `json:"_stdin_b64"` // hostfuncs.SubprocessStdinArg
 			}
 			if json.Unmarshal(args, &a) == nil && a.Command != "" {
-				if blocked := e.approvals.Command(ctx, c.approver, c.session, c.kind, a.Command, c.shell()); blocked != "" {
+				check := e.approvals.Command
+				if a.Stdin != nil {
+					// The command reads what the script gives it: "sh" with
+					// "rm -rf ~" on its stdin (subprocess.run(["sh"],
+					// input=...)) ran without approval when only "sh" was
+					// checked.
+					check = e.approvals.CommandWithInput
+				}
+				if blocked := check(ctx, c.approver, c.session, c.kind, a.Command, c.shell()); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -102,4 +103,37 @@ attempt("move a plain dir", lambda: os.rename("evil", "evil2"))
 		require.Equal(t, content, string(b), name)
 	}
 	require.NoDirExists(t, filepath.Join(home, "cache", "evil"))
+}
+
+// TestSubprocessInputNeedsApproval: the WASI interpreter's subprocess runs
+// commands through terminal() with the script's input on their stdin; a
+// shell or interpreter given its program that way needs approval as one
+// behind a pipe does. Before, subprocess.run(["sh"], input=b"rm -rf
+// victim") was checked as "sh" and deleted victim without being asked
+// about, in the sandboxed project mode and in strict mode alike.
+func TestSubprocessInputNeedsApproval(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the commands are POSIX (sh, rm, sort); cmd.exe's reading is tested in internal/cmdcheck")
+	}
+	for _, mode := range []string{config.ModeProject, config.ModeStrict} {
+		t.Run(mode, func(t *testing.T) {
+			wd := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(wd, "victim", "a"), 0o755))
+			cfg := config.Default()
+			ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir()}) // manual approvals, nobody to ask
+			defer ex.Close(context.Background())
+			res, err := ex.Execute(context.Background(), executor.Request{Mode: mode, Sandbox: config.SandboxWasm, Workdir: wd, Code: `import subprocess
+r = subprocess.run(["sh"], input=b"rm -rf victim\n", capture_output=True)
+print(r.returncode, b"needs approval" in r.stderr)
+r = subprocess.run("python3", shell=True, input=b"print(1)\n", capture_output=True)
+print(r.returncode, b"needs approval" in r.stderr)
+r = subprocess.run(["sort"], input=b"b\na\n", capture_output=True)
+print(r.returncode, r.stdout)
+`})
+			require.NoError(t, err)
+			require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+			require.Equal(t, "126 True\n126 True\n0 b'a\\nb\\n'\n", res.Output)
+			require.DirExists(t, filepath.Join(wd, "victim", "a"))
+		})
+	}
 }
