@@ -5,7 +5,6 @@ package native
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -189,12 +188,16 @@ func probe(ctx context.Context, path string) (string, error) {
 	return checkVersion(out)
 }
 
-// runProbe runs path -c code in dir (empty: this process's) and returns
-// what it printed.
+// runProbe runs path -s -c code in dir (empty: this process's) and
+// returns what it printed. code must import nothing that is not imported
+// already: -c puts the cwd first on sys.path. -s leaves out the user's
+// site dir, whose .pth files python runs at start: one a sandboxed script
+// wrote there (a working dir that is the user's home holds ~/.local) ran
+// on the host at the next probe.
 func runProbe(ctx context.Context, path, dir string, timeout time.Duration, code string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(path, "-c", code)
+	cmd := exec.Command(path, "-s", "-c", code)
 	cmd.Dir = dir
 	cmd.WaitDelay = time.Second
 	// The probe learns a version; it gets no secrets to learn it with (a
@@ -251,21 +254,28 @@ func SiteDirs(ctx context.Context, python, cacheFile string) []string {
 	if err != nil {
 		return nil
 	}
-	key := fmt.Sprintf("sites\x00%s\x00%d\x00%d", python, fi.Size(), fi.ModTime().UnixNano())
+	// "sites2": the answer is one dir a line (the first version's was
+	// JSON).
+	key := fmt.Sprintf("sites2\x00%s\x00%d\x00%d", python, fi.Size(), fi.ModTime().UnixNano())
 	_, list, err := cachedProbe(ctx, key, cacheFile, func() (string, string, error) {
+		// No import, and the cwd off sys.path first: python -c puts it
+		// there, and it may be the working dir, where a sandboxed script
+		// wrote json.py, which "import json" here ran on the host. The
+		// user's site dir (which -s leaves out, see runProbe) is asked of
+		// the site module the interpreter imported at start, unless it is
+		// an isolated virtualenv's (whose site dirs are its own only).
 		out, err := runProbe(ctx, python, "", probeTimeout,
-			"import json, sys; print(json.dumps([p for p in sys.path if p.rstrip('/\\\\').endswith(('site-packages', 'dist-packages'))]))")
+			"import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; s = sys.modules.get('site'); "+
+				"u = [s.getusersitepackages()] if s and (sys.prefix == sys.base_prefix or sys.base_prefix in s.PREFIXES) else []; "+
+				"print('\\n'.join([p for p in sys.path if p.rstrip('/\\\\').endswith(('site-packages', 'dist-packages'))] + u))")
 		return python, strings.TrimSpace(out), err
 	})
 	if err != nil {
 		return nil
 	}
-	var dirs []string
-	if json.Unmarshal([]byte(list), &dirs) != nil {
-		return nil
-	}
 	var out []string
-	for _, d := range dirs {
+	for _, d := range strings.Split(list, "\n") {
+		d = strings.TrimSpace(d)
 		if !filepath.IsAbs(d) {
 			continue
 		}
