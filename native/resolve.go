@@ -44,6 +44,10 @@ type Choice struct {
 	Shim string
 	// Skipped lists candidates that were rejected, with the reason.
 	Skipped []string
+	// Sites are the site-packages dirs of a virtualenv or conda env in the
+	// working dir, found by [ResolveSandboxed] from its layout without
+	// running it (Path is then empty).
+	Sites []string
 }
 
 // Resolve finds the interpreter for project mode (docs/behaviour.md §2): $VIRTUAL_ENV,
@@ -62,16 +66,45 @@ func Resolve(ctx context.Context, getenv func(string) string) Choice {
 // cacheFile, when not empty, keeps the probes' answers across processes
 // (probecache.go).
 func ResolveIn(ctx context.Context, getenv func(string) string, dir, cacheFile string) Choice {
+	return resolveIn(ctx, getenv, dir, cacheFile, held{})
+}
+
+// ResolveSandboxed is ResolveIn for the sandboxed project mode, whose
+// scripts change the working dir dir: it runs no interpreter that dir
+// holds or selects (see held), since a script could have made it a
+// program of its own, which the probe would run on the host, outside the
+// sandbox. A virtualenv or conda env in dir is not run: its site-packages
+// dirs are found from its layout (Choice.Sites). The probes get no PATH
+// entry in dir either.
+func ResolveSandboxed(ctx context.Context, getenv func(string) string, dir, cacheFile string) Choice {
+	return resolveIn(ctx, getenv, dir, cacheFile, newHeld(dir))
+}
+
+func resolveIn(ctx context.Context, getenv func(string) string, dir, cacheFile string, h held) Choice {
 	var c Choice
 	try := func(cand, source string) bool {
+		if why := h.interpreter(cand); why != "" {
+			c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %s", cand, source, why))
+			return false
+		}
 		path, shim := cand, ""
 		var v string
 		var err error
 		if shimKind(cand) != "" {
+			if why := h.shim(getenv, dir); why != "" {
+				c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %s", cand, source, why))
+				return false
+			}
 			shim = cand
-			path, v, err = throughShim(ctx, cand, dir, getenv, cacheFile)
+			path, v, err = throughShim(ctx, cand, dir, getenv, cacheFile, h)
+			if err == nil && path != shim {
+				if why := h.interpreter(path); why != "" {
+					c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s, through %s): %s", path, source, shim, why))
+					return false
+				}
+			}
 		} else {
-			v, err = probeCached(ctx, cand, cacheFile)
+			v, err = probeCached(ctx, cand, cacheFile, h)
 		}
 		if err != nil {
 			c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%s): %v", cand, source, err))
@@ -88,6 +121,11 @@ func ResolveIn(ctx context.Context, getenv func(string) string, dir, cacheFile s
 		if prefix == "" {
 			continue
 		}
+		if fi, err := os.Stat(prefix); err == nil && fi.IsDir() && h.holds(prefix) {
+			c.Source, c.Sites = env, envSites(prefix)
+			c.Skipped = append(c.Skipped, fmt.Sprintf("%s=%s: in the working dir, which a sandboxed script can change: not run, its site-packages found from its layout", env, prefix))
+			return c
+		}
 		found := false
 		for _, cand := range envCandidates(prefix) {
 			if _, err := os.Stat(cand); err != nil {
@@ -103,7 +141,7 @@ func ResolveIn(ctx context.Context, getenv func(string) string, dir, cacheFile s
 		}
 	}
 	for _, name := range []string{"python3", "python"} {
-		if p := lookPath(name, getenv("PATH"), getenv("PATHEXT")); p != "" && try(p, "PATH") {
+		if p := lookPath(name, h.path(getenv("PATH")), getenv("PATHEXT")); p != "" && try(p, "PATH") {
 			return c
 		}
 	}
@@ -159,14 +197,14 @@ func lookPath(name, path, pathext string) string {
 // modification time), for the life of the process and, through cacheFile,
 // across processes: resolving is then a few stat calls, not a python start
 // per run.
-func probeCached(ctx context.Context, path, cacheFile string) (string, error) {
+func probeCached(ctx context.Context, path, cacheFile string, h held) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("does not exist: %v", err)
 	}
 	key := fmt.Sprintf("probe\x00%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())
 	_, v, err := cachedProbe(ctx, key, cacheFile, func() (string, string, error) {
-		v, err := probe(ctx, path)
+		v, err := probe(ctx, path, h)
 		return path, v, err
 	})
 	return v, err
@@ -180,8 +218,8 @@ func envCandidates(prefix string) []string {
 }
 
 // probe runs the interpreter to learn its version and checks the minimum.
-func probe(ctx context.Context, path string) (string, error) {
-	out, err := runProbe(ctx, path, "", probeTimeout, "import sys; print('%d.%d.%d' % sys.version_info[:3])")
+func probe(ctx context.Context, path string, h held) (string, error) {
+	out, err := runProbe(ctx, path, "", probeTimeout, h, "import sys; print('%d.%d.%d' % sys.version_info[:3])")
 	if err != nil {
 		return "", err
 	}
@@ -194,7 +232,7 @@ func probe(ctx context.Context, path string) (string, error) {
 // site dir, whose .pth files python runs at start: one a sandboxed script
 // wrote there (a working dir that is the user's home holds ~/.local) ran
 // on the host at the next probe.
-func runProbe(ctx context.Context, path, dir string, timeout time.Duration, code string) (string, error) {
+func runProbe(ctx context.Context, path, dir string, timeout time.Duration, h held, code string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command(path, "-s", "-c", code)
@@ -204,6 +242,9 @@ func runProbe(ctx context.Context, path, dir string, timeout time.Duration, code
 	// shim needs its manager's variables to choose the same python).
 	for _, k := range []string{"PATH", "HOME", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP", "PYENV_ROOT", "PYENV_VERSION", "ASDF_DIR", "ASDF_DATA_DIR", "ASDF_PYTHON_VERSION"} {
 		if v, ok := os.LookupEnv(k); ok {
+			if k == "PATH" {
+				v = h.path(v)
+			}
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
@@ -249,7 +290,10 @@ func (v tooOldError) Error() string {
 // system's), learnt once per interpreter file version (probed as
 // [Resolve] probes, cached in cacheFile): the pure-Python packages the
 // sandboxed project mode makes importable. nil when it cannot tell.
-func SiteDirs(ctx context.Context, python, cacheFile string) []string {
+// workdir is the sandboxed working dir: the probe gets no PATH entry in
+// it (python should come from [ResolveSandboxed]).
+func SiteDirs(ctx context.Context, python, workdir, cacheFile string) []string {
+	h := newHeld(workdir)
 	fi, err := os.Stat(python)
 	if err != nil {
 		return nil
@@ -264,7 +308,7 @@ func SiteDirs(ctx context.Context, python, cacheFile string) []string {
 		// user's site dir (which -s leaves out, see runProbe) is asked of
 		// the site module the interpreter imported at start, unless it is
 		// an isolated virtualenv's (whose site dirs are its own only).
-		out, err := runProbe(ctx, python, "", probeTimeout,
+		out, err := runProbe(ctx, python, "", probeTimeout, h,
 			"import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; s = sys.modules.get('site'); "+
 				"u = [s.getusersitepackages()] if s and (sys.prefix == sys.base_prefix or sys.base_prefix in s.PREFIXES) else []; "+
 				"print('\\n'.join([p for p in sys.path if p.rstrip('/\\\\').endswith(('site-packages', 'dist-packages'))] + u))")

@@ -100,7 +100,7 @@ func versionState(getenv func(string) string, dir string) string {
 
 // throughShim asks the shim which interpreter it runs in dir (empty: this
 // process's dir), probing once per shim and version state.
-func throughShim(ctx context.Context, shim, dir string, getenv func(string) string, cacheFile string) (python, version string, err error) {
+func throughShim(ctx context.Context, shim, dir string, getenv func(string) string, cacheFile string, h held) (python, version string, err error) {
 	fi, err := os.Stat(shim)
 	if err != nil {
 		return "", "", fmt.Errorf("does not exist: %v", err)
@@ -110,7 +110,7 @@ func throughShim(ctx context.Context, shim, dir string, getenv func(string) stri
 	}
 	key := fmt.Sprintf("shim\x00%s\x00%d\x00%d\x00%s\x00%s", shim, fi.Size(), fi.ModTime().UnixNano(), dir, versionState(getenv, dir))
 	return cachedProbe(ctx, key, cacheFile, func() (python, version string, err error) {
-		out, err := runProbe(ctx, shim, dir, shimProbeTimeout, "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.executable)")
+		out, err := runProbe(ctx, shim, dir, shimProbeTimeout, h, "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.executable)")
 		if err != nil {
 			return "", "", err
 		}

@@ -43,7 +43,7 @@ func TestSiteDirsRunsNothingOfTheWorkingDir(t *testing.T) {
 	clear(memCache)
 	memMu.Unlock()
 
-	dirs := SiteDirs(context.Background(), py, "")
+	dirs := SiteDirs(context.Background(), py, wd, "")
 	require.NoFileExists(t, marker, "the probe ran a file of the working dir or the user's site dir")
 	require.NotEmpty(t, dirs)
 	if !strings.Contains(py, string(filepath.Separator)+".venv"+string(filepath.Separator)) {

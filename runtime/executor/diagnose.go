@@ -113,7 +113,7 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 		},
 	}
 	if d.Project.Choice.Path != "" {
-		d.Project.PackageDirs = native.SiteDirs(ctx, d.Project.Choice.Path, filepath.Join(e.cacheDir, native.ProbeCacheName))
+		d.Project.PackageDirs = native.SiteDirs(ctx, d.Project.Choice.Path, "", filepath.Join(e.cacheDir, native.ProbeCacheName))
 	}
 	switch st := landlock.Probe(); {
 	case e.landlock == nil:

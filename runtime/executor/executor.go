@@ -551,9 +551,9 @@ func (c *call) usesWasm() bool {
 // file tools' rules, and the site dirs of the python project mode would
 // run (none when there is none).
 func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOptions {
-	opts := strict.ProjectOptions{Guard: c.tools}
+	opts := strict.ProjectOptions{Guard: c.tools, Packages: c.python.Sites}
 	if c.python.Path != "" {
-		opts.Packages = native.SiteDirs(ctx, c.python.Path, filepath.Join(e.cacheDir, native.ProbeCacheName))
+		opts.Packages = native.SiteDirs(ctx, c.python.Path, c.workdir, filepath.Join(e.cacheDir, native.ProbeCacheName))
 	}
 	return opts
 }
@@ -671,7 +671,14 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		return nil, failed(mode, err), err
 	}
 	if mode == config.ModeProject && be == nil {
-		c.python = native.ResolveIn(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
+		resolve := native.ResolveIn
+		if c.sandbox {
+			// Nothing the working dir holds or selects is run: a sandboxed
+			// script could have made it its own program (a virtualenv's
+			// bin/python there ran on the host at the next call's probe).
+			resolve = native.ResolveSandboxed
+		}
+		c.python = resolve(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
 		for _, s := range c.python.Skipped {
 			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -136,4 +137,54 @@ print(r.returncode, r.stdout)
 			require.DirExists(t, filepath.Join(wd, "victim", "a"))
 		})
 	}
+}
+
+// TestSandboxDoesNotRunTheWorkingDirsPython: with a virtualenv in the
+// working dir (VIRTUAL_ENV pointing there, as when the user activated the
+// project's .venv), the sandboxed project mode mounts its site-packages
+// without running its python. Before, a script replaced .venv/bin/python
+// with a program of its own (a hard link to an executable of the project,
+// rewritten), and the next call's interpreter probe ran it on the host,
+// outside the sandbox, approval and Landlock.
+func TestSandboxDoesNotRunTheWorkingDirsPython(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the planted program is a POSIX shell script")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to make a virtualenv with")
+	}
+	wd := t.TempDir()
+	venv := filepath.Join(wd, ".venv")
+	out, err := exec.Command(python, "-m", "venv", "--without-pip", venv).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	sites, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	require.NoError(t, err)
+	require.Len(t, sites, 1)
+	require.NoError(t, os.MkdirAll(filepath.Join(sites[0], "projpkg"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sites[0], "projpkg", "__init__.py"), []byte("NAME = 'projpkg'\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "build.sh"), []byte("#!/bin/sh\necho building\n"), 0o755))
+	marker := filepath.Join(t.TempDir(), "ran-on-host")
+
+	cfg := config.Default()
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(),
+		Environ: append(os.Environ(), "VIRTUAL_ENV="+venv)})
+	defer ex.Close(context.Background())
+	code := `import projpkg
+attempt("import", lambda: projpkg.NAME)
+def plant():
+    os.unlink(".venv/bin/python")
+    os.link("build.sh", ".venv/bin/python")
+    write(".venv/bin/python", "#!/bin/sh\necho ran > ` + marker + `\nexec ` + python + ` \"$@\"\n")
+    os.utime(".venv/bin/python")
+attempt("plant", plant)
+`
+	_, first := runSandboxed(t, ex, wd, code)
+	require.Equal(t, "ALLOWED: 'projpkg'", first["import"], "the venv's packages are importable")
+	require.Equal(t, "ALLOWED: None", first["plant"])
+	res, err := ex.Execute(context.Background(), executor.Request{Code: "import projpkg\nprint(projpkg.NAME)\n",
+		Mode: config.ModeProject, Sandbox: config.SandboxWasm, Workdir: wd})
+	require.NoError(t, err)
+	require.NoFileExists(t, marker, "the executor ran the working dir's python")
+	require.Equal(t, "projpkg\n", res.Output)
 }
