@@ -372,6 +372,76 @@ print(sorted(os.listdir("/")))
 	require.Contains(t, lines[1], "'mine.txt'")
 }
 
+// TestJailSandboxed is TestJail for the sandboxed project mode, whose root
+// is the working dir at its host path: `..` and absolute paths reach
+// nothing outside it (the dirs above it list only the way down), the guest
+// makes no symlinks nor hard links out, and symlinks planted in the working
+// dir from the host (through terminal) while it runs are not followed.
+func TestJailSandboxed(t *testing.T) {
+	e := newEnvIn(t, projectSandbox)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(e.workdir, "ok.txt"), []byte("inside"), 0o600))
+	script := `import os, json
+from hermes_tools import terminal, shell_quote
+OUT = ` + jsonString(filepath.ToSlash(outside)) + `
+WD = os.getcwd()
+PLANT = ` + map[bool]string{true: "True", false: "False"}[goruntime.GOOS != "windows"] + `
+results = {}
+def attempt(name, fn):
+    try:
+        results[name] = "ALLOWED: " + repr(fn())[:60]
+    except Exception as e:
+        results[name] = type(e).__name__
+
+attempt("read abs", lambda: open(OUT + "/secret.txt").read())
+attempt("read dotdot", lambda: open("../../../../../../.." + OUT + "/secret.txt").read())
+attempt("read etc", lambda: open("/etc/hostname").read())
+attempt("read proc", lambda: open("/proc/self/environ").read())
+parent = sorted(os.listdir(".."))
+attempt("write abs", lambda: open(OUT + "/written.txt", "w").write("x"))
+attempt("write dotdot", lambda: open("/../../../../../" + OUT + "/written2.txt", "w").write("x"))
+attempt("symlink", lambda: os.symlink(OUT, "esc"))
+attempt("hardlink", lambda: os.link(OUT + "/secret.txt", "hard"))
+attempt("rename out", lambda: os.rename("ok.txt", OUT + "/ok.txt"))
+if PLANT:
+    r = terminal("ln -s " + shell_quote(OUT) + " planted; ln -s " + shell_quote(OUT + "/secret.txt") + " planted-file")
+    attempt("planted dir", lambda: open("planted/secret.txt").read())
+    attempt("planted file", lambda: open("planted-file").read())
+    attempt("planted write", lambda: open("planted/new.txt", "w").write("x"))
+    attempt("planted list", lambda: os.listdir("planted"))
+attempt("own file", lambda: open("mine.txt", "w").write("ok"))
+print(json.dumps(results, sort_keys=True))
+print(json.dumps(parent))
+`
+	code, res, _ := e.run(script, "--yes")
+	require.Equal(t, 0, code, res.Output)
+	lines := strings.SplitN(res.Output, "\n", 2)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got), res.Output)
+	for name, v := range got {
+		if name == "own file" {
+			require.Equal(t, "ALLOWED: 2", v)
+			continue
+		}
+		require.NotContains(t, v, "ALLOWED", name)
+	}
+	require.Equal(t, `["`+filepath.Base(e.workdir)+`"]`, strings.TrimSpace(lines[1]), "the dir above lists only the way down")
+	if goruntime.GOOS != "windows" {
+		require.Equal(t, "PermissionError", got["planted dir"])
+		require.Equal(t, "PermissionError", got["planted file"])
+		require.Contains(t, got, "planted write")
+		require.Contains(t, got, "planted list")
+	}
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "host secret", string(b))
+	entries, _ := os.ReadDir(outside)
+	require.Len(t, entries, 1, "nothing may be created outside the working dir")
+	require.FileExists(t, filepath.Join(e.workdir, "mine.txt"))
+}
+
 // TestFileToolsRefuseCredentials is issue 12's finding 8 end to end: in
 // every mode a script's write_file("~/.ssh/authorized_keys", ...) is refused
 // and nothing is written, read_file refuses .env, and with
