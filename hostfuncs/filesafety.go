@@ -256,6 +256,7 @@ type safetyPolicy struct {
 	sensitiveFiles, sensitiveDirs []string // "sensitive system path"
 	configFiles                   []string // Hermes config.yaml
 	cacheDirs                     []string // the executor's caches
+	packageDirs                   []string // code_execution.wasm_packages
 	tempRoots                     []string // where runs stage their private dirs
 	hubDirs                       []string // skills/.hub caches
 	readFiles                     []string // Hermes credential stores
@@ -394,7 +395,7 @@ func (t *Tools) policyInputs() (home, wasm, key string) {
 	if wasm == "" {
 		wasm = os.Getenv(wasmCacheDirEnv)
 	}
-	key = strings.Join([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, "\x00")
+	key = strings.Join(append([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, t.wasmPackages...), "\x00")
 	return home, wasm, key
 }
 
@@ -406,7 +407,7 @@ func (t *Tools) basePolicy() (safetyPolicy, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key != key || c.homes == nil {
-		c.p, c.homes = buildPolicy(home, t.hermesHome, wasm)
+		c.p, c.homes = buildPolicy(home, t.hermesHome, wasm, t.wasmPackages)
 		c.key = key
 	}
 	return c.p, c.homes
@@ -415,9 +416,10 @@ func (t *Tools) basePolicy() (safetyPolicy, []string) {
 // buildPolicy resolves every protected location: under home (the user's
 // home, "" when unknown), in every Hermes home (hermesHome, see hermesDirs)
 // and each of its existing profiles, the system's, the temp dir's run dirs
-// and the wasm cache dir. Its lists are clipped, so that appending to a
-// copy never writes into them.
-func buildPolicy(home, hermesHome, wasm string) (safetyPolicy, []string) {
+// the wasm cache dir and the package dirs of code_execution.wasm_packages
+// (packages). Its lists are clipped, so that appending to a copy never
+// writes into them.
+func buildPolicy(home, hermesHome, wasm string, packages []string) (safetyPolicy, []string) {
 	var p safetyPolicy
 	if home != "" {
 		home = filepath.Clean(home)
@@ -466,6 +468,12 @@ func buildPolicy(home, hermesHome, wasm string) (safetyPolicy, []string) {
 			}
 		}
 	}
+	for _, d := range packages {
+		if abs, err := filepath.Abs(expandHome(d)); err == nil {
+			p.packageDirs = both(p.packageDirs, abs)
+		}
+	}
+	p.packageDirs = slices.Clip(p.packageDirs)
 	p.writeFiles, p.writeDirs = slices.Clip(p.writeFiles), slices.Clip(p.writeDirs)
 	p.sensitiveFiles, p.sensitiveDirs = slices.Clip(p.sensitiveFiles), slices.Clip(p.sensitiveDirs)
 	p.configFiles, p.cacheDirs, p.tempRoots = slices.Clip(p.configFiles), slices.Clip(p.cacheDirs), slices.Clip(p.tempRoots)
@@ -604,6 +612,16 @@ func (p safetyPolicy) writeBlock(verb, shown, given, path string) string {
 		if p.px.within(path, d) {
 			return fmt.Sprintf("%s denied: '%s' is in the executor's cache (%s), which the file tools never write: "+
 				"the executor loads compiled code from it. Write the file somewhere else.", verb, shown, d)
+		}
+	}
+	// Every strict and sandboxed run of every session imports the modules
+	// of code_execution.wasm_packages: a script (or a sandboxed one's own
+	// open()) that rewrote one ran its code in other sessions' runs, with
+	// their files and tools.
+	for _, d := range p.packageDirs {
+		if p.px.within(path, d) {
+			return fmt.Sprintf("%s denied: '%s' is in a package dir of code_execution.wasm_packages (%s), which the file tools never write: "+
+				"every strict and sandboxed run imports its modules. Install packages with `hermes-wasm-exec packages install`.", verb, shown, d)
 		}
 	}
 	// A run's private dir holds the code it runs (the generated

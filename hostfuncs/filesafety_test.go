@@ -732,3 +732,31 @@ func TestJailGuard(t *testing.T) {
 		require.Empty(t, tl.WriteBlock(w(ok)), ok)
 	}
 }
+
+// TestFileToolsRefuseWasmPackages: the package dirs of
+// code_execution.wasm_packages, whose modules every strict and sandboxed
+// run imports, are never written by write_file, patch or a sandboxed
+// script's own open() (WriteBlock), even inside the working dir; reading
+// them is fine. Before, a script of one session rewrote a package there
+// and every later run of every session ran its code.
+func TestFileToolsRefuseWasmPackages(t *testing.T) {
+	e := newSafetyEnv(t)
+	pkgs := filepath.Join(e.workdir, "vendor", "wasm")
+	mod := filepath.Join(pkgs, "goodpkg", "__init__.py")
+	require.NoError(t, os.MkdirAll(filepath.Dir(mod), 0o755))
+	require.NoError(t, os.WriteFile(mod, []byte("def hello(): return 'genuine'\n"), 0o644))
+	tl := e.tools(t, func(o *Options) { o.WasmPackages = []string{pkgs} })
+	want := "is in a package dir of code_execution.wasm_packages (" + pkgs + ")"
+	for _, p := range []string{mod, filepath.Join(pkgs, "evil.py"), pkgs} {
+		require.Contains(t, tl.WriteBlock(p), want, p)
+		require.Empty(t, tl.ReadBlock(p), p)
+	}
+	res := callJSON(t, tl, "write_file", map[string]any{"path": "vendor/wasm/goodpkg/__init__.py", "content": "def hello(): return 'tampered'\n"})
+	require.Contains(t, res["error"], want)
+	res = callJSON(t, tl, "patch", map[string]any{"path": mod, "old_string": "genuine", "new_string": "tampered"})
+	require.Contains(t, res["error"], want)
+	b, err := os.ReadFile(mod)
+	require.NoError(t, err)
+	require.Equal(t, "def hello(): return 'genuine'\n", string(b))
+	require.Empty(t, e.tools(t, nil).WriteBlock(mod), "without the setting it is an ordinary dir")
+}

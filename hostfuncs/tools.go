@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
@@ -62,6 +63,10 @@ type Options struct {
 	// home's cache/ (see filesafety.go). Empty means $HERMES_WASM_CACHE_DIR
 	// when set; the default location is under cache/ anyway.
 	WasmCacheDir string
+	// WasmPackages are the package dirs of code_execution.wasm_packages,
+	// whose modules every strict and sandboxed run imports: write_file and
+	// patch never write in them (see filesafety.go).
+	WasmPackages []string
 	// ConfineToWorkdir makes read_file, write_file, patch and search_files
 	// refuse any path that resolves (through symlinks) outside Workdir
 	// (code_execution.confine_tools_to_workdir). Default false.
@@ -89,6 +94,7 @@ type Tools struct {
 	hermesHome    string
 	writeSafeRoot string
 	wasmCacheDir  string
+	wasmPackages  []string
 	policyCache   policyCache // the file-safety policy (filesafety.go)
 	links         linkIndex   // protected files by identity (hardlink.go)
 	confine       bool
@@ -126,6 +132,7 @@ func New(opts Options) (*Tools, error) {
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,
 		wasmCacheDir:  opts.WasmCacheDir,
+		wasmPackages:  slices.Clone(opts.WasmPackages),
 		confine:       opts.ConfineToWorkdir,
 	}
 	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })

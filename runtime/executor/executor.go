@@ -296,7 +296,8 @@ func landlockPolicy(cfg config.Config, home, cacheDir string, extra []string) *l
 	// move itself out of its tree's cgroup (surviving the kill at the
 	// run's end and the executor's death) or lift its limits.
 	protect = append(protect, cgroup.MountPoints()...)
-	for _, p := range append([]string{cfg.Source}, extra...) {
+	// And the package dirs every strict and sandboxed run imports.
+	for _, p := range slices.Concat([]string{cfg.Source}, cfg.CodeExecution.WasmPackages, extra) {
 		if abs, err := filepath.Abs(p); err == nil && p != "" {
 			protect = append(protect, abs)
 		}
@@ -664,8 +665,10 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 		// Read from the executor's own environment: a script cannot set it.
 		WriteSafeRoot:    e.getenv(hostfuncs.WriteSafeRootEnv),
 		ConfineToWorkdir: e.cfg.CodeExecution.ConfineToolsToWorkdir,
-		// The file tools never write the caches the executor runs code from.
+		// The file tools never write the caches the executor runs code from,
+		// nor the package dirs every WASI run imports.
 		WasmCacheDir: e.cacheDir,
+		WasmPackages: e.cfg.CodeExecution.WasmPackages,
 	})
 	if err != nil {
 		return nil, failed(mode, err), err

@@ -188,3 +188,36 @@ attempt("plant", plant)
 	require.NoFileExists(t, marker, "the executor ran the working dir's python")
 	require.Equal(t, "projpkg\n", res.Output)
 }
+
+// TestWasmPackagesStayIntact: a package dir of code_execution.wasm_packages
+// in a working dir is not written by a sandboxed script's own open() nor
+// by write_file, and the next session's strict run imports the package as
+// installed. Before, either rewrote it, and every later WASI run of every
+// session ran the script's code.
+func TestWasmPackagesStayIntact(t *testing.T) {
+	wd := t.TempDir()
+	pkgs := filepath.Join(wd, "vendor", "wasm")
+	require.NoError(t, os.MkdirAll(filepath.Join(pkgs, "goodpkg"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pkgs, "goodpkg", "__init__.py"), []byte("def hello():\n    return 'genuine'\n"), 0o644))
+	cfg := config.Default()
+	cfg.CodeExecution.WasmPackages = []string{pkgs}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir()})
+	defer ex.Close(context.Background())
+
+	_, got := runSandboxed(t, ex, wd, `from hermes_tools import write_file
+import goodpkg
+attempt("imported", goodpkg.hello)
+attempt("open", lambda: write("vendor/wasm/goodpkg/__init__.py", "def hello():\n    return 'tampered'\n"))
+attempt("new module", lambda: write("vendor/wasm/evil.py", "X = 1\n"))
+results["write_file"] = write_file("vendor/wasm/goodpkg/__init__.py", "def hello():\n    return 'tampered'\n").get("error") or "ALLOWED"
+`)
+	require.Equal(t, "ALLOWED: 'genuine'", got["imported"])
+	require.Equal(t, "PermissionError", got["open"])
+	require.Equal(t, "PermissionError", got["new module"])
+	require.Contains(t, got["write_file"], "is in a package dir of code_execution.wasm_packages")
+
+	res, err := ex.Execute(context.Background(), executor.Request{Code: "import goodpkg\nprint(goodpkg.hello())\n",
+		Mode: config.ModeStrict, Workdir: t.TempDir(), Session: "another"})
+	require.NoError(t, err)
+	require.Equal(t, "genuine\n", res.Output)
+}
