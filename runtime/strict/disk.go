@@ -25,12 +25,14 @@ import (
 //   - Data: the total size of the regular files under the dir, each inode
 //     counted once: what was there when the budget was made (the staged
 //     files), plus every write, ftruncate or fallocate that makes a file
-//     larger, minus every truncation, and minus a file's size when its last
-//     link is removed (unlink, or rename over it). A file unlinked while the
-//     guest still has it open stays counted until its last descriptor is
-//     closed, as the disk space does. Sizes are apparent sizes: a hole left
-//     by a write past the end counts as written, so a sparse file cannot
-//     hide from the budget.
+//     larger, minus what a truncation frees, and minus what a file takes
+//     when its last link is removed (unlink, or rename over it). A file
+//     unlinked while the guest still has it open stays counted until its
+//     last descriptor is closed, as the disk space does. Growth is counted
+//     in apparent sizes: a hole left by a write past the end counts as
+//     written, so a sparse file cannot hide from the budget; what is given
+//     back is what the disk gets back (see freed), so removing a sparse
+//     file frees no more than its blocks.
 //   - Entries: every name in the tree (file, directory, hard link) costs
 //     entryCost, about what a file system spends on it (an inode or block
 //     plus the name), from mkdir, an open that creates, link or a rename to
@@ -62,11 +64,12 @@ type diskBudget struct {
 	mu   sync.Mutex
 	used int64
 	open map[fileID]int // open descriptors per file, for unlink-while-open
-	// doomed are open files whose last link was removed: their size is
-	// released at their last close. Kept here rather than read from the
-	// link count at close, which Windows leaves at 1 while a deleted file
-	// is still open (delete pending).
-	doomed map[fileID]bool
+	// doomed are open files whose last link was removed, with the bytes of
+	// holes they had then (see freed): their size less those is released
+	// at their last close. Kept here rather than read from the link count
+	// at close, which Windows leaves at 1 while a deleted file is still
+	// open (delete pending).
+	doomed map[fileID]int64
 
 	// full is set when a write was refused for lack of room, and taken by
 	// the WASI function that made it (see wasiWrapped).
@@ -100,7 +103,7 @@ func newDiskBudget(dir string, limitMB int) (*diskBudget, error) {
 	if limitMB <= 0 {
 		return nil, nil
 	}
-	b := &diskBudget{limit: int64(limitMB) << 20, open: map[fileID]int{}, doomed: map[fileID]bool{}}
+	b := &diskBudget{limit: int64(limitMB) << 20, open: map[fileID]int{}, doomed: map[fileID]int64{}}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("measuring the staging dir: %w", err)
@@ -193,25 +196,43 @@ func (b *diskBudget) refuse() experimentalsys.Errno {
 	return experimentalsys.EIO
 }
 
-// removed is called after the last link of a file with stat st was removed
-// (unlink or rename over it): its size is released, now or, while the
-// guest has it open, at its last close.
-func (b *diskBudget) removed(st sys.Stat_t) {
+// freed is what removing size bytes of a file frees on disk: size, or
+// its blocks alloc when fewer (a sparse file; alloc -1: unknown). Writes
+// are charged by apparent size, holes included, and releases go by what
+// the disk gets back: deleting a 10 GB sparse file the working dir held
+// (a VM image, taking a few KB) released 10 GB, and the script then wrote
+// 10 GB through the sandboxed project mode under a 2 MiB limit. A sparse
+// file the run made itself stays charged for its holes.
+func freed(size, alloc int64) int64 {
+	if alloc >= 0 && alloc < size {
+		return alloc
+	}
+	return size
+}
+
+// removed is called after the last link of a file with stat st, taking
+// alloc bytes on disk (-1: unknown), was removed (unlink or rename over
+// it): what it frees (see freed) is released, now or, while the guest has
+// it open, at its last close.
+func (b *diskBudget) removed(st sys.Stat_t, alloc int64) {
 	if st.Mode&fs.ModeType != 0 || st.Nlink > 1 {
 		return // not a regular file, or other links keep its data
 	}
 	id := statID(st)
+	gone := freed(st.Size, alloc)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id != (fileID{}) && b.open[id] > 0 {
-		b.doomed[id] = true // released by the last close
+		b.doomed[id] = st.Size - gone // released by the last close, but for its holes
 		return
 	}
-	b.used -= st.Size
+	b.used -= gone
 }
 
 // opened wraps f, a file the guest opened, so its growth is counted.
-func (b *diskBudget) opened(f experimentalsys.File) experimentalsys.File {
+// alloc, when not nil, tells the disk space the file takes now (-1:
+// unknown), for what a truncation frees.
+func (b *diskBudget) opened(f experimentalsys.File, alloc func(fileID) int64) experimentalsys.File {
 	st, errno := f.Stat()
 	if errno != 0 || st.Mode&fs.ModeType != 0 {
 		return f // a directory (or unknown): nothing to count
@@ -222,15 +243,24 @@ func (b *diskBudget) opened(f experimentalsys.File) experimentalsys.File {
 		b.open[id]++
 		b.mu.Unlock()
 	}
-	return &budgetFile{File: f, b: b, id: id}
+	return &budgetFile{File: f, b: b, id: id, alloc: alloc}
 }
 
 // budgetFile is a regular file the guest opened, with its growth counted
 // against a budget.
 type budgetFile struct {
 	experimentalsys.File
-	b  *diskBudget
-	id fileID
+	b     *diskBudget
+	id    fileID
+	alloc func(fileID) int64 // the disk space it takes (see opened); nil: unknown
+}
+
+// allocated is the disk space the file takes now, or -1 when unknown.
+func (f *budgetFile) allocated() int64 {
+	if f.alloc == nil {
+		return -1
+	}
+	return f.alloc(f.id)
 }
 
 // Write implements experimentalsys.File.
@@ -299,10 +329,15 @@ func (f *budgetFile) Truncate(n int64) experimentalsys.Errno {
 		}
 		return 0
 	}
+	before := f.allocated()
 	if errno := f.File.Truncate(n); errno != 0 {
 		return errno
 	}
-	f.b.shrink(st.Size - n)
+	gone := st.Size - n
+	if after := f.allocated(); before >= 0 && after >= 0 {
+		gone = min(gone, max(before-after, 0)) // a hole cut frees nothing (see freed)
+	}
+	f.b.shrink(gone)
 	return 0
 }
 
@@ -315,10 +350,10 @@ func (f *budgetFile) Close() experimentalsys.Errno {
 		f.b.open[f.id]--
 		if f.b.open[f.id] <= 0 {
 			delete(f.b.open, f.id)
-			if f.b.doomed[f.id] {
+			if holes, ok := f.b.doomed[f.id]; ok {
 				delete(f.b.doomed, f.id)
 				if errno == 0 {
-					f.b.used -= st.Size
+					f.b.used -= max(st.Size-holes, 0)
 				}
 			}
 		}

@@ -293,7 +293,7 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 		return nil, errno
 	}
 	if j.budget != nil {
-		f = j.budget.opened(f)
+		f = j.budget.opened(f, func(id fileID) int64 { return j.allocated(p, id) })
 	}
 	if j.changed != nil && flag&writeFlags != 0 {
 		j.mark()
@@ -340,6 +340,24 @@ func (j *jailFS) charged(p string, create func() experimentalsys.Errno) experime
 		return errno
 	}
 	return 0
+}
+
+// allocated is the disk space of the file at p if it is the file id (an
+// open file's, which a rename may have moved: then 0, nothing known to be
+// freed by it), or -1 when the host does not tell.
+func (j *jailFS) allocated(p string, id fileID) int64 {
+	fi, err := j.root.Lstat(p)
+	if err != nil {
+		return 0
+	}
+	alloc := allocated(fi)
+	if alloc < 0 {
+		return -1
+	}
+	if st := sys.NewStat_t(fi); statID(st) != id || id == (fileID{}) {
+		return 0
+	}
+	return alloc
 }
 
 // giveBack releases n bytes of the budget, if any.
@@ -465,7 +483,7 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	// and the file renamed over loses a link (its size may come back).
 	// Names of the same file (hard links) are left alone by rename.
 	var replaced *sys.Stat_t
-	var delta int64
+	var replacedAlloc, delta int64
 	if j.budget != nil {
 		fromInfo, err1 := j.root.Lstat(from)
 		toInfo, err2 := j.root.Lstat(to)
@@ -477,6 +495,7 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 				return experimentalsys.UnwrapOSError(err)
 			}
 			replaced = &st
+			replacedAlloc = allocated(toInfo)
 			delta = -entryCost(path.Base(from))
 		default:
 			delta = entryCost(path.Base(to)) - entryCost(path.Base(from))
@@ -491,7 +510,7 @@ func (j *jailFS) Rename(from, to string) experimentalsys.Errno {
 	}
 	j.giveBack(-min(delta, 0))
 	if replaced != nil {
-		j.budget.removed(*replaced)
+		j.budget.removed(*replaced, replacedAlloc)
 	}
 	return 0
 }
@@ -532,11 +551,15 @@ func (j *jailFS) Unlink(p string) experimentalsys.Errno {
 	if st.Mode.IsDir() {
 		return experimentalsys.EISDIR
 	}
+	alloc := int64(-1)
+	if fi, err := j.root.Lstat(p); err == nil {
+		alloc = allocated(fi)
+	}
 	if errno := experimentalsys.UnwrapOSError(j.root.Remove(p)); errno != 0 {
 		return errno
 	}
 	if j.budget != nil {
-		j.budget.removed(st)
+		j.budget.removed(st, alloc)
 		j.budget.shrink(entryCost(path.Base(p)))
 	}
 	return 0

@@ -364,3 +364,39 @@ with open("/.hermes-lib/hermes_tools.py", "a") as f:
 		require.Equal(t, "['python311.zip'] /usr/local\nread-only True\nno new files\nFalse\n", res.Output)
 	}
 }
+
+// TestProjectDiskLimitSparse: a sparse file the working dir holds frees
+// only the disk space it takes when the script removes it, renames over
+// it, truncates it or closes it after unlinking it. Before, the budget
+// gave back its apparent size: deleting a 10 GB sparse file (a VM image
+// taking a few KB) let a script write 10 GB under a 2 MiB limit.
+func TestProjectDiskLimitSparse(t *testing.T) {
+	wd := t.TempDir()
+	for _, name := range []string{"a.img", "b.img", "c.img", "d.img"} {
+		f, err := os.Create(filepath.Join(wd, name))
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(10<<30))
+		require.NoError(t, f.Close())
+	}
+	fi, err := os.Stat(filepath.Join(wd, "a.img"))
+	require.NoError(t, err)
+	if a := allocated(fi); a < 0 || a >= 1<<20 {
+		t.Skipf("this file system does not report a sparse file's blocks (%d bytes of 10 GB): the budget counts apparent sizes here", a)
+	}
+	res := projectRun(t, wd, diskHelpers+`
+os.remove("a.img")
+print("remove", nospc(fill, "x", 3))
+os.remove("x")
+open("y", "w").close(); os.rename("y", "b.img")
+print("rename over", nospc(fill, "x", 3))
+os.remove("x")
+with open("c.img", "r+b") as f: f.truncate(0)
+print("truncate", nospc(fill, "x", 3))
+os.remove("x")
+f = open("d.img", "rb"); os.remove("d.img"); f.close()
+print("unlink while open", nospc(fill, "x", 3))
+`, withDisk(2))
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "remove True\nrename over True\ntruncate True\nunlink while open True\n", res.Output)
+	require.LessOrEqual(t, dirSize(t, wd), int64(2<<20))
+}
