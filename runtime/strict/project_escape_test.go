@@ -400,3 +400,29 @@ print("unlink while open", nospc(fill, "x", 3))
 	require.Equal(t, "remove True\nrename over True\ntruncate True\nunlink while open True\n", res.Output)
 	require.LessOrEqual(t, dirSize(t, wd), int64(2<<20))
 }
+
+// TestProjectLibIsPerKernel: /.hermes-lib, where the generated modules are
+// staged, is each kernel's own: what one session's kernel writes there
+// (its hermes_tools, their bytecode) never reaches another's, over the
+// same working dir.
+func TestProjectLibIsPerKernel(t *testing.T) {
+	wd := t.TempDir()
+	start := func() engine.Kernel {
+		k, err := testEngine(t).StartKernel(context.Background(), engine.KernelSpec{Env: kernelEnv, Workdir: wd}, &ProjectOptions{Guard: fakeGuard{}})
+		require.NoError(t, err)
+		t.Cleanup(func() { k.Close() })
+		return k
+	}
+	k1, k2 := start(), start()
+	okCell(t, k1, `import os, glob
+with open("/.hermes-lib/hermes_tools.py", "a") as f:
+    f.write("\nTAMPERED = True\n")
+for p in glob.glob("/.hermes-lib/__pycache__/*"):
+    os.remove(p)
+`)
+	check := `import importlib, hermes_tools
+importlib.reload(hermes_tools)
+print(getattr(hermes_tools, "TAMPERED", False))`
+	require.Equal(t, "True\n", okCell(t, k1, check), "its own kernel sees it")
+	require.Equal(t, "False\n", okCell(t, k2, check), "another kernel does not")
+}
