@@ -448,10 +448,19 @@ func (e *Executor) fromProjectPool(ctx context.Context, c *call) engine.Kernel {
 // projectPoolTarget is what a project-mode warm pool is for: the host
 // python for workdir (empty: this process's; a session on another dir, or
 // with a remote backend, starts its own kernel). Empty unless project is
-// the configured mode, the backend is local and there is a host python.
+// the configured mode, without the sandbox, the backend is local and there
+// is a host python.
 func (e *Executor) projectPoolTarget(ctx context.Context, workdir string) projectPoolKey {
 	if e.cfg.CodeExecution.Mode != config.ModeProject {
 		return projectPoolKey{} // calls are strict unless they say otherwise
+	}
+	if sandbox, _ := config.NormalizeSandbox(e.cfg.CodeExecution.Sandbox); sandbox == config.SandboxWasm {
+		// Project-mode calls run in the embedded interpreter unless they
+		// say otherwise: no native kernel to keep ready, and the working
+		// dir's python, which a sandboxed script may have made a program
+		// of its own, is not run (the pool started it at every start of
+		// serve or mcp).
+		return projectPoolKey{}
 	}
 	if b := e.cfg.Terminal.Backend; b != "" && b != config.BackendLocal {
 		return projectPoolKey{}
@@ -540,8 +549,9 @@ func (e *Executor) Stats() Stats {
 }
 
 // StartWarmPool keeps code_execution.warm_pool initialized strict
-// interpreters ready and, when project is the configured mode, as many
-// project kernels of the host python for the executor's own working dir,
+// interpreters ready and, when project is the configured mode without the
+// sandbox (code_execution.sandbox: none), as many project kernels of the
+// host python for the executor's own working dir,
 // so that a new session's first call does not pay interpreter start-up (a
 // project session on another dir, or with a remote backend, starts its
 // own). It returns at once; the pools fill in
