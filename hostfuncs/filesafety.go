@@ -805,6 +805,21 @@ func (t *Tools) ReadBlock(path string) string {
 	return ""
 }
 
+// PackageReadBlock is ReadBlock for a file of a package dir the sandboxed
+// project mode mounts read-only (the project python's site-packages),
+// which lies outside the working dir by design: the same rules, but not
+// confine_tools_to_workdir's (the script imports from there).
+func (t *Tools) PackageReadBlock(path string) string {
+	real := t.realOrSelf(path)
+	if msg := t.policy(real, path).readBlock(real, t.base(path)); msg != "" {
+		return msg
+	}
+	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+		return t.linkReadBlock(path, info, nil)
+	}
+	return ""
+}
+
 // WriteBlock is why a sandboxed script's own creation, change or removal
 // of path (absolute, on this host) is refused by the rules write_file
 // applies, or "": credential files, the executor's caches and staging

@@ -187,3 +187,23 @@ except OSError as e:
 	}
 	require.NoFileExists(t, filepath.Join(pkgs, "tinypkg", "x.py"))
 }
+
+// With confine_tools_to_workdir the project python's packages, outside the
+// working dir by design, still import in the sandboxed project mode
+// (before, the confinement refused reading them).
+func TestSandboxedPackagesWithConfinement(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the venv layout below is POSIX's")
+	}
+	venv := corpusVenv(t)
+	cfg := config.Default()
+	cfg.CodeExecution.Sandbox = config.SandboxWasm
+	cfg.CodeExecution.ConfineToolsToWorkdir = true
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Environ: append(os.Environ(), "VIRTUAL_ENV="+venv)})
+	defer ex.Close(context.Background())
+	res, err := ex.Execute(context.Background(), executor.Request{Mode: config.ModeProject, Workdir: t.TempDir(),
+		Code: "import fixturepkg\nprint(fixturepkg.greet('confined'))\n"})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "hello confined\n", res.Output)
+}

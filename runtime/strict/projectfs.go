@@ -25,6 +25,10 @@ type FileGuard interface {
 	// WriteBlock is why creating, changing or removing path is refused
 	// (credential files, the executor's caches, Hermes's config).
 	WriteBlock(path string) string
+	// PackageReadBlock is ReadBlock for a path of a package dir, which lies
+	// outside the working dir by design: the same rules, without
+	// confine_tools_to_workdir's.
+	PackageReadBlock(path string) string
 }
 
 // ProjectOptions configure the sandboxed project mode ([Engine.Project]).
@@ -62,6 +66,7 @@ type projectMount struct {
 	host  string
 	fs    experimentalsys.FS
 	guard bool // judge its paths with the FileGuard
+	pkg   bool // a package dir (read-only, outside the working dir)
 }
 
 // projectFS is the guest's root in the sandboxed project mode: the
@@ -106,7 +111,7 @@ func newProjectFS(workdir string, wd *jailFS, tmp *jailFS, pkgs []*jailFS, opts 
 		if g == "" || g == "." || slices.ContainsFunc(p.mounts, func(m projectMount) bool { return m.guest == g }) {
 			continue
 		}
-		p.mounts = append(p.mounts, projectMount{guest: g, host: dir, fs: &sysfs.ReadFS{FS: pkgs[i]}, guard: true})
+		p.mounts = append(p.mounts, projectMount{guest: g, host: dir, fs: &sysfs.ReadFS{FS: pkgs[i]}, guard: true, pkg: true})
 	}
 	slices.SortStableFunc(p.mounts, func(a, b projectMount) int { return len(b.guest) - len(a.guest) })
 	return p, nil
@@ -185,7 +190,11 @@ func (p *projectFS) judge(m *projectMount, rel string, read, write bool) experim
 	}
 	host := filepath.Join(m.host, filepath.FromSlash(rel))
 	if read {
-		if msg := p.guard.ReadBlock(host); msg != "" {
+		readBlock := p.guard.ReadBlock
+		if m.pkg {
+			readBlock = p.guard.PackageReadBlock
+		}
+		if msg := readBlock(host); msg != "" {
 			return p.refuse(msg)
 		}
 	}

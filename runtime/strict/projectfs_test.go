@@ -24,6 +24,10 @@ func (fakeGuard) ReadBlock(p string) string {
 	return ""
 }
 
+// PackageReadBlock refuses ".secret" names too, and nothing for being
+// outside a working dir.
+func (g fakeGuard) PackageReadBlock(p string) string { return g.ReadBlock(p) }
+
 func (fakeGuard) WriteBlock(p string) string {
 	if strings.HasSuffix(p, ".locked") {
 		return "Write denied: " + p
@@ -233,6 +237,8 @@ func (g placeGuard) ReadBlock(p string) string {
 	}
 	return ""
 }
+
+func (g placeGuard) PackageReadBlock(p string) string { return g.ReadBlock(p) }
 
 func (g placeGuard) WriteBlock(p string) string {
 	if within(p, g.writeDir) {
