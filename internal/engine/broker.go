@@ -108,7 +108,25 @@ type wireRequest struct {
 	// Note is a fact the script reports for the result, with Op "note":
 	// NoteListedPrivateDir.
 	Note string `json:"note"`
+	// Calls are the tool calls of Op "batch", run concurrently.
+	Calls []wireCall `json:"calls"`
 }
+
+// wireCall is one tool call of a batch.
+type wireCall struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
+// MaxBatch bounds the tool calls of one batch request, and batchWorkers
+// how many of them run at once: the WASI interpreter's thread pools send
+// the calls their tasks make directly (pool.map(web_extract, urls)) as one
+// batch (see wasi_compat.py), which the host runs concurrently, as a
+// native python's threads would run them.
+const (
+	MaxBatch     = 256
+	batchWorkers = 8
+)
 
 // NoteListedPrivateDir is the note of a strict-mode script that listed its
 // private dir's root (os.listdir, os.walk, glob or pathlib over "."): the
@@ -173,6 +191,9 @@ func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 		}
 		return encodeResponse(map[string]any{"ok": true})
 	}
+	if req.Op == "batch" {
+		return encodeResponse(map[string]any{"results": b.batch(ctx, req.Calls)})
+	}
 	if req.Op == "note" {
 		b.mu.Lock()
 		if req.Note == NoteListedPrivateDir && !slices.Contains(b.notes, req.Note) {
@@ -182,6 +203,32 @@ func (b *Broker) handle(ctx context.Context, req *wireRequest) []byte {
 		return encodeResponse(map[string]any{"ok": true})
 	}
 	return encodeResponse(b.Call(ctx, req.Tool, req.Args))
+}
+
+// batch runs calls concurrently (batchWorkers at a time), each through
+// Call, and returns their results in the order of calls. A batch over
+// MaxBatch calls gets an error for each call.
+func (b *Broker) batch(ctx context.Context, calls []wireCall) []map[string]any {
+	out := make([]map[string]any, len(calls))
+	if len(calls) > MaxBatch {
+		for i := range out {
+			out[i] = map[string]any{"error": fmt.Sprintf("Tool batch too large (%d calls; at most %d).", len(calls), MaxBatch)}
+		}
+		return out
+	}
+	sem := make(chan struct{}, batchWorkers)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = b.Call(ctx, c.Tool, c.Args)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // Call runs one tool call through the whitelist and the budget.

@@ -2,12 +2,15 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -206,4 +209,46 @@ func TestSandboxedPackagesWithConfinement(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "hello confined\n", res.Output)
+}
+
+// TestPoolToolCallsRunConcurrently: in the WASI interpreter a thread
+// pool's tasks that are tool calls (pool.map(web_extract, ...),
+// pool.submit(partial(read_file, ...))) run concurrently on the host: the
+// handler below answers only once all eight calls are in flight at once,
+// which sequential calls never are (each would wait for the next).
+func TestPoolToolCallsRunConcurrently(t *testing.T) {
+	const n = 8
+	var mu sync.Mutex
+	inFlight := 0
+	all := make(chan struct{})
+	handler := func(ctx context.Context, args json.RawMessage) map[string]any {
+		mu.Lock()
+		inFlight++
+		if inFlight == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return map[string]any{"results": []any{map[string]any{"url": string(args), "content": "page"}}}
+		case <-ctx.Done():
+			return map[string]any{"error": "not all calls were in flight at once"}
+		}
+	}
+	cfg := config.Default()
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Tools: map[string]executor.ToolHandler{"web_extract": handler}})
+	defer ex.Close(context.Background())
+	for _, tc := range []struct{ mode, sandbox string }{{config.ModeStrict, ""}, {config.ModeProject, config.SandboxWasm}} {
+		mu.Lock()
+		inFlight, all = 0, make(chan struct{})
+		mu.Unlock()
+		res, err := ex.Execute(context.Background(), executor.Request{Mode: tc.mode, Sandbox: tc.sandbox, Workdir: t.TempDir(), Timeout: 60 * time.Second,
+			Code: "from concurrent.futures import ThreadPoolExecutor\nfrom hermes_tools import web_extract\n" +
+				"with ThreadPoolExecutor(8) as pool:\n    pages = list(pool.map(web_extract, [['https://example.com/%d' % i] for i in range(8)]))\n" +
+				"print([p['results'][0]['content'] for p in pages])\n"})
+		require.NoError(t, err)
+		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+		require.Equal(t, "['page', 'page', 'page', 'page', 'page', 'page', 'page', 'page']\n", res.Output, tc.mode)
+		require.Equal(t, n, res.ToolCallsMade)
+	}
 }

@@ -354,9 +354,53 @@ _DEADLOCK = ("deadlock: this thread waits for another thread, but threads in the
              "or run in project mode without the sandbox.")
 
 
+# Tool calls a thread pool's tasks are (pool.submit(web_extract, url),
+# pool.map(read_file, paths)): sent together when something waits for one,
+# and run concurrently by the host, as a native python's threads would run
+# them. Each item is (future, tool, args).
+_batch = []
+
+
+def _tool_call_of(fn, args, kwargs):
+    """(tool, args dict) when fn is one of this module's tool functions (or a
+    functools.partial of one) called with args and kwargs, else None. The
+    function is called with _call collecting instead of calling: it builds
+    its request, and no tool runs."""
+    import functools
+    g = globals()
+    if isinstance(fn, functools.partial) and not isinstance(fn.func, functools.partial):
+        args, kwargs, fn = fn.args + tuple(args), {**fn.keywords, **kwargs}, fn.func
+    name = getattr(fn, "__name__", None)
+    if name not in _TOOL_NAMES or g.get(name) is not fn:
+        return None
+    got = []
+    saved = g["_call"]
+    g["_call"] = lambda tool, a: got.append((tool, a))
+    try:
+        fn(*args, **kwargs)
+    finally:
+        g["_call"] = saved
+    return got[0] if len(got) == 1 else None
+
+
+def _flush_batch():
+    """Sends the tool calls the pools' tasks made so far as one batch and
+    completes their futures."""
+    while _batch:
+        items = _batch[:]
+        del _batch[:]
+        r = _request({"op": "batch", "calls": [{"tool": t, "args": a} for _, t, a in items]})
+        results = r.get("results") if isinstance(r, dict) else None
+        if not isinstance(results, list) or len(results) != len(items):
+            results = [r] * len(items)  # the host refused the batch as a whole
+        for (f, _, _), res in zip(items, results):
+            f.set_result(res)
+
+
 def _run_pending(upto=None):
     """Runs the started threads that have not run yet, in start order (up
-    to upto, when given, inclusive)."""
+    to upto, when given, inclusive), after the pools' pending tool calls."""
+    _flush_batch()
     while _pending:
         t = _pending.pop(0)
         _run_thread(t)
@@ -388,7 +432,9 @@ def _run_thread(t):
 def _run_pending_threads():
     """Run at the end of a script or kernel call: the non-daemon threads
     started and not run yet run before it ends, as the interpreter's exit
-    waits for them; daemon threads that never got to run do not."""
+    waits for them; daemon threads that never got to run do not. The pools'
+    pending tool calls are sent first."""
+    _flush_batch()
     while _pending:
         rest = [t for t in _pending if not t.daemon]
         if not rest:
@@ -442,7 +488,7 @@ def _patch_threading(threading):
         return threading._main_thread._ident
 
     def cond_wait(self, timeout=None):
-        if _pending:
+        if _pending or _batch:
             saved = self._release_save()
             try:
                 _run_pending()
@@ -455,7 +501,7 @@ def _patch_threading(threading):
 
     def event_wait(self, timeout=None):
         with self._cond:
-            if not self._flag and _pending:
+            if not self._flag and (_pending or _batch):
                 saved = self._cond._release_save()
                 try:
                     _run_pending()
@@ -479,7 +525,7 @@ def _patch_threading(threading):
 
     def sleep(secs):
         # A sleep lets the threads started so far run, as a real one would.
-        if _pending:
+        if _pending or _batch:
             _run_pending()
         orig_sleep(secs)
 
@@ -492,7 +538,7 @@ def _patch_selectors(selectors):
     for cls in vars(selectors).values():
         if isinstance(cls, type) and issubclass(cls, selectors.BaseSelector) and "select" in vars(cls):
             def select(self, timeout=None, _orig=vars(cls)["select"]):
-                if _pending:
+                if _pending or _batch:
                     _run_pending()
                     timeout = 0
                 return _orig(self, timeout)
@@ -501,7 +547,10 @@ def _patch_selectors(selectors):
 
 def _patch_futures_thread(thread):
     """concurrent.futures.ThreadPoolExecutor: each task runs when it is
-    submitted (the pool's threads would wait for work forever)."""
+    submitted (the pool's threads would wait for work forever), except a
+    task that is a tool call (a tool function of hermes_tools, or a partial
+    of one), which joins the batch the host runs concurrently when a result
+    is awaited."""
     from concurrent.futures import _base
 
     class ThreadPoolExecutor(_base.Executor):
@@ -531,6 +580,10 @@ def _patch_futures_thread(thread):
             if not f.set_running_or_notify_cancel():
                 return f
             try:
+                call = _tool_call_of(fn, args, kwargs)
+                if call is not None:
+                    _batch.append((f, call[0], call[1]))
+                    return f
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 f.set_exception(exc)
@@ -540,6 +593,8 @@ def _patch_futures_thread(thread):
 
         def shutdown(self, wait=True, *, cancel_futures=False):
             self._shutdown = True
+            if wait:
+                _flush_batch()
 
     thread.ThreadPoolExecutor = ThreadPoolExecutor
     import concurrent.futures as cf
