@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -192,4 +193,39 @@ func TestMergeEnv(t *testing.T) {
 func TestStubToolSetReadsToolsEnv(t *testing.T) {
 	require.Contains(t, stubToolSet, `_os.environ.get("`+toolsEnv+`")`)
 	require.Contains(t, GenerateStub(StubOptions{}), `_os.environ.get("HERMES_RPC_TOOLS")`)
+}
+
+// TestBrokerBatch: a batch's calls each go through the whitelist and the
+// budget (past it, the rest are refused as single calls are), results come
+// back in the calls' order, and a batch over MaxBatch is refused whole.
+func TestBrokerBatch(t *testing.T) {
+	b := NewBroker(okTool, 3, []string{"web_search", "terminal"})
+	ctx := context.Background()
+	var calls []string
+	for i := range 4 {
+		calls = append(calls, fmt.Sprintf(`{"tool":"web_search","args":{"query":"q%d"}}`, i))
+	}
+	calls = append(calls, `{"tool":"read_file","args":{}}`)
+	resp := decode(t, b.Serve(ctx, []byte(`{"op":"batch","calls":[`+strings.Join(calls, ",")+`]}`)))
+	results := resp["results"].([]any)
+	require.Len(t, results, 5)
+	limited := 0
+	for i, r := range results[:4] {
+		m := r.(map[string]any)
+		if m["error"] != nil {
+			require.Equal(t, "Tool call limit reached (3). No more tool calls allowed in this execution.", m["error"])
+			limited++
+			continue
+		}
+		require.Equal(t, fmt.Sprintf(`{"query":"q%d"}`, i), m["args"], "in the calls' order")
+	}
+	require.Equal(t, 1, limited, "three calls fit the budget")
+	require.Contains(t, results[4].(map[string]any)["error"], "Tool 'read_file' is not available in execute_code")
+	made, _ := b.Made()
+	require.Equal(t, 3, made)
+
+	big := strings.Repeat(`{"tool":"terminal","args":{}},`, MaxBatch+1)
+	resp = decode(t, NewBroker(okTool, 1000, nil).Serve(ctx, []byte(`{"op":"batch","calls":[`+strings.TrimSuffix(big, ",")+`]}`)))
+	require.Len(t, resp["results"], MaxBatch+1)
+	require.Contains(t, resp["results"].([]any)[0].(map[string]any)["error"], "Tool batch too large")
 }
