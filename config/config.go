@@ -106,6 +106,12 @@ func DidYouMeanMode(m string) string {
 	return ""
 }
 
+// ToolNames are the seven tools a script can call through hermes_tools, in the order
+// Hermes lists them. The tools are hostfuncs'; the list is here so that the layers
+// that only name them (the engines, the executor's schema) need not import the tools'
+// dependencies.
+var ToolNames = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
+
 // Sandbox values accepted for code_execution.sandbox: where project mode runs scripts.
 const (
 	// SandboxNone runs project-mode scripts with the host's python (the default).

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/filecache"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
@@ -35,8 +36,8 @@ func messagef(format string, args ...any) error {
 }
 
 // Names lists the script-callable tools, the whole whitelist, in the order
-// the generated hermes_tools module defines them.
-var Names = []string{"web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal"}
+// the generated hermes_tools module defines them (config.ToolNames).
+var Names = config.ToolNames
 
 // Options configures the tools of one execution.
 type Options struct {

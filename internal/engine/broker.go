@@ -9,13 +9,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
 )
 
 // toolNames is the whitelist: the only tools a script can call. It is
-// hostfuncs' list, so the whitelist and the implementations cannot drift.
-var toolNames = hostfuncs.Names
+// config's list, which hostfuncs implements (TestToolsImplementNames), so
+// the whitelist and the implementations cannot drift, and this layer does
+// not import the tools' dependencies.
+var toolNames = config.ToolNames
 
 // ToolSet is the tool set of an execution given a list of enabled tool
 // names, as Hermes computes it (the session's enabled tools intersected

@@ -5,8 +5,9 @@
 // hermes_tools module (its Python sources are in python/), and the code that
 // turns an engine's outcome into a result. Nothing security-relevant is
 // written twice: strict mode (runtime/strict) and project mode (native) both
-// run through [Execute]. It imports config, hostfuncs (the tool names) and
-// internal/wire; runtime/executor is its only user besides the engines.
+// run through [Execute]. It imports config and internal/wire (not the
+// tools: their names are config's); its users are runtime/executor, the
+// engines (runtime/strict, native) and the CLI's serve and mcp front ends.
 package engine
 
 import (
