@@ -337,9 +337,9 @@ func (a *Policy) noAnswer(err error) string {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "the call ended while waiting for the answer"
 	}
-	var ie *engine.InterruptError
+	var ie engine.Interrupt
 	if errors.As(err, &ie) {
-		return "the call was interrupted while waiting for the answer (" + strings.TrimPrefix(ie.Error(), "execution interrupted: ") + ")"
+		return "the call was interrupted while waiting for the answer (" + ie.InterruptReason() + ")"
 	}
 	return "the approval request failed (" + err.Error() + ")"
 }

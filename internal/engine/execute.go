@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,27 +22,35 @@ const defaultTimeout = config.DefaultTimeout * time.Second
 // DefaultInterruptReason is the reason given when an interrupt names none.
 const DefaultInterruptReason = "user sent a new message"
 
-// InterruptError is the cancellation cause that marks a run as
-// interrupted: cancel the run's context with it (context.WithCancelCause)
-// and the result says `[execution interrupted — <Reason>]`.
+// Interrupt is a cancellation cause that marks a run as interrupted and
+// names why (executor.InterruptError is one): the result's output ends with
+// the reason. Another cause, or none, gives DefaultInterruptReason.
+type Interrupt interface {
+	error
+	InterruptReason() string
+}
+
+// InterruptError is the Interrupt of the layers below the executor (and
+// their tests); embedders use executor.InterruptError.
 type InterruptError struct {
 	// Reason is shown to the agent; empty means DefaultInterruptReason.
 	Reason string
 }
 
-// NoCodeMessage is Hermes's error for a call whose code is missing, empty or
-// only whitespace (executor.NoCodeMessage is the same text).
-const NoCodeMessage = "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead."
-
 // Error returns "execution interrupted: " and the reason.
-func (e *InterruptError) Error() string { return "execution interrupted: " + e.reason() }
+func (e *InterruptError) Error() string { return "execution interrupted: " + e.InterruptReason() }
 
-func (e *InterruptError) reason() string {
+// InterruptReason implements Interrupt.
+func (e *InterruptError) InterruptReason() string {
 	if e == nil || e.Reason == "" {
 		return DefaultInterruptReason
 	}
 	return e.Reason
 }
+
+// NoCodeMessage is Hermes's error for a call whose code is missing, empty or
+// only whitespace (executor.NoCodeMessage is the same text).
+const NoCodeMessage = "No code provided. execute_code requires a non-empty 'code' parameter containing Python source. To run shell commands, use terminal(command=...) instead."
 
 // baseInject holds the variables every interpreter gets, in both modes
 // (docs/behaviour.md §4); transports and TZ are added on top.
@@ -80,13 +89,13 @@ const KernelInterruptedMessage = "Interrupted; the session kernel was killed and
 // interruptedMessage is the error of an interrupted one-shot run (Hermes
 // gives none there; the result says why all the same).
 func interruptedMessage(reason string) string {
-	return "Execution interrupted: " + (&InterruptError{Reason: reason}).reason()
+	return "Execution interrupted: " + cmp.Or(reason, DefaultInterruptReason)
 }
 
 // InterruptMarker is the line an interrupted run's output ends with:
 // "[execution interrupted — {reason}]".
 func InterruptMarker(reason string) string {
-	return "[execution interrupted — " + (&InterruptError{Reason: reason}).reason() + "]"
+	return "[execution interrupted — " + cmp.Or(reason, DefaultInterruptReason) + "]"
 }
 
 // truncatedWarning is the warning of a result whose stdout was truncated:
@@ -327,12 +336,16 @@ func joinNonEmpty(output, sep, line string) string {
 	return output + sep + line
 }
 
-// interruptReason is the reason of ctx's interrupt: that of an
-// *InterruptError cause, else DefaultInterruptReason.
+// interruptReason is the reason of ctx's interrupt: that of an Interrupt
+// cause, else DefaultInterruptReason.
 func interruptReason(ctx context.Context) string {
-	var interrupt *InterruptError
-	errors.As(context.Cause(ctx), &interrupt)
-	return interrupt.reason()
+	var interrupt Interrupt
+	if errors.As(context.Cause(ctx), &interrupt) {
+		if r := interrupt.InterruptReason(); r != "" {
+			return r
+		}
+	}
+	return DefaultInterruptReason
 }
 
 // ChildEnv is an interpreter's environment in either mode, one-shot or

@@ -7,27 +7,25 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
-// The types of a result. They are defined with the engines (internal) and
-// are the same types here, so an embedder imports only this package and
-// config.
-type (
-	// Result is the JSON object every execution returns: status, what the
-	// script printed, the tool calls it made, the limits it hit (see
-	// docs/behaviour.md, "Result"). Status is one of config.StatusSuccess,
-	// StatusError, StatusTimeout and StatusInterrupted; Mode is
-	// config.ModeStrict or config.ModeProject.
-	Result = engine.Result
-	// ToolCall is one entry of Result.ToolCalls: the tool, how long the call
-	// took and whether it succeeded.
-	ToolCall = engine.ToolCall
-	// KernelInfo is Result.Kernel, set for a call in a session kernel: the
-	// kernel's id, whether it was reused, and how many calls it has served.
-	KernelInfo = engine.KernelInfo
-	// InterruptError names the reason of an interrupt: give one as the cause
-	// of a cancelled context (context.WithCancelCause) and the result's
-	// output ends with "[execution interrupted — <reason>]".
-	InterruptError = engine.InterruptError
-)
+// InterruptError names the reason of an interrupt: give one as the cause
+// of a cancelled context (context.WithCancelCause) and the result's output
+// ends with "[execution interrupted — <reason>]".
+type InterruptError struct {
+	// Reason is shown to the agent; empty means "interrupted".
+	Reason string
+}
+
+// Error returns "execution interrupted: " and the reason.
+func (e *InterruptError) Error() string { return "execution interrupted: " + e.InterruptReason() }
+
+// InterruptReason is the reason shown to the agent (the engines look for
+// it on a context's cause).
+func (e *InterruptError) InterruptReason() string {
+	if e == nil || e.Reason == "" {
+		return engine.DefaultInterruptReason
+	}
+	return e.Reason
+}
 
 // Errors of this package, matched with errors.Is. A result accompanies
 // each (it says the same to the agent).

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
 // Hermes's texts (tools/code_execution_tool.py), verbatim.
@@ -81,7 +80,7 @@ func TestExecuteEmptyCode(t *testing.T) {
 		require.Equal(t, config.StatusError, res.Status)
 		require.Equal(t, hermesNoCode, res.Error)
 		require.Equal(t, hermesNoCode, res.Output)
-		require.Equal(t, []engine.ToolCall{}, res.ToolCalls)
+		require.Equal(t, []ToolCall{}, res.ToolCalls)
 		want := cmpOr(req.Mode, config.ModeStrict)
 		require.Equal(t, want, res.Mode)
 		require.Nil(t, res.Kernel)

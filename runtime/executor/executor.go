@@ -457,7 +457,8 @@ func (e *Executor) oneShot(ctx context.Context, c *call, code string) (Result, e
 	if c.session != "" { // request leaves a session call's environment to its kernel
 		r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
 	}
-	return engine.Execute(ctx, eng, r)
+	res, err := engine.Execute(ctx, eng, r)
+	return fromEngine(res), err
 }
 
 // track registers a call so that Close can interrupt it and wait for it.

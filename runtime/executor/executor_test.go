@@ -163,7 +163,7 @@ func TestToolSet(t *testing.T) {
 }
 
 // kernelOf returns res's kernel object, failing when there is none.
-func kernelOf(t *testing.T, res engine.Result) *engine.KernelInfo {
+func kernelOf(t *testing.T, res executor.Result) *executor.KernelInfo {
 	t.Helper()
 	require.NotNil(t, res.Kernel, res.Output)
 	return res.Kernel
@@ -179,7 +179,7 @@ func TestToolSetKernelKey(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range modes {
 		wd := t.TempDir()
-		call := func(tools []string, code string) engine.Result {
+		call := func(tools []string, code string) executor.Result {
 			t.Helper()
 			res, err := ex.Execute(ctx, executor.Request{Mode: mode, Workdir: wd, Session: "key-" + mode, Tools: tools, Code: code})
 			require.NoError(t, err)

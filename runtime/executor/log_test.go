@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
@@ -190,7 +189,7 @@ func TestCloseEndsRunningCalls(t *testing.T) {
 
 	type outcome struct {
 		name string
-		res  engine.Result
+		res  Result
 	}
 	results := make(chan outcome, 4)
 	calls := map[string]Request{

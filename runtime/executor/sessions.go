@@ -277,7 +277,8 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		e.startReaper()
 	}
 
-	res, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
+	eres, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
+	res := fromEngine(eres)
 	alive := en.k.Alive()
 	if alive {
 		ks.unpin(en)

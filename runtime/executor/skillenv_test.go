@@ -121,7 +121,7 @@ func newSkillExecutor(t *testing.T, rec *logRecorder, mutate func(*config.Config
 	return ex
 }
 
-func run(t *testing.T, ex *Executor, req Request) engine.Result {
+func run(t *testing.T, ex *Executor, req Request) Result {
 	t.Helper()
 	if req.Workdir == "" {
 		req.Workdir = t.TempDir()
@@ -165,7 +165,7 @@ func TestSkillEnvFrozenKernel(t *testing.T) {
 			ex := newSkillExecutor(t, &logRecorder{}, nil)
 			wd := t.TempDir()
 			script := `import os; print(os.environ.get("SKILL_TOKEN"))`
-			call := func(session string, reset bool) engine.Result {
+			call := func(session string, reset bool) Result {
 				return run(t, ex, Request{Code: script, Mode: mode, Workdir: wd, Session: session, Reset: reset})
 			}
 			require.Equal(t, "None\n", call("before", false).Output)
