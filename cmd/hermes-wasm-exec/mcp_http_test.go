@@ -481,18 +481,29 @@ func TestMCPHTTPConnectionLimits(t *testing.T) {
 		return resp
 	}
 
-	// Three wait to authenticate; a fourth is closed at once (the accept
-	// queue is first in, first out: it comes after them).
-	waiting := []net.Conn{dial(), dial(), dial()}
-	fourth := dial()
-	closed(fourth, "a connection beyond --max-unauthenticated is closed at once")
-	pollUntil(t, time.Minute, func() bool {
-		return strings.Contains(s.stderr.String(), "refused a connection from "+fourth.LocalAddr().String()+": 3 connections have not authenticated yet, the cap (--max-unauthenticated)")
-	}, func() string { return "no log line about the refusal: " + s.stderr.String() })
-	// The three are closed once --auth-timeout passes.
-	for _, nc := range waiting {
-		closed(nc, "a connection that sends nothing is closed after --auth-timeout")
+	// Of four connections that send nothing, at most three wait to
+	// authenticate; one past the cap is closed at once, and the log says
+	// which. (Which one is refused is not fixed: waitReady's /readyz
+	// connection, closed after its answer, may still count as the first
+	// three come in.)
+	s.client.CloseIdleConnections()
+	conns := []net.Conn{dial(), dial(), dial(), dial()}
+	refusedLine := func(nc net.Conn) string {
+		return "refused a connection from " + nc.LocalAddr().String() + ": 3 connections have not authenticated yet, the cap (--max-unauthenticated)"
 	}
+	pollUntil(t, time.Minute, func() bool {
+		return slices.ContainsFunc(conns, func(nc net.Conn) bool { return strings.Contains(s.stderr.String(), refusedLine(nc)) })
+	}, func() string { return "no log line about the refusal: " + s.stderr.String() })
+	// Each is closed: a refused one at once, the others once
+	// --auth-timeout passes.
+	waited := 0
+	for _, nc := range conns {
+		closed(nc, "a connection that sends nothing is closed (refused, or after --auth-timeout)")
+		if !strings.Contains(s.stderr.String(), refusedLine(nc)) {
+			waited++
+		}
+	}
+	require.LessOrEqual(t, waited, 3, "at most --max-unauthenticated connections wait to authenticate")
 
 	// A request without the token (a probe, a 401) gets its answer, then
 	// the connection is closed.
