@@ -2,10 +2,11 @@
 // JSON-RPC 2.0, one JSON object per line, on stdin/stdout or on a Unix
 // socket or loopback TCP port that several clients share (docs/serve.md is
 // the protocol). Here are the product's methods (execute, open_session,
-// register_skill, describe, interrupt, close_session, shutdown), the
-// per-session FIFO of execute calls, and the approve and tool_call requests
-// an execute sends its client; the framing, authentication, replies and
-// pending requests are the jsonrpc package's.
+// register_skill, describe, interrupt, close_session, shutdown) and the
+// approve and tool_call requests an execute sends its client; an execute
+// takes its session's place in the executor's queue (runtime/executor)
+// before its handler returns, so a client's order is kept. The framing,
+// authentication, replies and pending requests are the jsonrpc package's.
 //
 // It imports runtime/executor, config, hostfuncs (the tool names), native
 // (the transport names) and the command's cli and jsonrpc packages; only
