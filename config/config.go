@@ -1037,7 +1037,8 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 	ce := &p.cfg.CodeExecution
 	return p.mapping(n, key, []field{
 		{name: "mode", apply: p.mode},
-		{name: "sandbox", apply: p.sandbox},
+		// A YAML boolean is on (wasm) or off (none); a typo gives wasm, the sandbox.
+		{name: "sandbox", apply: p.twoWay(&ce.Sandbox, SandboxNone, SandboxWasm, SandboxNone, SandboxWasm, UnknownSandbox)},
 		{name: "wasm_packages", apply: p.stringList(&ce.WasmPackages, "absolute paths of package dirs", checkAbsPath)},
 		{name: "timeout", apply: p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
 		{name: "max_tool_calls", apply: p.intField(&ce.MaxToolCalls, 0, -1, "")},
@@ -1050,7 +1051,8 @@ func (p *parser) codeExecution(key string, n *yaml.Node) error {
 		{name: "warm_pool", apply: p.intField(&ce.WarmPool, 0, 16, "")},
 		{name: "timezone", apply: p.zone(&ce.Timezone)},
 		{name: "confine_tools_to_workdir", apply: p.boolField(&ce.ConfineToolsToWorkdir)},
-		{name: "landlock", apply: p.landlock},
+		// A typo gives auto, the safer value.
+		{name: "landlock", apply: p.twoWay(&ce.Landlock, LandlockAuto, LandlockAuto, LandlockOff, LandlockAuto, unknownLandlock)},
 	})
 }
 
@@ -1420,65 +1422,56 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 	return nil
 }
 
-// sandbox reads code_execution.sandbox. A YAML boolean is read as on (wasm) or off (none);
-// a typo falls back to wasm, the sandbox.
-func (p *parser) sandbox(key string, n *yaml.Node) error {
-	n = resolveAlias(n)
-	ce := &p.cfg.CodeExecution
-	if isNull(n) {
-		ce.Sandbox = SandboxNone
-		return nil
-	}
-	if b, ok := yaml11Bool(n); ok {
-		ce.Sandbox = SandboxNone
-		if b {
-			ce.Sandbox = SandboxWasm
+// twoWay reads a key that is one of two values, on and off, into dst: null
+// gives def, a YAML boolean true gives on and false off (as Hermes reads a
+// bare off), and a string is trimmed and compared case-insensitively, ""
+// giving def. Any other string gives fallback, the safer value, with the
+// warning unknown words.
+func (p *parser) twoWay(dst *string, def, on, off, fallback string, unknown func(key, v string) string) func(string, *yaml.Node) error {
+	return func(key string, n *yaml.Node) error {
+		n = resolveAlias(n)
+		if isNull(n) {
+			*dst = def
+			return nil
+		}
+		if b, ok := yaml11Bool(n); ok {
+			*dst = off
+			if b {
+				*dst = on
+			}
+			return nil
+		}
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return p.errorf(n, key, "%s must be %q or %q, got %s", key, def, other(def, on, off), describe(n))
+		}
+		switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
+		case "":
+			*dst = def
+		case on, off:
+			*dst = v
+		default:
+			*dst = fallback
+			p.warnf(n.Line, "%s", unknown(key, n.Value))
 		}
 		return nil
 	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return p.errorf(n, key, "%s must be %q or %q, got %s", key, SandboxNone, SandboxWasm, describe(n))
-	}
-	v, ok := NormalizeSandbox(n.Value)
-	ce.Sandbox = v
-	if !ok {
-		p.warnf(n.Line, "%s", UnknownSandbox(key, n.Value))
-	}
-	return nil
 }
 
-// landlock reads code_execution.landlock. A typo falls back to auto, the safer value.
-func (p *parser) landlock(key string, n *yaml.Node) error {
-	n = resolveAlias(n)
-	ce := &p.cfg.CodeExecution
-	if isNull(n) {
-		ce.Landlock = LandlockAuto
-		return nil
+// other is whichever of a and b is not v.
+func other(v, a, b string) string {
+	if v == a {
+		return b
 	}
-	if b, ok := yaml11Bool(n); ok {
-		ce.Landlock = LandlockOff
-		if b {
-			ce.Landlock = LandlockAuto
-		}
-		return nil
+	return a
+}
+
+// unknownLandlock words the warning of an unknown code_execution.landlock.
+func unknownLandlock(key, v string) string {
+	msg := fmt.Sprintf("unknown %s %q; using %q, the safer value (valid: %s, %s)", key, v, LandlockAuto, LandlockAuto, LandlockOff)
+	if s := suggest(strings.ToLower(strings.TrimSpace(v)), LandlockModes); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return p.errorf(n, key, "%s must be %q or %q, got %s", key, LandlockAuto, LandlockOff, describe(n))
-	}
-	switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
-	case "", LandlockAuto:
-		ce.Landlock = LandlockAuto
-	case LandlockOff:
-		ce.Landlock = LandlockOff
-	default:
-		ce.Landlock = LandlockAuto
-		msg := fmt.Sprintf("unknown %s %q; using %q, the safer value (valid: %s, %s)", key, n.Value, LandlockAuto, LandlockAuto, LandlockOff)
-		if s := suggest(v, LandlockModes); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
-		p.warnf(n.Line, "%s", msg)
-	}
-	return nil
+	return msg
 }
 
 func (p *parser) approvalsMode(key string, n *yaml.Node) error {
