@@ -75,8 +75,8 @@ func TestJailFS(t *testing.T) {
 }
 
 // jailReader returns a function reading (the first 100 bytes of) a file
-// through j.
-func jailReader(j *jailFS) func(string) (string, experimentalsys.Errno) {
+// through j (a jailFS, or the sandboxed project mode's root over jails).
+func jailReader(j experimentalsys.FS) func(string) (string, experimentalsys.Errno) {
 	return func(p string) (string, experimentalsys.Errno) {
 		f, errno := j.OpenFile(p, experimentalsys.O_RDONLY, 0)
 		if errno != 0 {

@@ -89,11 +89,9 @@ print(n, total, fts, hit, sqlite3.sqlite_version, hashlib.sha256(b"x").hexdigest
 
 // TestStrictStdlibReadOnly: the standard library is mounted read-only and
 // is the only thing under /usr/local/lib.
-func TestStrictStdlibReadOnly(t *testing.T) {
-	res := run(t, `
-import os, sys
-print(os.listdir("/usr/local/lib"), sys.prefix, sys.path[1:2])
-try:
+// stdlibWriteProbe tries to change the standard library zip and to add a
+// file beside it, printing what happened.
+const stdlibWriteProbe = `try:
     with open("/usr/local/lib/python311.zip", "ab") as f:
         f.write(b"x")
     print("writable")
@@ -104,7 +102,13 @@ try:
     print("created")
 except OSError:
     print("no new files")
-`, nil)
+`
+
+func TestStrictStdlibReadOnly(t *testing.T) {
+	res := run(t, `
+import os, sys
+print(os.listdir("/usr/local/lib"), sys.prefix, sys.path[1:2])
+`+stdlibWriteProbe, nil)
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "['python311.zip'] /usr/local ['/usr/local/lib/python311.zip']\nread-only True\nno new files\n", res.Output)
 }
