@@ -343,18 +343,7 @@ print(sorted(os.listdir("/")))
 	plant := goruntime.GOOS != "windows"
 	script = strings.Replace(strings.Replace(script, "%q", jsonString(outside), 1), "%q", jsonString(e.tmp), 1)
 	script = strings.Replace(script, "%q", map[bool]string{true: "True", false: "False"}[plant], 1)
-	code, res, _ := e.run(script, "--yes")
-	require.Equal(t, 0, code, res.Output)
-	lines := strings.SplitN(res.Output, "\n", 2)
-	var got map[string]string
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got), res.Output)
-	for name, v := range got {
-		if name == "own file" {
-			require.Equal(t, "ALLOWED: 2", v)
-			continue
-		}
-		require.NotContains(t, v, "ALLOWED", name)
-	}
+	got, lines := runJailProbe(t, e, script)
 	t.Run("planted symlinks", func(t *testing.T) {
 		if !plant {
 			t.Skip("Windows: planting a symlink from the host needs mklink, which needs administrator rights or developer mode (and makes no link under wine); the planted-symlink escapes are tried on Linux and macOS")
@@ -415,18 +404,7 @@ attempt("own file", lambda: open("mine.txt", "w").write("ok"))
 print(json.dumps(results, sort_keys=True))
 print(json.dumps(parent))
 `
-	code, res, _ := e.run(script, "--yes")
-	require.Equal(t, 0, code, res.Output)
-	lines := strings.SplitN(res.Output, "\n", 2)
-	var got map[string]string
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got), res.Output)
-	for name, v := range got {
-		if name == "own file" {
-			require.Equal(t, "ALLOWED: 2", v)
-			continue
-		}
-		require.NotContains(t, v, "ALLOWED", name)
-	}
+	got, lines := runJailProbe(t, e, script)
 	require.Equal(t, `["`+filepath.Base(e.workdir)+`"]`, strings.TrimSpace(lines[1]), "the dir above lists only the way down")
 	if goruntime.GOOS != "windows" {
 		require.Equal(t, "PermissionError", got["planted dir"])
@@ -822,6 +800,27 @@ func badInvocations(t *testing.T) {
 		require.Equal(t, 2, Run([]string{"run", "/does/not/exist.py"}, strings.NewReader(""), &out, &errb))
 		require.Contains(t, errb.String(), "cannot read the script")
 	})
+}
+
+// runJailProbe runs a script that prints a JSON object of attempts (name
+// to outcome, "ALLOWED..." when it worked) on its first line, and checks
+// that only "own file" was allowed (it writes 2 bytes). It returns the
+// attempts and the output's lines (the first, and the rest).
+func runJailProbe(t *testing.T, e *env, script string) (map[string]string, []string) {
+	t.Helper()
+	code, res, _ := e.run(script, "--yes")
+	require.Equal(t, 0, code, res.Output)
+	lines := strings.SplitN(res.Output, "\n", 2)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got), res.Output)
+	for name, v := range got {
+		if name == "own file" {
+			require.Equal(t, "ALLOWED: 2", v)
+			continue
+		}
+		require.NotContains(t, v, "ALLOWED", name)
+	}
+	return got, lines
 }
 
 // child runs the CLI in a child process (the test binary itself).
