@@ -200,7 +200,7 @@ web:
 }
 
 // An unknown code_execution.mode runs in strict mode, the sandbox, never in project mode
-// (Hermes's fallback): a typo must not drop the sandbox (issue 28). The warning names the
+// (Hermes's fallback): a typo must not drop the sandbox. The warning names the
 // value, the nearest mode and the fallback.
 func TestParseUnknownModeFallsBack(t *testing.T) {
 	for in, suggestion := range map[string]string{"stict": "strict", " Sttrict ": "strict", "projct": "project", "docker": ""} {

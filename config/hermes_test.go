@@ -261,7 +261,7 @@ func TestApprovalsModeValues(t *testing.T) {
 	for in, warning := range map[string]string{
 		"auto":  `config.yaml: line 2: unknown approvals.mode "auto"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted))`,
 		"manul": `config.yaml: line 2: unknown approvals.mode "manul"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted)); did you mean "manual"?`,
-		// A typo of off fails closed: commands are still asked about (issue 28).
+		// A typo of off fails closed: commands are still asked about.
 		"offf": `config.yaml: line 2: unknown approvals.mode "offf"; using "manual", as Hermes does (valid modes: manual, smart, off (ask and deny are also accepted)); did you mean "off"?`,
 	} {
 		cfg, err := Parse([]byte("approvals:\n  mode: "+in+"\n"), "config.yaml")

@@ -234,7 +234,7 @@ func TestReadFileRefusesSecrets(t *testing.T) {
 	storeMsg := " is a Hermes credential store and cannot be read directly. Provider tools consume these " +
 		"credentials through internal channels. (Defense-in-depth — not a security boundary; the terminal tool can still bypass.)"
 	for _, name := range []string{".env", ".env.local", ".env.development", ".env.production", ".env.test", ".env.staging", ".envrc", "sub/dir/.env", ".ENV",
-		// Beyond Hermes's list, the rest of the family (issue 28).
+		// Beyond Hermes's list, the rest of the family.
 		".env.prod", ".env.dev", ".env.backup", "prod.env", ".env.local.bak", ".ENV.Prod", "Prod.ENV", ".env~", "sub/staging.env", ".env."} {
 		if runtime.GOOS == "windows" && strings.HasSuffix(name, ".") {
 			continue // Win32 drops a trailing dot: ".env." is .env there, refused above

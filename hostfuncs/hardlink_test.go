@@ -21,7 +21,7 @@ func hardlink(t *testing.T, target, link string) {
 	}
 }
 
-// TestHardLinksToSecretsRefused is issue 28's finding 9: a hard link in the
+// TestHardLinksToSecretsRefused: a hard link in the
 // working dir to an env file or a credential file is that file under
 // another name, and its path alone said nothing. read_file, patch (both
 // modes) and search_files refuse it by its identity, with the refusal of

@@ -42,7 +42,7 @@ print((time.perf_counter() - t) / n * 1e6)
 // benchWorkloads measure pure interpreter speed. Each script is setup, then
 // timed, wrapped by benchInterp so that only timed is inside perf_counter;
 // the same script runs in strict mode and in native python. goal, when not
-// 0, is issue 17's goal for strict mode: at most that many times native
+// 0, is the goal for strict mode: at most that many times native
 // python's time.
 var benchWorkloads = []struct {
 	name, setup, timed, note string

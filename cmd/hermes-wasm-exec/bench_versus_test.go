@@ -11,7 +11,7 @@ import (
 )
 
 // TestBenchVersus: bench's compute rows say how strict mode compares with
-// native python and V8, whether it meets issue 17's goal and, when not,
+// native python and V8, whether it meets the goal and, when not,
 // the measured reason.
 func TestBenchVersus(t *testing.T) {
 	ms := time.Millisecond

@@ -420,11 +420,11 @@ print(json.dumps(parent))
 	require.FileExists(t, filepath.Join(e.workdir, "mine.txt"))
 }
 
-// TestFileToolsRefuseCredentials is issue 12's finding 8 end to end: in
+// TestFileToolsRefuseCredentials, end to end: in
 // every mode a script's write_file("~/.ssh/authorized_keys", ...) is refused
 // and nothing is written, read_file refuses .env, and with
 // code_execution.confine_tools_to_workdir in config.yaml the file tools stay
-// inside the working dir. Issue 28's findings 8 and 9: the rest of the env
+// inside the working dir. The rest of the env
 // family (.env.prod, prod.env) and a hard link to .env are refused too, by
 // read_file and search_files.
 func TestFileToolsRefuseCredentials(t *testing.T) {

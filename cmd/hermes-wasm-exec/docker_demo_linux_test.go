@@ -94,7 +94,7 @@ func procsWithEnv(kv string) []string {
 	return found
 }
 
-// TestDockerBackendDemo is issue 16's "done when": a user sets
+// TestDockerBackendDemo: a user sets
 // terminal.backend: docker in the config, and the README's demo script
 // (testdata/examples/data_pipeline.py, what `make demo` runs on
 // testdata/project) runs through serve with every tool call landing in the

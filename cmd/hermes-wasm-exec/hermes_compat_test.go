@@ -43,7 +43,7 @@ const compatSleep = "import time\nprint('started', flush=True)\ntime.sleep(60)\n
 // compatTimeout is code_execution.timeout in testdata/hermes/config.yaml.
 const compatTimeout = 3
 
-// TestHermesCompat is issue 13's "done when": a Hermes user's whole config.yaml
+// TestHermesCompat: a Hermes user's whole config.yaml
 // (testdata/hermes/config.yaml: every Hermes section, values in Hermes's spelling) placed
 // in $HERMES_HOME, with no --config, drives run, serve and mcp in both modes. Nothing exits
 // 2, nothing warns, and the keys this executor uses take effect: the timeout, the tool

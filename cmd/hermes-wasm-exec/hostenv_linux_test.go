@@ -10,7 +10,7 @@ import (
 )
 
 // TestExecutorEnvironHidesSecrets is the regression test for reading the
-// executor's own environment (issue 12, finding 1): a terminal command
+// executor's own environment: a terminal command
 // reading /proc/$PPID/environ, and in project mode the script reading
 // /proc/<getppid()>/environ, used to print every secret of the host. The CLI
 // runs as a real child process (the hardening re-executes it), as root in CI.

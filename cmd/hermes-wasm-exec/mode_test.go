@@ -22,7 +22,7 @@ const typoConfig = "code_execution:\n  warm_pool: 0\n  mode: stict\n"
 const platformScript = "import sys\nprint(sys.platform)\n"
 
 // A misspelt code_execution.mode runs scripts in the sandbox in every front end, with a
-// did-you-mean warning; it used to run them in project mode, without one (issue 28).
+// did-you-mean warning; it used to run them in project mode, without one.
 func TestModeTypoRunsStrict(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
 		home, workdir := t.TempDir(), t.TempDir()

@@ -114,7 +114,7 @@ func TestServeAnswerFromAnotherConnection(t *testing.T) {
 	require.Equal(t, 0, l.exitCode(t), l.stderr.String())
 }
 
-// TestServeForgedReplyThroughProc is the attack of issue 12 for real: a
+// TestServeForgedReplyThroughProc is the forged-reply attack for real: a
 // script's terminal command writes approvals for guessed ids into the
 // server's own stdin (/proc/$PPID/fd/0, a pipe this test owns) while another
 // session's flagged command waits for the client, which says no. The

@@ -185,7 +185,7 @@ print(json.dumps({"in_env": %q in os.environ, "in_shell": %q in terminal("env")[
 	})
 }
 
-// TestWebExtractCacheStaysUnderCap is issue 28's attack: one strict run with confined tools
+// TestWebExtractCacheStaysUnderCap is the cache-filling attack: one strict run with confined tools
 // and a 10 MiB disk budget extracts 40 distinct large pages (URLs that differ only in their
 // query). The full texts web_extract saves under $HERMES_HOME/cache/web stay under
 // web.extract.cache_max_mb (1 MiB here); they used to add up to all 40 (16 MB), and stay.

@@ -440,8 +440,8 @@ var round2Harmless = []string{
 	"x=$((1 + 2)); echo $x",
 }
 
-// round3Dangerous ran unflagged in issue 28's red-team pass (the first
-// entry of each group), or belong to the same class; each must be
+// round3Dangerous ran unflagged in a red-team pass (the first entry of
+// each group), or belong to the same class; each must be
 // flagged, with this reason.
 var round3Dangerous = map[string]string{
 	// Aliases: dash (/bin/sh on Debian) and bash as sh expand them from

@@ -133,7 +133,7 @@ var cmdDangerous = map[string]string{
 	`wsl rm -rf /`:                    reasonRootDelete,
 	`wsl -u root apt remove x`:        reasonPrivilege,
 	`wsl -e sh -c "rm -rf ~"`:         reasonRootDelete,
-	// PowerShell aliases and functions (issue 28): an alias resolves when
+	// PowerShell aliases and functions: an alias resolves when
 	// the command runs, wherever Set-Alias is.
 	`powershell -Command "Set-Alias r Remove-Item; r -Recurse x"`:               reasonRecursiveDelete,
 	`powershell -c "New-Alias -Name r -Value Remove-Item; r -Recurse x"`:        reasonRecursiveDelete,

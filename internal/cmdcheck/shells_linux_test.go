@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRenamesAsShellsRunThem runs each way of renaming a command that
-// issue 28 found, and the others of its class, in the shells that run
+// TestRenamesAsShellsRunThem runs each known way of renaming a command,
+// and the others of its class, in the shells that run
 // terminal() commands (dash is /bin/sh on Debian; bash --posix is /bin/sh
 // on macOS and Fedora; bash is Git Bash's), with rm and git replaced by
 // stubs that log their arguments. Each line must really run the stub (so

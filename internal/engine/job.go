@@ -6,8 +6,10 @@
 // turns an engine's outcome into a result. Nothing security-relevant is
 // written twice: strict mode (runtime/strict) and project mode (native) both
 // run through [Execute]. It imports config and internal/wire (not the
-// tools: their names are config's); its users are runtime/executor, the
-// engines (runtime/strict, native) and the CLI's serve and mcp front ends.
+// tools: their names are config's); its importers are runtime/executor, the
+// engines (runtime/strict, native), internal/approval (the interrupt type),
+// internal/hardening (ScrubEnv, to split the executor's own environment) and
+// the CLI's mcp front end (PyTruthy, for reset).
 package engine
 
 import (

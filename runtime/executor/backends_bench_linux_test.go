@@ -70,7 +70,7 @@ print(t1 - t0)
 // script times its loop: ms/read_file is what one call costs the script;
 // host-ms/read_file is the part spent in the executor serving it (the
 // file agent's round trips), the rest is the way to and from the script.
-// Issue 16's goal: at most 5 ms in project mode with the docker backend
+// The goal: at most 5 ms in project mode with the docker backend
 // (Hermes polls a file for 50 to 250 ms).
 func BenchmarkRemoteToolCall(b *testing.B) {
 	for _, rc := range remoteCases(b) {

@@ -21,7 +21,7 @@ import (
 )
 
 // More sessions than max_session_kernels, all calling at once through one
-// executor (issue 28, finding 2): no call fails (before, a session's
+// executor: no call fails (before, a session's
 // kernel was closed by another session's eviction between being found and
 // being marked running: "the kernel is closed"), the cap holds, and each
 // session's counter only goes up by one from call to call, or starts again

@@ -58,7 +58,7 @@ func TestNormalizeMode(t *testing.T) {
 }
 
 // An embedder's Config with an unknown mode runs scripts in the sandbox, with the warning, and
-// describes execute_code as strict (issue 28: a typo never drops the sandbox).
+// describes execute_code as strict: a typo never drops the sandbox.
 func TestConfigUnknownModeRunsStrict(t *testing.T) {
 	cfg := config.Default()
 	cfg.CodeExecution.Mode = "Stict"
@@ -80,7 +80,7 @@ func TestExecuteRefusals(t *testing.T) {
 	defer ex.Close(context.Background())
 	ctx := context.Background()
 
-	// An unknown mode runs in the sandbox, never without it (issue 28).
+	// An unknown mode runs in the sandbox, never without it.
 	res, err := ex.Execute(ctx, executor.Request{Code: "import sys\nprint(sys.platform)", Mode: "stict", Workdir: t.TempDir()})
 	require.NoError(t, err)
 	require.Equal(t, "strict", res.Mode, "an unknown mode falls back to strict")

@@ -23,7 +23,7 @@ import (
 // BenchmarkStrictSessionThroughput is `hermes-wasm-exec bench`'s strict
 // kernel throughput row through the whole executor: 8 sessions, each
 // making 200 calls of `n += 1` from its own goroutine, all at once. One op
-// is the 1600 calls; calls/s is the rate (issue 17's goal: 20k calls/s,
+// is the 1600 calls; calls/s is the rate (the goal: 20k calls/s,
 // docs/performance.md). The executor runs with the default config (each
 // call enforces the default timeout), with room for the 8 kernels.
 func BenchmarkStrictSessionThroughput(b *testing.B) {
