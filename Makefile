@@ -50,6 +50,9 @@ vet:
 	@out=$$($(GO) run $(DEADCODE) -test ./...) && if [ -n "$$out" ]; then \
 		echo "$$out"; echo "deadcode: unreachable functions: delete them"; exit 1; fi
 
+# .ci/deps installs the host tools the tests need beyond Go when they are
+# missing (as root, with apt-get, printing each command): qemu-user-static,
+# docker.io, debootstrap, openssh-server, openssh-client, haproxy, nodejs, npm.
 test: assets vet
 	bash .ci/deps
 	$(GO) run ./internal/backend/backendtest/prepare
