@@ -18,12 +18,10 @@ import (
 // backendUse is what an error about terminal.backend offers instead.
 const backendUse = `use local, docker, ssh or exec (a command prefix such as ["kubectl","exec","-i","POD","--"])`
 
-// backendReason says why a terminal.backend value that is not in [Backends] is refused, or ""
-// when it is one of them.
+// backendReason says why a terminal.backend value that is not in [Backends] (as
+// [NormalizeBackend] gives it) is refused.
 func backendReason(v string) string {
 	switch v {
-	case BackendLocal, BackendDocker, BackendSSH, BackendExec:
-		return ""
 	case "modal", "daytona", "vercel_sandbox":
 		return "its API cannot be reached from here"
 	case "singularity", "apptainer":
@@ -47,12 +45,9 @@ func (p *parser) backend(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be a string naming a terminal backend (local, docker, ssh or exec), got %s", key, describe(n))
 	}
-	v := strings.ToLower(strings.TrimSpace(n.Value))
-	if v == "" {
-		v = BackendLocal
-	}
-	if r := backendReason(v); r != "" {
-		return p.errorf(n, key, "%s %q is not available in hermes-wasm-exec: %s; %s; see docs/backends/", key, n.Value, r, backendUse)
+	v, ok := NormalizeBackend(n.Value)
+	if !ok {
+		return p.errorf(n, key, "%s %q is not available in hermes-wasm-exec: %s; %s; see docs/backends/", key, n.Value, backendReason(v), backendUse)
 	}
 	t.Backend = v
 	return nil
@@ -340,10 +335,10 @@ func (p *parser) terminalEnv(getenv func(string) string) error {
 		var dst *string
 		switch e.key {
 		case "backend":
-			b := strings.ToLower(v)
-			if r := backendReason(b); r != "" {
+			b, ok := NormalizeBackend(v)
+			if !ok {
 				return &Error{Path: p.source, Key: e.name, Msg: fmt.Sprintf(
-					"environment variable %s is %q, a terminal backend not available in hermes-wasm-exec: %s; %s, or unset it to use terminal.backend of the config file; see docs/backends/", e.name, raw, r, backendUse)}
+					"environment variable %s is %q, a terminal backend not available in hermes-wasm-exec: %s; %s, or unset it to use terminal.backend of the config file; see docs/backends/", e.name, raw, backendReason(b), backendUse)}
 			}
 			t.Backend, p.backendEnv = b, true
 		case "cwd":
