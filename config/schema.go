@@ -340,7 +340,7 @@ var keyTable = []Setting{
 		accepts("an image name").
 		doc("the container's image"),
 	boolKey("terminal.docker_network", func(c *Config) *bool { return &c.Terminal.DockerNetwork }).on(BackendDocker).
-		doc("false: `--network none`"),
+		doc("false starts the container with `--network none`"),
 	listKey("terminal.docker_volumes", func(c *Config) *[]string { return &c.Terminal.DockerVolumes },
 		"volumes such as \"/srv/data:/data:ro\"", checkVolume).on(BackendDocker).
 		accepts("`source:/target[:options]`").
