@@ -1034,18 +1034,8 @@ func (p *parser) pairs(n *yaml.Node, path string) ([]*yaml.Node, error) {
 }
 
 func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node, error) {
-	var merged, own []*yaml.Node
-	explicit := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := resolveAlias(n.Content[i])
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			continue
-		}
-		own = append(own, n.Content[i], n.Content[i+1])
-		if k.Kind == yaml.ScalarNode {
-			explicit[k.Value] = true
-		}
-	}
+	var merged []*yaml.Node
+	own, explicit := ownPairs(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := resolveAlias(n.Content[i])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
@@ -1088,6 +1078,23 @@ func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node,
 	return append(merged, own...), nil
 }
 
+// ownPairs is the key and value nodes of mapping n but its merge keys, and the set of
+// the scalar keys among them.
+func ownPairs(n *yaml.Node) (own []*yaml.Node, explicit map[string]bool) {
+	explicit = map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolveAlias(n.Content[i])
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		own = append(own, n.Content[i], n.Content[i+1])
+		if k.Kind == yaml.ScalarNode {
+			explicit[k.Value] = true
+		}
+	}
+	return own, explicit
+}
+
 // ignore records the unknown key k (at path full, in the mapping at parent whose known keys
 // are names) as ignored, and warns when it looks like a typo of a known key or is a Hermes
 // setting whose absence a user would notice.
@@ -1126,6 +1133,26 @@ func (p *parser) finish() error {
 	if s.APIKeyEnv == "" {
 		s.APIKeyEnv = DefaultAPIKeyEnv[s.Provider]
 	}
+	p.finishTimezone()
+	if err := p.finishTerminal(); err != nil {
+		return err
+	}
+	for i, k := range cfg.Used {
+		s := keyTable[settingIndex[k.Path]]
+		cfg.Used[i].Value = displayText(s.shown(cfg))
+		if s.note != nil {
+			if n := s.note(cfg); n != "" {
+				cfg.Used[i].Note = joinNote(k.Note, n)
+			}
+		}
+	}
+	return nil
+}
+
+// finishTimezone sets the zone in effect: code_execution.timezone, else the top-level
+// timezone.
+func (p *parser) finishTimezone() {
+	cfg := p.cfg
 	switch ce := cfg.CodeExecution.Timezone; {
 	case ce != "":
 		cfg.Timezone, cfg.TimezoneSource = ce, "code_execution.timezone"
@@ -1140,19 +1167,6 @@ func (p *parser) finish() error {
 	case p.topTimezone != "":
 		cfg.Timezone, cfg.TimezoneSource = p.topTimezone, "timezone"
 	}
-	if err := p.finishTerminal(); err != nil {
-		return err
-	}
-	for i := range cfg.Used {
-		cfg.Used[i].Value = cfg.valueOf(cfg.Used[i].Path)
-		if cfg.Used[i].Path == "terminal.cwd" && cfg.Terminal.Backend == BackendLocal {
-			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "applies to remote backends only; local commands run in the session's working dir")
-		}
-		if cfg.Used[i].Path == "terminal.docker_env" && len(cfg.Terminal.DockerEnv) > 0 {
-			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "names only; values not shown")
-		}
-	}
-	return nil
 }
 
 func (p *parser) mode(key string, n *yaml.Node) error {

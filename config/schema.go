@@ -41,6 +41,8 @@ type Setting struct {
 	// used, when set, is the value [Config.Used] shows instead of value (the key as
 	// written where the value in effect is derived from more than the file).
 	used func(c *Config) any
+	// note, when set, is what [Config.Used] adds to the key's note about its value in c.
+	note func(c *Config) string
 	// fill, when set, gives the field def's value when its zero value is not a valid
 	// setting ([WithDefaults]).
 	fill func(c *Config, def *Config)
@@ -117,15 +119,6 @@ var settingIndex = func() map[string]int {
 	}
 	return m
 }()
-
-// valueOf is the effective value of a used key, as text.
-func (c *Config) valueOf(path string) string {
-	i, ok := settingIndex[path]
-	if !ok {
-		return ""
-	}
-	return displayText(keyTable[i].shown(c))
-}
 
 // fields is the mapping at path as the parser walks it: its keys in table order, each
 // either a setting of the table or a section holding some.
@@ -334,6 +327,12 @@ var keyTable = []Setting{
 			}
 			return c.Terminal.RemoteCwd()
 		}).
+		withNote(func(c *Config) string {
+			if c.Terminal.Backend == BackendLocal {
+				return "applies to remote backends only; local commands run in the session's working dir"
+			}
+			return ""
+		}).
 		accepts("a path in the target").
 		doc("the commands' working dir; `\"\"` or `.`: `/root` (docker), `~` (ssh), the target's (exec)"),
 	stringKey("terminal.docker_image", func(c *Config) *string { return &c.Terminal.DockerImage }, DefaultDockerImage, checkImage).on(BackendDocker).
@@ -351,6 +350,12 @@ var keyTable = []Setting{
 		Doc:     "variables set in the container (doctor shows their names only)",
 		apply:   func(p *parser) applyFunc { return p.dockerEnv },
 		value:   func(c *Config) any { return slices.Sorted(maps.Keys(c.Terminal.DockerEnv)) },
+		note: func(c *Config) string {
+			if len(c.Terminal.DockerEnv) > 0 {
+				return "names only; values not shown"
+			}
+			return ""
+		},
 	},
 	listKey("terminal.docker_forward_env", func(c *Config) *[]string { return &c.Terminal.DockerForwardEnv },
 		"environment variable names", checkEnvName).on(BackendDocker).
@@ -442,6 +447,9 @@ func (s Setting) withValue(f func(c *Config) any) Setting { s.value = f; return 
 
 // withUsed sets the value [Config.Used] shows when it differs from the value in effect.
 func (s Setting) withUsed(f func(c *Config) any) Setting { s.used = f; return s }
+
+// withNote sets what [Config.Used] adds to the key's note.
+func (s Setting) withNote(f func(c *Config) string) Setting { s.note = f; return s }
 
 // withFill sets how [WithDefaults] fills the key.
 func (s Setting) withFill(f func(c, def *Config)) Setting { s.fill = f; return s }
