@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -76,36 +75,6 @@ const (
 // Modes lists the code_execution.mode values.
 var Modes = []string{ModeProject, ModeStrict}
 
-// NormalizeMode maps a mode value to [ModeStrict] or [ModeProject], trimmed and compared
-// case-insensitively. Any other value, a blank one included, gives [ModeFallback] with ok
-// false ([UnknownMode] words the warning): callers that give an empty value a meaning (the
-// configured mode, the default) check for it first.
-func NormalizeMode(m string) (mode string, ok bool) {
-	switch v := strings.ToLower(strings.TrimSpace(m)); v {
-	case ModeProject, ModeStrict:
-		return v, true
-	}
-	return ModeFallback, false
-}
-
-// UnknownMode words what happens to an unknown mode value m given as what (a key such as
-// "code_execution.mode", or "mode"): it names m, what it runs in instead and why, and the
-// valid mode nearest to m when one is within edit distance 2.
-func UnknownMode(what, m string) string {
-	msg := fmt.Sprintf("unknown %s %q; falling back to %q, the sandbox, so that a typo never runs scripts without it (valid modes: %s)",
-		what, m, ModeFallback, strings.Join(Modes, ", "))
-	return msg + DidYouMeanMode(m)
-}
-
-// DidYouMeanMode is `; did you mean "strict"?` for a mode value m within edit distance 2 of
-// a valid mode (the nearest), else "".
-func DidYouMeanMode(m string) string {
-	if s := suggest(strings.TrimSpace(m), Modes); s != "" {
-		return fmt.Sprintf("; did you mean %q?", s)
-	}
-	return ""
-}
-
 // ToolNames are the seven tools a script can call through hermes_tools, in the order
 // Hermes lists them. The tools are hostfuncs'; the list is here so that the layers
 // that only name them (the engines, the executor's schema) need not import the tools'
@@ -125,29 +94,6 @@ const (
 
 // Sandboxes lists the code_execution.sandbox values.
 var Sandboxes = []string{SandboxNone, SandboxWasm}
-
-// NormalizeSandbox maps a sandbox value to [SandboxNone] or [SandboxWasm], trimmed and
-// compared case-insensitively; "" is none. Any other value gives [SandboxWasm] with ok
-// false: a typo never runs a script outside the sandbox that was asked for.
-func NormalizeSandbox(v string) (sandbox string, ok bool) {
-	switch s := strings.ToLower(strings.TrimSpace(v)); s {
-	case "", SandboxNone:
-		return SandboxNone, true
-	case SandboxWasm:
-		return s, true
-	}
-	return SandboxWasm, false
-}
-
-// UnknownSandbox words what happens to an unknown sandbox value v given as what.
-func UnknownSandbox(what, v string) string {
-	msg := fmt.Sprintf("unknown %s %q; using %q, the sandbox, so that a typo never runs scripts outside it (valid values: %s)",
-		what, v, SandboxWasm, strings.Join(Sandboxes, ", "))
-	if s := suggest(strings.ToLower(strings.TrimSpace(v)), Sandboxes); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
-	return msg
-}
 
 // Statuses of an execution's result (the result's "status" field).
 const (
@@ -1023,93 +969,10 @@ func section(name string, apply func(string, *yaml.Node) error) field {
 	return field{name: name, section: true, apply: apply}
 }
 
+// root walks the top level: every mapping below it and every key it reads come from the
+// table of [Settings].
 func (p *parser) root(n *yaml.Node) error {
-	return p.mapping(n, "", []field{
-		section("code_execution", p.codeExecution),
-		section("terminal", p.terminal),
-		section("web", p.web),
-		section("approvals", p.approvals),
-		{name: "timezone", apply: p.zone(&p.topTimezone)},
-	})
-}
-
-func (p *parser) codeExecution(key string, n *yaml.Node) error {
-	ce := &p.cfg.CodeExecution
-	return p.mapping(n, key, []field{
-		{name: "mode", apply: p.mode},
-		// A YAML boolean is on (wasm) or off (none); a typo gives wasm, the sandbox.
-		{name: "sandbox", apply: p.twoWay(&ce.Sandbox, SandboxNone, SandboxWasm, SandboxNone, SandboxWasm, UnknownSandbox)},
-		{name: "wasm_packages", apply: p.stringList(&ce.WasmPackages, "absolute paths of package dirs", checkAbsPath)},
-		{name: "timeout", apply: p.intField(&ce.Timeout, MinTimeout, MaxTimeout, "seconds")},
-		{name: "max_tool_calls", apply: p.intField(&ce.MaxToolCalls, 0, -1, "")},
-		{name: "kernel_idle_timeout", apply: p.atLeastOne(&ce.KernelIdleTimeout, "seconds")},
-		{name: "max_session_kernels", apply: p.atLeastOne(&ce.MaxSessionKernels, "")},
-		{name: "memory_limit_mb", apply: p.intField(&ce.MemoryLimitMB, MinMemoryLimitMB, MaxMemoryLimitMB, "MiB")},
-		{name: "project_memory_limit_mb", apply: p.intField(&ce.ProjectMemoryLimitMB, MinProjectMemoryLimitMB, MaxProjectMemoryLimitMB, "MiB")},
-		{name: "process_limit", apply: p.intField(&ce.ProcessLimit, MinProcessLimit, MaxProcessLimit, "")},
-		{name: "disk_limit_mb", apply: p.intField(&ce.DiskLimitMB, MinDiskLimitMB, MaxDiskLimitMB, "MiB")},
-		{name: "warm_pool", apply: p.intField(&ce.WarmPool, 0, 16, "")},
-		{name: "timezone", apply: p.zone(&ce.Timezone)},
-		{name: "confine_tools_to_workdir", apply: p.boolField(&ce.ConfineToolsToWorkdir)},
-		// A typo gives auto, the safer value.
-		{name: "landlock", apply: p.twoWay(&ce.Landlock, LandlockAuto, LandlockAuto, LandlockOff, LandlockAuto, unknownLandlock)},
-	})
-}
-
-func (p *parser) terminal(key string, n *yaml.Node) error {
-	t := &p.cfg.Terminal
-	return p.mapping(n, key, []field{
-		{name: "env_passthrough", apply: p.envPassthrough},
-		{name: "backend", apply: p.backend},
-		{name: "cwd", apply: p.stringField(&t.Cwd, "", checkCwd)},
-		{name: "docker_image", apply: p.stringField(&t.DockerImage, DefaultDockerImage, checkImage)},
-		{name: "docker_network", apply: p.boolField(&t.DockerNetwork)},
-		{name: "docker_volumes", apply: p.stringList(&t.DockerVolumes, "volumes such as \"/srv/data:/data:ro\"", checkVolume)},
-		{name: "docker_env", apply: p.dockerEnv},
-		{name: "docker_forward_env", apply: p.stringList(&t.DockerForwardEnv, "environment variable names", checkEnvName)},
-		{name: "docker_extra_args", apply: p.argList(&t.DockerExtraArgs, "arguments of docker run")},
-		{name: "container_cpu", apply: p.cpuField(&t.ContainerCPU)},
-		{name: "container_memory", apply: p.intField(&t.ContainerMemoryMB, 0, -1, "MB")},
-		{name: "container_persistent", apply: p.boolField(&t.ContainerPersistent)},
-		{name: "ssh_host", apply: p.stringField(&t.SSHHost, "", checkSSHName)},
-		{name: "ssh_user", apply: p.stringField(&t.SSHUser, "", checkSSHName)},
-		{name: "ssh_port", apply: p.intField(&t.SSHPort, 1, 65535, "")},
-		{name: "ssh_key", apply: p.stringField(&t.SSHKey, "", checkPath)},
-		{name: "ssh_known_hosts", apply: p.stringField(&t.SSHKnownHosts, "", checkPath)},
-		{name: "exec_command", apply: p.argList(&t.ExecCommand, "the command prefix, such as [\"kubectl\", \"exec\", \"-i\", \"POD\", \"--\"]")},
-		{name: "client_env", apply: p.clientEnv},
-	})
-}
-
-func (p *parser) approvals(key string, n *yaml.Node) error {
-	a := &p.cfg.Approvals
-	return p.mapping(n, key, []field{
-		{name: "mode", apply: p.approvalsMode},
-		{name: "cron_mode", apply: p.cronMode},
-		{name: "timeout", apply: p.intField(&a.Timeout, 1, MaxApprovalTimeout, "seconds")},
-	})
-}
-
-func (p *parser) web(key string, n *yaml.Node) error {
-	w := &p.cfg.Web
-	return p.mapping(n, key, []field{
-		section("search", func(key string, n *yaml.Node) error {
-			return p.mapping(n, key, []field{
-				{name: "provider", apply: p.provider},
-				{name: "url", apply: p.webURL},
-				{name: "api_key_env", apply: p.envName(&w.Search.APIKeyEnv)},
-			})
-		}),
-		section("extract", func(key string, n *yaml.Node) error {
-			return p.mapping(n, key, []field{
-				{name: "char_limit", apply: p.intField(&w.Extract.CharLimit, MinExtractCharLimit, MaxExtractCharLimit, "characters")},
-				{name: "cache_max_mb", apply: p.intField(&w.Extract.CacheMaxMB, 0, MaxExtractCacheMaxMB, "MiB")},
-				{name: "cache_entry_max_mb", apply: p.intField(&w.Extract.CacheEntryMaxMB, 1, MaxExtractCacheEntryMaxMB, "MiB")},
-				{name: "cache_ttl_minutes", apply: p.intField(&w.Extract.CacheTTLMinutes, 1, MaxExtractCacheTTLMinutes, "minutes")},
-			})
-		}),
-		{name: "allow_private_networks", apply: p.boolField(&w.AllowPrivateNetworks)},
-	})
+	return p.mapping(n, "", p.fields(""))
 }
 
 // mapping checks that n is a mapping (or null, meaning an empty section) and applies each
@@ -1171,18 +1034,8 @@ func (p *parser) pairs(n *yaml.Node, path string) ([]*yaml.Node, error) {
 }
 
 func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node, error) {
-	var merged, own []*yaml.Node
-	explicit := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := resolveAlias(n.Content[i])
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			continue
-		}
-		own = append(own, n.Content[i], n.Content[i+1])
-		if k.Kind == yaml.ScalarNode {
-			explicit[k.Value] = true
-		}
-	}
+	var merged []*yaml.Node
+	own, explicit := ownPairs(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := resolveAlias(n.Content[i])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
@@ -1225,6 +1078,23 @@ func (p *parser) mergePairs(n *yaml.Node, path string, depth int) ([]*yaml.Node,
 	return append(merged, own...), nil
 }
 
+// ownPairs is the key and value nodes of mapping n but its merge keys, and the set of
+// the scalar keys among them.
+func ownPairs(n *yaml.Node) (own []*yaml.Node, explicit map[string]bool) {
+	explicit = map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolveAlias(n.Content[i])
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		own = append(own, n.Content[i], n.Content[i+1])
+		if k.Kind == yaml.ScalarNode {
+			explicit[k.Value] = true
+		}
+	}
+	return own, explicit
+}
+
 // ignore records the unknown key k (at path full, in the mapping at parent whose known keys
 // are names) as ignored, and warns when it looks like a typo of a known key or is a Hermes
 // setting whose absence a user would notice.
@@ -1263,6 +1133,26 @@ func (p *parser) finish() error {
 	if s.APIKeyEnv == "" {
 		s.APIKeyEnv = DefaultAPIKeyEnv[s.Provider]
 	}
+	p.finishTimezone()
+	if err := p.finishTerminal(); err != nil {
+		return err
+	}
+	for i, k := range cfg.Used {
+		s := keyTable[settingIndex[k.Path]]
+		cfg.Used[i].Value = displayText(s.shown(cfg))
+		if s.note != nil {
+			if n := s.note(cfg); n != "" {
+				cfg.Used[i].Note = joinNote(k.Note, n)
+			}
+		}
+	}
+	return nil
+}
+
+// finishTimezone sets the zone in effect: code_execution.timezone, else the top-level
+// timezone.
+func (p *parser) finishTimezone() {
+	cfg := p.cfg
 	switch ce := cfg.CodeExecution.Timezone; {
 	case ce != "":
 		cfg.Timezone, cfg.TimezoneSource = ce, "code_execution.timezone"
@@ -1277,128 +1167,6 @@ func (p *parser) finish() error {
 	case p.topTimezone != "":
 		cfg.Timezone, cfg.TimezoneSource = p.topTimezone, "timezone"
 	}
-	if err := p.finishTerminal(); err != nil {
-		return err
-	}
-	for i := range cfg.Used {
-		cfg.Used[i].Value = cfg.valueOf(cfg.Used[i].Path)
-		if cfg.Used[i].Path == "terminal.cwd" && cfg.Terminal.Backend == BackendLocal {
-			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "applies to remote backends only; local commands run in the session's working dir")
-		}
-		if cfg.Used[i].Path == "terminal.docker_env" && len(cfg.Terminal.DockerEnv) > 0 {
-			cfg.Used[i].Note = joinNote(cfg.Used[i].Note, "names only; values not shown")
-		}
-	}
-	return nil
-}
-
-// valueOf is the effective value of a used key, as text.
-func (c *Config) valueOf(path string) string {
-	ce, w := c.CodeExecution, c.Web
-	var v any
-	switch path {
-	case "timezone":
-		v = c.Timezone
-	case "code_execution.mode":
-		v = ce.Mode
-	case "code_execution.sandbox":
-		v = ce.Sandbox
-	case "code_execution.wasm_packages":
-		v = listText(ce.WasmPackages)
-	case "code_execution.timeout":
-		v = ce.Timeout
-	case "code_execution.max_tool_calls":
-		v = ce.MaxToolCalls
-	case "code_execution.kernel_idle_timeout":
-		v = ce.KernelIdleTimeout
-	case "code_execution.max_session_kernels":
-		v = ce.MaxSessionKernels
-	case "code_execution.memory_limit_mb":
-		v = ce.MemoryLimitMB
-	case "code_execution.project_memory_limit_mb":
-		v = ce.ProjectMemoryLimitMB
-	case "code_execution.process_limit":
-		v = ce.ProcessLimit
-	case "code_execution.disk_limit_mb":
-		v = ce.DiskLimitMB
-	case "code_execution.warm_pool":
-		v = ce.WarmPool
-	case "code_execution.timezone":
-		v = ce.Timezone
-	case "code_execution.confine_tools_to_workdir":
-		v = ce.ConfineToolsToWorkdir
-	case "code_execution.landlock":
-		v = ce.Landlock
-	case "terminal.env_passthrough":
-		v = listText(c.Terminal.EnvPassthrough)
-	case "terminal.backend":
-		v = c.Terminal.Backend
-	case "terminal.cwd":
-		v = c.Terminal.Cwd
-		if c.Terminal.Backend != BackendLocal {
-			v = c.Terminal.RemoteCwd()
-		}
-	case "terminal.docker_image":
-		v = c.Terminal.DockerImage
-	case "terminal.docker_network":
-		v = c.Terminal.DockerNetwork
-	case "terminal.docker_volumes":
-		v = listText(c.Terminal.DockerVolumes)
-	case "terminal.docker_env":
-		v = listText(slices.Sorted(maps.Keys(c.Terminal.DockerEnv)))
-	case "terminal.docker_forward_env":
-		v = listText(c.Terminal.DockerForwardEnv)
-	case "terminal.docker_extra_args":
-		v = listText(c.Terminal.DockerExtraArgs)
-	case "terminal.container_cpu":
-		v = c.Terminal.ContainerCPU
-	case "terminal.container_memory":
-		v = c.Terminal.ContainerMemoryMB
-	case "terminal.container_persistent":
-		v = c.Terminal.ContainerPersistent
-	case "terminal.ssh_host":
-		v = c.Terminal.SSHHost
-	case "terminal.ssh_user":
-		v = c.Terminal.SSHUser
-	case "terminal.ssh_port":
-		v = c.Terminal.SSHPort
-	case "terminal.ssh_key":
-		v = c.Terminal.SSHKey
-	case "terminal.ssh_known_hosts":
-		v = c.Terminal.SSHKnownHosts
-	case "terminal.exec_command":
-		v = listText(c.Terminal.ExecCommand)
-	case "terminal.client_env":
-		v = listText(c.Terminal.ClientEnv)
-	case "web.search.provider":
-		v = w.Search.Provider
-	case "web.search.url":
-		v = w.Search.URL
-	case "web.search.api_key_env":
-		v = w.Search.APIKeyEnv
-	case "web.extract.char_limit":
-		v = w.Extract.CharLimit
-	case "web.extract.cache_max_mb":
-		v = w.Extract.CacheMaxMB
-	case "web.extract.cache_entry_max_mb":
-		v = w.Extract.CacheEntryMaxMB
-	case "web.extract.cache_ttl_minutes":
-		v = w.Extract.CacheTTLMinutes
-	case "web.allow_private_networks":
-		v = w.AllowPrivateNetworks
-	case "approvals.mode":
-		v = c.Approvals.Mode
-	case "approvals.cron_mode":
-		v = c.Approvals.CronMode
-	case "approvals.timeout":
-		v = c.Approvals.Timeout
-	default:
-		return ""
-	}
-	if s, ok := v.(string); ok && s == "" {
-		return `""`
-	}
-	return fmt.Sprint(v)
 }
 
 func (p *parser) mode(key string, n *yaml.Node) error {
@@ -1424,10 +1192,10 @@ func (p *parser) mode(key string, n *yaml.Node) error {
 
 // twoWay reads a key that is one of two values, on and off, into dst: null
 // gives def, a YAML boolean true gives on and false off (as Hermes reads a
-// bare off), and a string is trimmed and compared case-insensitively, ""
-// giving def. Any other string gives fallback, the safer value, with the
-// warning unknown words.
-func (p *parser) twoWay(dst *string, def, on, off, fallback string, unknown func(key, v string) string) func(string, *yaml.Node) error {
+// bare off), and a string is what norm makes of it (trimmed, compared
+// case-insensitively, "" giving def); one norm does not know gives norm's
+// fallback, the safer value, with the warning unknown words.
+func (p *parser) twoWay(dst *string, def, on, off string, norm func(string) (string, bool), unknown func(key, v string) string) func(string, *yaml.Node) error {
 	return func(key string, n *yaml.Node) error {
 		n = resolveAlias(n)
 		if isNull(n) {
@@ -1444,13 +1212,9 @@ func (p *parser) twoWay(dst *string, def, on, off, fallback string, unknown func
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 			return p.errorf(n, key, "%s must be %q or %q, got %s", key, def, other(def, on, off), describe(n))
 		}
-		switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
-		case "":
-			*dst = def
-		case on, off:
-			*dst = v
-		default:
-			*dst = fallback
+		v, ok := norm(n.Value)
+		*dst = v
+		if !ok {
 			p.warnf(n.Line, "%s", unknown(key, n.Value))
 		}
 		return nil
@@ -1463,15 +1227,6 @@ func other(v, a, b string) string {
 		return b
 	}
 	return a
-}
-
-// unknownLandlock words the warning of an unknown code_execution.landlock.
-func unknownLandlock(key, v string) string {
-	msg := fmt.Sprintf("unknown %s %q; using %q, the safer value (valid: %s, %s)", key, v, LandlockAuto, LandlockAuto, LandlockOff)
-	if s := suggest(strings.ToLower(strings.TrimSpace(v)), LandlockModes); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
-	return msg
 }
 
 func (p *parser) approvalsMode(key string, n *yaml.Node) error {
@@ -1494,24 +1249,14 @@ func (p *parser) approvalsMode(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be one of %s, got %s", key, valid, describe(n))
 	}
-	switch v := strings.ToLower(strings.TrimSpace(n.Value)); v {
-	case "", ApprovalsManual, "ask":
-		a.Mode = ApprovalsManual
-	case ApprovalsSmart, ApprovalsOff, ApprovalsDeny:
-		a.Mode = v
-	default:
-		a.Mode = ApprovalsManual
+	m, ok := NormalizeApprovalsMode(n.Value)
+	a.Mode = m
+	if !ok {
 		msg := fmt.Sprintf("unknown %s %q; using %q, as Hermes does (valid modes: %s)", key, n.Value, ApprovalsManual, valid)
-		if s := suggest(v, append(slices.Clone(ApprovalModes), "ask")); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
-		p.warnf(n.Line, "%s", msg)
+		p.warnf(n.Line, "%s", msg+didYouMean(fold(n.Value), append(slices.Clone(ApprovalModes), "ask")))
 	}
 	return nil
 }
-
-// cronApprove are Hermes's spellings of approve for approvals.cron_mode.
-var cronApprove = []string{CronModeApprove, "off", "allow", "yes"}
 
 func (p *parser) cronMode(key string, n *yaml.Node) error {
 	n = resolveAlias(n)
@@ -1529,20 +1274,11 @@ func (p *parser) cronMode(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be %q or %q, got %s", key, CronModeDeny, CronModeApprove, describe(n))
 	}
-	switch v := strings.ToLower(strings.TrimSpace(n.Value)); {
-	case v == "" || v == CronModeAsk || v == ApprovalsManual:
-		a.CronMode = CronModeAsk
-	case v == CronModeDeny:
-		a.CronMode = CronModeDeny
-	case slices.Contains(cronApprove, v):
-		a.CronMode = CronModeApprove
-	default:
-		a.CronMode = CronModeDeny
+	c, ok := NormalizeCronMode(n.Value)
+	a.CronMode = c
+	if !ok {
 		msg := fmt.Sprintf("unknown %s %q; using %q, as Hermes does (valid: %s, %s; or %s to ask the client)", key, n.Value, CronModeDeny, CronModeDeny, CronModeApprove, CronModeAsk)
-		if s := suggest(v, []string{CronModeDeny, CronModeApprove, CronModeAsk}); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
-		p.warnf(n.Line, "%s", msg)
+		p.warnf(n.Line, "%s", msg+didYouMean(fold(n.Value), CronModes))
 	}
 	return nil
 }
@@ -1582,13 +1318,9 @@ func (p *parser) provider(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be a string (%s), got %s", key, strings.Join(Providers, ", "), describe(n))
 	}
-	v := strings.ToLower(strings.TrimSpace(n.Value))
-	if v != "" && !slices.Contains(Providers, v) {
-		msg := fmt.Sprintf("%s is %q; valid providers: %s", key, n.Value, strings.Join(Providers, ", "))
-		if s := suggest(v, Providers); s != "" {
-			msg += fmt.Sprintf("; did you mean %q?", s)
-		}
-		return p.errorf(n, key, "%s", msg)
+	v, ok := NormalizeProvider(n.Value)
+	if !ok {
+		return p.errorf(n, key, "%s is %q; valid providers: %s%s", key, n.Value, strings.Join(Providers, ", "), didYouMean(v, Providers))
 	}
 	p.cfg.Web.Search.Provider = v
 	p.lines.provider = n.Line

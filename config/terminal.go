@@ -18,12 +18,10 @@ import (
 // backendUse is what an error about terminal.backend offers instead.
 const backendUse = `use local, docker, ssh or exec (a command prefix such as ["kubectl","exec","-i","POD","--"])`
 
-// backendReason says why a terminal.backend value that is not in [Backends] is refused, or ""
-// when it is one of them.
+// backendReason says why a terminal.backend value that is not in [Backends] (as
+// [NormalizeBackend] gives it) is refused.
 func backendReason(v string) string {
 	switch v {
-	case BackendLocal, BackendDocker, BackendSSH, BackendExec:
-		return ""
 	case "modal", "daytona", "vercel_sandbox":
 		return "its API cannot be reached from here"
 	case "singularity", "apptainer":
@@ -47,12 +45,9 @@ func (p *parser) backend(key string, n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return p.errorf(n, key, "%s must be a string naming a terminal backend (local, docker, ssh or exec), got %s", key, describe(n))
 	}
-	v := strings.ToLower(strings.TrimSpace(n.Value))
-	if v == "" {
-		v = BackendLocal
-	}
-	if r := backendReason(v); r != "" {
-		return p.errorf(n, key, "%s %q is not available in hermes-wasm-exec: %s; %s; see docs/backends/", key, n.Value, r, backendUse)
+	v, ok := NormalizeBackend(n.Value)
+	if !ok {
+		return p.errorf(n, key, "%s %q is not available in hermes-wasm-exec: %s; %s; see docs/backends/", key, n.Value, backendReason(v), backendUse)
 	}
 	t.Backend = v
 	return nil
@@ -264,60 +259,85 @@ func (p *parser) dockerEnv(key string, n *yaml.Node) error {
 		t.DockerEnv = nil
 		return nil
 	}
-	env := map[string]string{}
-	set := func(at *yaml.Node, ik, name, value string) error {
-		if !envNameRe.MatchString(name) {
-			return p.errorf(at, ik, "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit)", ik, name)
-		}
-		if strings.ContainsRune(value, 0) {
-			return p.errorf(at, ik, "%s: the value of %s contains a NUL byte", ik, name)
-		}
-		if _, dup := env[name]; dup {
-			return p.errorf(at, ik, "%s sets %s twice; keep only one", key, name)
-		}
-		env[name] = value
-		return nil
-	}
+	env := envSetter{p: p, key: key, env: map[string]string{}}
+	var err error
 	switch n.Kind {
 	case yaml.MappingNode:
-		pairs, err := p.pairs(n, key)
-		if err != nil {
+		err = env.mapping(n)
+	case yaml.SequenceNode:
+		err = env.list(n)
+	default:
+		err = p.errorf(n, key, "%s must be a mapping of variable names to values (or a list of \"NAME=value\" strings), got %s", key, describe(n))
+	}
+	if err != nil {
+		return err
+	}
+	t.DockerEnv = env.env
+	if len(env.env) == 0 {
+		t.DockerEnv = nil
+	}
+	return nil
+}
+
+// envSetter collects terminal.docker_env's variables, checking each.
+type envSetter struct {
+	p   *parser
+	key string
+	env map[string]string
+}
+
+// set adds name=value, given at node at as the key path ik.
+func (e envSetter) set(at *yaml.Node, ik, name, value string) error {
+	if !envNameRe.MatchString(name) {
+		return e.p.errorf(at, ik, "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit)", ik, name)
+	}
+	if strings.ContainsRune(value, 0) {
+		return e.p.errorf(at, ik, "%s: the value of %s contains a NUL byte", ik, name)
+	}
+	if _, dup := e.env[name]; dup {
+		return e.p.errorf(at, ik, "%s sets %s twice; keep only one", e.key, name)
+	}
+	e.env[name] = value
+	return nil
+}
+
+// mapping adds the variables of a mapping of names to values.
+func (e envSetter) mapping(n *yaml.Node) error {
+	pairs, err := e.p.pairs(n, e.key)
+	if err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, v := resolveAlias(pairs[i]), resolveAlias(pairs[i+1])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			return e.p.errorf(k, e.key, "%s has a key that is %s; keys must be variable names", e.key, describe(k))
+		}
+		ik := joinKey(e.key, k.Value)
+		if v.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float"}, v.ShortTag()) {
+			return e.p.errorf(v, ik, "%s must be a string or a number, got %s; quote it (for example \"true\")", ik, describe(v))
+		}
+		if err := e.set(k, ik, k.Value, v.Value); err != nil {
 			return err
 		}
-		for i := 0; i+1 < len(pairs); i += 2 {
-			k, v := resolveAlias(pairs[i]), resolveAlias(pairs[i+1])
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				return p.errorf(k, key, "%s has a key that is %s; keys must be variable names", key, describe(k))
-			}
-			ik := joinKey(key, k.Value)
-			if v.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float"}, v.ShortTag()) {
-				return p.errorf(v, ik, "%s must be a string or a number, got %s; quote it (for example \"true\")", ik, describe(v))
-			}
-			if err := set(k, ik, k.Value, v.Value); err != nil {
-				return err
-			}
-		}
-	case yaml.SequenceNode:
-		for i, item := range n.Content {
-			item = resolveAlias(item)
-			ik := fmt.Sprintf("%s[%d]", key, i)
-			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
-				return p.errorf(item, ik, "%s must be a \"NAME=value\" string, got %s", ik, describe(item))
-			}
-			name, value, ok := strings.Cut(item.Value, "=")
-			if !ok {
-				return p.errorf(item, ik, "%s is %q, which has no \"=\"; write NAME=value", ik, item.Value)
-			}
-			if err := set(item, ik, name, value); err != nil {
-				return err
-			}
-		}
-	default:
-		return p.errorf(n, key, "%s must be a mapping of variable names to values (or a list of \"NAME=value\" strings), got %s", key, describe(n))
 	}
-	t.DockerEnv = env
-	if len(env) == 0 {
-		t.DockerEnv = nil
+	return nil
+}
+
+// list adds the variables of a list of "NAME=value" strings.
+func (e envSetter) list(n *yaml.Node) error {
+	for i, item := range n.Content {
+		item = resolveAlias(item)
+		ik := fmt.Sprintf("%s[%d]", e.key, i)
+		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+			return e.p.errorf(item, ik, "%s must be a \"NAME=value\" string, got %s", ik, describe(item))
+		}
+		name, value, ok := strings.Cut(item.Value, "=")
+		if !ok {
+			return e.p.errorf(item, ik, "%s is %q, which has no \"=\"; write NAME=value", ik, item.Value)
+		}
+		if err := e.set(item, ik, name, value); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -325,56 +345,18 @@ func (p *parser) dockerEnv(key string, n *yaml.Node) error {
 // terminalEnv applies Hermes's TERMINAL_* variables over the file's terminal keys. A blank
 // variable is unset; an invalid one is an error naming it.
 func (p *parser) terminalEnv(getenv func(string) string) error {
-	t := &p.cfg.Terminal
 	for _, e := range terminalEnv {
 		raw := getenv(e.name)
 		v := strings.TrimSpace(raw)
 		if v == "" {
 			continue
 		}
-		fail := func(problem string) error {
-			return &Error{Path: p.source, Key: e.name, Msg: fmt.Sprintf(
-				"environment variable %s is %q, which %s; fix it, or unset it to use terminal.%s of the config file", e.name, raw, problem, e.key)}
+		applied, err := p.terminalVar(e.name, e.key, raw, v)
+		if err != nil {
+			return err
 		}
-		var c check
-		var dst *string
-		switch e.key {
-		case "backend":
-			b := strings.ToLower(v)
-			if r := backendReason(b); r != "" {
-				return &Error{Path: p.source, Key: e.name, Msg: fmt.Sprintf(
-					"environment variable %s is %q, a terminal backend not available in hermes-wasm-exec: %s; %s, or unset it to use terminal.backend of the config file; see docs/backends/", e.name, raw, r, backendUse)}
-			}
-			t.Backend, p.backendEnv = b, true
-		case "cwd":
-			if t.Backend == BackendDocker && hostPath(v) {
-				// Hermes sets TERMINAL_CWD to its own working dir; a host path means nothing
-				// in a container, and Hermes ignores it too.
-				p.cfg.Notes = append(p.cfg.Notes, fmt.Sprintf("%s=%s is a host path, which a container cannot use: ignored; docker commands run in %s", e.name, v, t.RemoteCwd()))
-				continue
-			}
-			c, dst = checkCwd, &t.Cwd
-		case "docker_image":
-			c, dst = checkImage, &t.DockerImage
-		case "ssh_host":
-			c, dst = checkSSHName, &t.SSHHost
-		case "ssh_user":
-			c, dst = checkSSHName, &t.SSHUser
-		case "ssh_key":
-			c, dst = checkPath, &t.SSHKey
-		case "ssh_port":
-			port, err := strconv.Atoi(v)
-			if err != nil || port < 1 || port > 65535 {
-				return fail("is not a port number (between 1 and 65535)")
-			}
-			t.SSHPort = port
-		}
-		if c != nil {
-			value, problem := c(v)
-			if problem != "" {
-				return fail(problem)
-			}
-			*dst = value
+		if !applied {
+			continue
 		}
 		for i, k := range p.cfg.Used {
 			if k.Path == "terminal."+e.key {
@@ -383,6 +365,57 @@ func (p *parser) terminalEnv(getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// terminalVar applies the variable name, set to raw (v trimmed), over terminal.key; applied
+// is false when it is ignored.
+func (p *parser) terminalVar(name, key, raw, v string) (applied bool, err error) {
+	t := &p.cfg.Terminal
+	fail := func(problem string) error {
+		return &Error{Path: p.source, Key: name, Msg: fmt.Sprintf(
+			"environment variable %s is %q, which %s; fix it, or unset it to use terminal.%s of the config file", name, raw, problem, key)}
+	}
+	var c check
+	var dst *string
+	switch key {
+	case "backend":
+		b, ok := NormalizeBackend(v)
+		if !ok {
+			return false, &Error{Path: p.source, Key: name, Msg: fmt.Sprintf(
+				"environment variable %s is %q, a terminal backend not available in hermes-wasm-exec: %s; %s, or unset it to use terminal.backend of the config file; see docs/backends/", name, raw, backendReason(b), backendUse)}
+		}
+		t.Backend, p.backendEnv = b, true
+		return true, nil
+	case "ssh_port":
+		port, err := strconv.Atoi(v)
+		if err != nil || port < 1 || port > 65535 {
+			return false, fail("is not a port number (between 1 and 65535)")
+		}
+		t.SSHPort = port
+		return true, nil
+	case "cwd":
+		if t.Backend == BackendDocker && hostPath(v) {
+			// Hermes sets TERMINAL_CWD to its own working dir; a host path means nothing
+			// in a container, and Hermes ignores it too.
+			p.cfg.Notes = append(p.cfg.Notes, fmt.Sprintf("%s=%s is a host path, which a container cannot use: ignored; docker commands run in %s", name, v, t.RemoteCwd()))
+			return false, nil
+		}
+		c, dst = checkCwd, &t.Cwd
+	case "docker_image":
+		c, dst = checkImage, &t.DockerImage
+	case "ssh_host":
+		c, dst = checkSSHName, &t.SSHHost
+	case "ssh_user":
+		c, dst = checkSSHName, &t.SSHUser
+	case "ssh_key":
+		c, dst = checkPath, &t.SSHKey
+	}
+	value, problem := c(v)
+	if problem != "" {
+		return false, fail(problem)
+	}
+	*dst = value
+	return true, nil
 }
 
 // hostPath reports whether a working dir is one a container cannot use: relative, or under a
@@ -395,14 +428,8 @@ func hostPath(v string) bool {
 // not name the web search key's variable.
 func (p *parser) finishTerminal() error {
 	t := &p.cfg.Terminal
-	if k := p.cfg.Web.Search.APIKeyEnv; k != "" {
-		for i, n := range t.ClientEnv {
-			if strings.EqualFold(n, k) {
-				key := fmt.Sprintf("terminal.client_env[%d]", i)
-				return &Error{Path: p.source, Line: p.lines.clientEnv, Key: key, Msg: fmt.Sprintf(
-					"%s is %q, the variable web.search.api_key_env names: a credential the host manages, which never reaches a backend's client: remove it from the list", key, n)}
-			}
-		}
+	if err := p.checkClientEnvKey(); err != nil {
+		return err
 	}
 	what := fmt.Sprintf("terminal.backend is %q", t.Backend)
 	if p.backendEnv {
@@ -410,17 +437,7 @@ func (p *parser) finishTerminal() error {
 	}
 	switch t.Backend {
 	case BackendSSH:
-		if t.SSHHost == "" || t.SSHUser == "" {
-			key, missing := "terminal.ssh_host", "ssh_host"
-			switch {
-			case t.SSHHost == "" && t.SSHUser == "":
-				missing = "neither is"
-			case t.SSHUser == "":
-				key, missing = "terminal.ssh_user", "ssh_user"
-			}
-			if missing != "neither is" {
-				missing += " is missing"
-			}
+		if key, missing := sshMissing(*t); key != "" {
 			return &Error{Path: p.source, Line: p.lines.backend, Key: key, Msg: fmt.Sprintf(
 				"%s but terminal.ssh_host and terminal.ssh_user are not both set (%s); set both in the terminal section, or TERMINAL_SSH_HOST and TERMINAL_SSH_USER in the environment", what, missing)}
 		}
@@ -439,6 +456,37 @@ func (p *parser) finishTerminal() error {
 		}
 	}
 	return nil
+}
+
+// checkClientEnvKey refuses a terminal.client_env that names web.search.api_key_env's
+// variable.
+func (p *parser) checkClientEnvKey() error {
+	k := p.cfg.Web.Search.APIKeyEnv
+	if k == "" {
+		return nil
+	}
+	for i, n := range p.cfg.Terminal.ClientEnv {
+		if strings.EqualFold(n, k) {
+			key := fmt.Sprintf("terminal.client_env[%d]", i)
+			return &Error{Path: p.source, Line: p.lines.clientEnv, Key: key, Msg: fmt.Sprintf(
+				"%s is %q, the variable web.search.api_key_env names: a credential the host manages, which never reaches a backend's client: remove it from the list", key, n)}
+		}
+	}
+	return nil
+}
+
+// sshMissing is, when t lacks the ssh backend's host or user, the key an error names and
+// what it says is missing; key is "" when both are set.
+func sshMissing(t Terminal) (key, missing string) {
+	switch {
+	case t.SSHHost == "" && t.SSHUser == "":
+		return "terminal.ssh_host", "neither is"
+	case t.SSHHost == "":
+		return "terminal.ssh_host", "ssh_host is missing"
+	case t.SSHUser == "":
+		return "terminal.ssh_user", "ssh_user is missing"
+	}
+	return "", ""
 }
 
 // listText formats a list for [Config.Used].

@@ -371,3 +371,18 @@ func TestTerminalClientEnvAPIKeyEnv(t *testing.T) {
 		t.Errorf("an unrelated name: %v", err)
 	}
 }
+
+// A TERMINAL_CWD that docker ignores leaves the variables after it applied.
+func TestTerminalEnvAfterIgnoredCwd(t *testing.T) {
+	p, err := parse([]byte("terminal:\n  backend: docker\n"), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TERMINAL_CWD": "/home/me/project", "TERMINAL_SSH_PORT": "2200", "TERMINAL_DOCKER_IMAGE": "debian:bookworm"}
+	if err := p.terminalEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if tm := p.cfg.Terminal; tm.Cwd != "" || tm.SSHPort != 2200 || tm.DockerImage != "debian:bookworm" {
+		t.Errorf("cwd %q, ssh_port %d, docker_image %q: want the cwd ignored and the rest applied", tm.Cwd, tm.SSHPort, tm.DockerImage)
+	}
+}

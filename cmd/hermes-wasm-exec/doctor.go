@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -88,45 +86,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stdout, "  warning   %s\n", w)
 		}
-		out, _ := yaml.Marshal(map[string]any{
-			"timezone": cfg.Timezone,
-			"code_execution": map[string]any{
-				"mode":                     cfg.CodeExecution.Mode,
-				"sandbox":                  cfg.CodeExecution.Sandbox,
-				"timeout":                  cfg.CodeExecution.Timeout,
-				"max_tool_calls":           cfg.CodeExecution.MaxToolCalls,
-				"kernel_idle_timeout":      cfg.CodeExecution.KernelIdleTimeout,
-				"max_session_kernels":      cfg.CodeExecution.MaxSessionKernels,
-				"memory_limit_mb":          cfg.CodeExecution.MemoryLimitMB,
-				"project_memory_limit_mb":  cfg.CodeExecution.ProjectMemoryLimitMB,
-				"process_limit":            cfg.CodeExecution.ProcessLimit,
-				"disk_limit_mb":            cfg.CodeExecution.DiskLimitMB,
-				"warm_pool":                cfg.CodeExecution.WarmPool,
-				"confine_tools_to_workdir": cfg.CodeExecution.ConfineToolsToWorkdir,
-				"landlock":                 cfg.CodeExecution.Landlock,
-				"timezone":                 cfg.CodeExecution.Timezone,
-			},
-			"terminal": terminalInEffect(cfg.Terminal),
-			"approvals": map[string]any{
-				"mode":      cfg.Approvals.Mode,
-				"cron_mode": cfg.Approvals.CronMode,
-				"timeout":   cfg.Approvals.Timeout,
-			},
-			"web": map[string]any{
-				"search": map[string]any{
-					"provider":    cfg.Web.Search.Provider,
-					"url":         cfg.Web.Search.URL,
-					"api_key_env": cfg.Web.Search.APIKeyEnv,
-				},
-				"extract": map[string]any{
-					"char_limit":         cfg.Web.Extract.CharLimit,
-					"cache_max_mb":       cfg.Web.Extract.CacheMaxMB,
-					"cache_entry_max_mb": cfg.Web.Extract.CacheEntryMaxMB,
-					"cache_ttl_minutes":  cfg.Web.Extract.CacheTTLMinutes,
-				},
-				"allow_private_networks": cfg.Web.AllowPrivateNetworks,
-			},
-		})
+		out, _ := yaml.Marshal(inEffect(cfg))
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			fmt.Fprintf(stdout, "  %s\n", line)
 		}
@@ -174,35 +134,29 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// terminalInEffect is the terminal section as doctor shows it: the keys
-// of the backend in use, and a remote one's client_env (docker_env's
-// names only: its values may be secrets).
-func terminalInEffect(t config.Terminal) map[string]any {
-	m := map[string]any{"env_passthrough": t.EnvPassthrough, "backend": t.Backend}
-	switch t.Backend {
-	case config.BackendDocker:
-		m["cwd"] = t.RemoteCwd()
-		m["docker_image"] = t.DockerImage
-		m["docker_network"] = t.DockerNetwork
-		m["docker_volumes"] = t.DockerVolumes
-		m["docker_env"] = slices.Sorted(maps.Keys(t.DockerEnv))
-		m["docker_forward_env"] = t.DockerForwardEnv
-		m["docker_extra_args"] = t.DockerExtraArgs
-		m["container_cpu"] = t.ContainerCPU
-		m["container_memory"] = t.ContainerMemoryMB
-		m["container_persistent"] = t.ContainerPersistent
-	case config.BackendSSH:
-		m["cwd"] = t.RemoteCwd()
-		m["ssh_host"], m["ssh_user"], m["ssh_port"] = t.SSHHost, t.SSHUser, t.SSHPort
-		m["ssh_key"], m["ssh_known_hosts"] = t.SSHKey, t.SSHKnownHostsPath()
-	case config.BackendExec:
-		m["cwd"] = t.RemoteCwd()
-		m["exec_command"] = t.ExecCommand
+// inEffect is the configuration as doctor shows it, section by section:
+// every key of config.Settings that applies to the backend in use, with
+// its value in effect (docker_env's names only: its values may be
+// secrets).
+func inEffect(cfg config.Config) map[string]any {
+	root := map[string]any{}
+	for _, s := range config.Settings() {
+		if !s.Applies(cfg) {
+			continue
+		}
+		m := root
+		path := strings.Split(s.Path, ".")
+		for _, name := range path[:len(path)-1] {
+			sub, ok := m[name].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+				m[name] = sub
+			}
+			m = sub
+		}
+		m[path[len(path)-1]] = s.Value(cfg)
 	}
-	if t.Backend != config.BackendLocal {
-		m["client_env"] = t.ClientEnv
-	}
-	return m
+	return root
 }
 
 // configFlag makes --config's value optional: a --config (or -config)

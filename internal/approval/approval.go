@@ -94,9 +94,7 @@ type Policy struct {
 // name "ask", "" and anything else as manual. Automation sessions are
 // asked, like gateway sessions, until WithCron says otherwise.
 func New(mode string, timeout time.Duration) *Policy {
-	switch mode = strings.ToLower(strings.TrimSpace(mode)); mode {
-	case config.ApprovalsOff, config.ApprovalsDeny:
-	default:
+	if mode, _ = config.NormalizeApprovalsMode(mode); mode != config.ApprovalsOff && mode != config.ApprovalsDeny {
 		mode = config.ApprovalsManual
 	}
 	if timeout <= 0 {
@@ -116,13 +114,9 @@ func New(mode string, timeout time.Duration) *Policy {
 // off, allow and yes) runs automation scripts without asking, "deny"
 // blocks them at once, anything else ("ask", "") asks. It returns a.
 func (a *Policy) WithCron(cron string) *Policy {
-	switch cron = strings.ToLower(strings.TrimSpace(cron)); cron {
-	case config.CronModeApprove, "off", "allow", "yes":
-		a.cron = config.CronModeApprove
-	case config.CronModeDeny:
-		a.cron = config.CronModeDeny
-	default:
-		a.cron = config.CronModeAsk
+	a.cron = config.CronModeAsk
+	if c, ok := config.NormalizeCronMode(cron); ok {
+		a.cron = c
 	}
 	return a
 }

@@ -141,7 +141,7 @@ const (
 // reads them (see Options.Config): a zero timeout is the default; a zero
 // max_tool_calls allows no tool call, and the description says so.
 func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchema {
-	cfg = withDefaults(cfg)
+	cfg = config.WithDefaults(cfg)
 	mode, _ = NormalizeMode(cmp.Or(mode, cfg.CodeExecution.Mode))
 	enabled := engine.ToolSet(tools)
 

@@ -43,11 +43,11 @@ type Options struct {
 	// Build it with config.Default() and change fields, or load a file
 	// with config.Load. The executor keeps a copy, in which fields whose
 	// zero value is out of range (Mode, Timeout, KernelIdleTimeout,
-	// MaxSessionKernels, MemoryLimitMB, ProjectMemoryLimitMB, ProcessLimit,
-	// DiskLimitMB, web.extract.char_limit, cache_entry_max_mb and
-	// cache_ttl_minutes, the approvals settings, and api_key_env of a keyed
-	// provider) get their defaults; MaxToolCalls, WarmPool and
-	// web.extract.cache_max_mb keep 0, which means none.
+	// MaxSessionKernels, the memory, process and disk limits, the enums,
+	// web.extract's limits, the approvals settings, and api_key_env of a
+	// keyed provider) get their defaults (config.WithDefaults);
+	// MaxToolCalls, WarmPool and web.extract.cache_max_mb keep 0, which
+	// means none.
 	Config *config.Config
 	// HermesHome is the state dir (caches, spill files); empty means
 	// config.HermesHome().
@@ -206,7 +206,7 @@ type Executor struct {
 func New(opts Options) *Executor {
 	cfg := config.Default()
 	if opts.Config != nil {
-		cfg = withDefaults(*opts.Config)
+		cfg = config.WithDefaults(*opts.Config)
 	}
 	home := opts.HermesHome
 	if home == "" {
@@ -254,32 +254,6 @@ func New(opts Options) *Executor {
 		e.RegisterSkillEnv(opts.SkillEnv...)
 	}
 	return e
-}
-
-// withDefaults gives cfg's fields whose zero value is out of range their
-// defaults, so that a struct built in code needs only the fields that
-// differ.
-func withDefaults(cfg config.Config) config.Config {
-	def := config.Default()
-	ce, dce := &cfg.CodeExecution, def.CodeExecution
-	ce.Mode = cmp.Or(ce.Mode, dce.Mode)
-	ce.Timeout = cmp.Or(ce.Timeout, dce.Timeout)
-	ce.KernelIdleTimeout = cmp.Or(ce.KernelIdleTimeout, dce.KernelIdleTimeout)
-	ce.MaxSessionKernels = cmp.Or(ce.MaxSessionKernels, dce.MaxSessionKernels)
-	ce.MemoryLimitMB = cmp.Or(ce.MemoryLimitMB, dce.MemoryLimitMB)
-	ce.ProjectMemoryLimitMB = cmp.Or(ce.ProjectMemoryLimitMB, dce.ProjectMemoryLimitMB)
-	ce.ProcessLimit = cmp.Or(ce.ProcessLimit, dce.ProcessLimit)
-	ce.DiskLimitMB = cmp.Or(ce.DiskLimitMB, dce.DiskLimitMB)
-	ce.Landlock = cmp.Or(ce.Landlock, dce.Landlock)
-	cfg.Web.Extract.CharLimit = cmp.Or(cfg.Web.Extract.CharLimit, def.Web.Extract.CharLimit)
-	cfg.Web.Extract.CacheEntryMaxMB = cmp.Or(cfg.Web.Extract.CacheEntryMaxMB, def.Web.Extract.CacheEntryMaxMB)
-	cfg.Web.Extract.CacheTTLMinutes = cmp.Or(cfg.Web.Extract.CacheTTLMinutes, def.Web.Extract.CacheTTLMinutes)
-	cfg.Web.Search.APIKeyEnv = cmp.Or(cfg.Web.Search.APIKeyEnv, config.DefaultAPIKeyEnv[cfg.Web.Search.Provider])
-	cfg.Approvals.Mode = cmp.Or(cfg.Approvals.Mode, def.Approvals.Mode)
-	cfg.Approvals.Timeout = cmp.Or(cfg.Approvals.Timeout, def.Approvals.Timeout)
-	cfg.Terminal.EnvPassthrough = slices.Clone(cfg.Terminal.EnvPassthrough)
-	cfg.Terminal.ClientEnv = slices.Clone(cfg.Terminal.ClientEnv)
-	return cfg
 }
 
 // landlockPolicy is what the local processes a run starts may write with
