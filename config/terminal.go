@@ -171,40 +171,36 @@ func (p *parser) stringField(dst *string, def string, c check) func(string, *yam
 	}
 }
 
-// stringList returns an apply function for a list of strings, each checked; what names the
-// items in type errors. Null means an empty list.
+// stringList returns an apply function for a list of strings, each trimmed and checked; what
+// names the items in type errors. Null means an empty list.
 func (p *parser) stringList(dst *[]string, what string, c check) func(string, *yaml.Node) error {
-	return func(key string, n *yaml.Node) error {
-		n = resolveAlias(n)
-		if isNull(n) {
-			*dst = nil
-			return nil
+	return p.list(dst, what, []string{"!!str"}, func(_ int, ik string, item *yaml.Node) (string, error) {
+		v, problem := c(strings.TrimSpace(item.Value))
+		if problem != "" {
+			return "", p.errorf(item, ik, "%s is %q, which %s", ik, item.Value, problem)
 		}
-		if n.Kind != yaml.SequenceNode {
-			return p.errorf(n, key, "%s must be a list of %s, got %s", key, what, describe(n))
-		}
-		var out []string
-		for i, item := range n.Content {
-			item = resolveAlias(item)
-			ik := fmt.Sprintf("%s[%d]", key, i)
-			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
-				return p.errorf(item, ik, "%s must be a string, got %s", ik, describe(item))
-			}
-			v, problem := c(strings.TrimSpace(item.Value))
-			if problem != "" {
-				return p.errorf(item, ik, "%s is %q, which %s", ik, item.Value, problem)
-			}
-			out = append(out, v)
-		}
-		*dst = out
-		return nil
-	}
+		return v, nil
+	})
 }
 
 // argList returns an apply function for a list of command arguments: each a string or a
 // number (taken as written), kept untrimmed; the first must not be empty. Null means an empty
 // list.
 func (p *parser) argList(dst *[]string, what string) func(string, *yaml.Node) error {
+	return p.list(dst, what, []string{"!!str", "!!int", "!!float"}, func(i int, ik string, item *yaml.Node) (string, error) {
+		switch {
+		case strings.ContainsRune(item.Value, 0):
+			return "", p.errorf(item, ik, "%s contains a NUL byte", ik)
+		case i == 0 && strings.TrimSpace(item.Value) == "":
+			return "", p.errorf(item, ik, "%s is empty; the first item names the program", ik)
+		}
+		return item.Value, nil
+	})
+}
+
+// list returns an apply function for a YAML list of scalars whose tags are among tags, each
+// item's value given by item (i is its index, ik its key as key[i]). Null means an empty list.
+func (p *parser) list(dst *[]string, what string, tags []string, item func(i int, ik string, n *yaml.Node) (string, error)) func(string, *yaml.Node) error {
 	return func(key string, n *yaml.Node) error {
 		n = resolveAlias(n)
 		if isNull(n) {
@@ -215,19 +211,17 @@ func (p *parser) argList(dst *[]string, what string) func(string, *yaml.Node) er
 			return p.errorf(n, key, "%s must be a list of %s, got %s", key, what, describe(n))
 		}
 		var out []string
-		for i, item := range n.Content {
-			item = resolveAlias(item)
+		for i, in := range n.Content {
+			in = resolveAlias(in)
 			ik := fmt.Sprintf("%s[%d]", key, i)
-			if item.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float"}, item.ShortTag()) {
-				return p.errorf(item, ik, "%s must be a string, got %s", ik, describe(item))
+			if in.Kind != yaml.ScalarNode || !slices.Contains(tags, in.ShortTag()) {
+				return p.errorf(in, ik, "%s must be a string, got %s", ik, describe(in))
 			}
-			switch {
-			case strings.ContainsRune(item.Value, 0):
-				return p.errorf(item, ik, "%s contains a NUL byte", ik)
-			case i == 0 && strings.TrimSpace(item.Value) == "":
-				return p.errorf(item, ik, "%s is empty; the first item names the program", ik)
+			v, err := item(i, ik, in)
+			if err != nil {
+				return err
 			}
-			out = append(out, item.Value)
+			out = append(out, v)
 		}
 		*dst = out
 		return nil
