@@ -11,11 +11,13 @@ import (
 // codeRules: programs that run code they are given — shells, eval,
 // source, interpreters.
 var codeRules = map[string]rule{
-	"eval":   evalRule,
-	"trap":   trapRule,
-	"alias":  aliasRule,
-	"hash":   hashRule,
-	"enable": enableRule,
+	"eval":  evalRule,
+	"trap":  trapRule,
+	"alias": aliasRule,
+	"hash":  hashRule,
+	// enable -f FILE NAME makes NAME a builtin loaded from FILE (bash);
+	// enable -n only turns builtins off.
+	"enable": withShortFlag("f", reasonAlias),
 	"read":   readRule,
 	"printf": printfRule,
 	// Programs with an option whose value is a command line they run.
@@ -219,16 +221,6 @@ func hashRule(s *scan, cmd *command) {
 			return
 		}
 		if shortFlag(a, "p") {
-			s.add(reasonAlias)
-		}
-	}
-}
-
-// enableRule: enable -f FILE NAME makes NAME a builtin loaded from FILE
-// (bash); enable -n only turns builtins off.
-func enableRule(s *scan, cmd *command) {
-	for _, a := range cmd.args {
-		if shortFlag(a, "f") {
 			s.add(reasonAlias)
 		}
 	}

@@ -401,6 +401,18 @@ func broadPath(p string) bool {
 	return true
 }
 
+// withShortFlag is the rule of a command that is dangerous, for reason, when
+// given the one-letter flag letter (alone or among others, as -xc).
+func withShortFlag(letter, reason string) rule {
+	return func(s *scan, cmd *command) {
+		for _, a := range cmd.args {
+			if shortFlag(a, letter) {
+				s.add(reason)
+			}
+		}
+	}
+}
+
 // flag flags the program whatever its arguments, except a request for
 // its help or version.
 func flag(reason string) rule {

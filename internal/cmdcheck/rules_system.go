@@ -25,8 +25,8 @@ var systemRules = map[string]rule{
 	"iptables":  iptablesRule, "ip6tables": iptablesRule, "iptables-legacy": iptablesRule, "iptables-nft": iptablesRule,
 	"nft":     nftRule,
 	"ufw":     ufwRule,
-	"history": historyRule,
-	"crontab": crontabRule,
+	"history": withShortFlag("c", reasonHistory),
+	"crontab": withShortFlag("r", reasonCrontab),
 }
 
 func shutdownRule(s *scan, cmd *command) {
@@ -183,21 +183,5 @@ func nftRule(s *scan, cmd *command) {
 func ufwRule(s *scan, cmd *command) {
 	if pos := positional(cmd.args); len(pos) > 0 && (pos[0] == "disable" || pos[0] == "reset") {
 		s.add(reasonFirewall)
-	}
-}
-
-func historyRule(s *scan, cmd *command) {
-	for _, a := range cmd.args {
-		if shortFlag(a, "c") {
-			s.add(reasonHistory)
-		}
-	}
-}
-
-func crontabRule(s *scan, cmd *command) {
-	for _, a := range cmd.args {
-		if shortFlag(a, "r") {
-			s.add(reasonCrontab)
-		}
 	}
 }
