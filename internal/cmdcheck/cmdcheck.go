@@ -525,27 +525,31 @@ func runtimeArg(f field) bool {
 // code itself only known at run time, and what is known is read again as
 // a command line.
 func (s *scan) code(f field) {
-	if s.downloadsIn(f) {
-		s.add(reasonRemoteScript)
-		return
+	if s.codeOrigin(f) {
+		s.c.check(f.s, s.depth+1)
 	}
-	if !f.lit {
-		s.add(reasonDynamic)
-	}
-	s.c.check(f.s, s.depth+1)
 }
 
 // sharedCode is code for a string run in this shell (trap, source): its
 // aliases apply, and one it defines is flagged (checkIn).
 func (s *scan) sharedCode(f field) {
+	if s.codeOrigin(f) {
+		s.c.checkIn(f.s, s.depth+1, s)
+	}
+}
+
+// codeOrigin flags where code to be run comes from: a download (a remote
+// script: nothing more to read) or variables (only known at run time). It
+// reports whether the code's text is worth reading as a command line.
+func (s *scan) codeOrigin(f field) bool {
 	if s.downloadsIn(f) {
 		s.add(reasonRemoteScript)
-		return
+		return false
 	}
 	if !f.lit {
 		s.add(reasonDynamic)
 	}
-	s.c.checkIn(f.s, s.depth+1, s)
+	return true
 }
 
 // shellCode is code or sharedCode, as the program that runs f is a shell
