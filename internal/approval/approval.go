@@ -1,7 +1,8 @@
 // Package approval is the approval policy (docs/behaviour.md §8): who must
 // approve what, by session kind and approvals.mode/cron_mode, asking an
 // [Approver] within the approval timeout and remembering session- and
-// always-scoped decisions. What counts as a dangerous command is package
+// always-scoped decisions (the session-scoped ones in the session's
+// [SessionGrants]). What counts as a dangerous command is package
 // cmdcheck's. runtime/executor applies a [Policy] to every call and
 // re-exports [Request], [Decision], [Approver] and [Func] as its API.
 package approval
@@ -71,8 +72,10 @@ func needsScriptApproval(kind string) bool {
 // Policy applies the approval policy of docs/behaviour.md §8 for an executor:
 // approvals.mode ("manual", "off" or "deny"; Hermes's "smart" needs a
 // model and behaves as manual), approvals.cron_mode for automation
-// sessions, the approval timeout, and the session- and always-scoped
-// decisions it remembers for its lifetime. It is safe for concurrent use.
+// sessions, the approval timeout, and the always-scoped decisions it
+// remembers for its lifetime. Session-scoped decisions are the session's
+// own ([SessionGrants]), which each check is given. It is safe for
+// concurrent use.
 type Policy struct {
 	mode    string
 	cron    string
@@ -81,12 +84,54 @@ type Policy struct {
 	mu sync.Mutex
 	// scriptsAlways: every script of every session is approved.
 	scriptsAlways bool
-	// scriptsSession: sessions whose scripts are all approved.
-	scriptsSession map[string]bool
 	// commandsAlways: dangerous-command reasons approved in every session.
 	commandsAlways map[string]bool
-	// commandsSession: per session, the reasons approved in it.
-	commandsSession map[string]map[string]bool
+}
+
+// SessionGrants are one session's session-scoped decisions: whether all
+// its scripts are approved, and the dangerous-command reasons approved in
+// it. The session that owns them drops them when it is closed. Use a
+// pointer; it is safe for concurrent use.
+type SessionGrants struct {
+	// Session is the session's name, which the approver is told.
+	Session string
+
+	mu       sync.Mutex
+	scripts  bool
+	commands map[string]bool
+}
+
+// scriptsApproved reports whether all of the session's scripts are approved.
+func (g *SessionGrants) scriptsApproved() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.scripts
+}
+
+// commandApproved reports whether reason is approved in the session.
+func (g *SessionGrants) commandApproved(reason string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.commands[reason]
+}
+
+// approveScripts remembers that all of the session's scripts are approved.
+func (g *SessionGrants) approveScripts() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.scripts = true
+}
+
+// approveCommands remembers reasons as approved in the session.
+func (g *SessionGrants) approveCommands(reasons []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.commands == nil {
+		g.commands = map[string]bool{}
+	}
+	for _, r := range reasons {
+		g.commands[r] = true
+	}
 }
 
 // New applies approvals.mode mode: "off" and "deny" as they are;
@@ -101,12 +146,10 @@ func New(mode string, timeout time.Duration) *Policy {
 		timeout = config.DefaultApprovalTimeout * time.Second
 	}
 	return &Policy{
-		mode:            mode,
-		cron:            config.CronModeAsk,
-		timeout:         timeout,
-		scriptsSession:  map[string]bool{},
-		commandsAlways:  map[string]bool{},
-		commandsSession: map[string]map[string]bool{},
+		mode:           mode,
+		cron:           config.CronModeAsk,
+		timeout:        timeout,
+		commandsAlways: map[string]bool{},
 	}
 }
 
@@ -125,12 +168,13 @@ func (a *Policy) WithCron(cron string) *Policy {
 // approvals.cron_mode deny (tools/approval.py check_execute_code_guard).
 const cronDenied = "BLOCKED: execute_code runs arbitrary local Python (including subprocess calls that bypass shell-string approval checks). Cron jobs run without a user present to approve it. Use normal tools instead, or set approvals.cron_mode: approve only if this cron profile is intentionally trusted."
 
-// Script decides whether a script of kind may run in session; it returns
+// Script decides whether a script of kind may run in the session whose
+// decisions are g; it returns
 // "" when it may, else the reason it is blocked. approvals.mode off
 // approves everything and deny blocks everything; otherwise an automation
 // script follows approvals.cron_mode, and a gateway one (or an automation
 // one under cron_mode ask) is asked about.
-func (a *Policy) Script(ctx context.Context, ap Approver, session, kind, code string) string {
+func (a *Policy) Script(ctx context.Context, ap Approver, g *SessionGrants, kind, code string) string {
 	if !needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
 	}
@@ -146,31 +190,32 @@ func (a *Policy) Script(ctx context.Context, ap Approver, session, kind, code st
 			return cronDenied
 		}
 	}
-	if a.scriptApproved(session) {
+	if a.scriptApproved(g) {
 		return ""
 	}
-	d, err := a.ask(ctx, ap, Request{Type: config.ApproveScript, Session: session, Code: code})
+	d, err := a.ask(ctx, ap, Request{Type: config.ApproveScript, Session: g.Session, Code: code})
 	if err != nil {
 		return "Script blocked: approval is required for " + who + " sessions and " + a.noAnswer(err) + ", so the script did not run. Ask the user to approve it, then run it again."
 	}
 	if !d.Approved {
 		return "Script blocked: the " + who + " session's approval was denied, so the script did not run. Do not resubmit it unchanged; ask the user how to proceed."
 	}
-	a.mu.Lock()
 	switch d.Scope {
 	case config.ScopeSession:
-		a.scriptsSession[session] = true
+		g.approveScripts()
 	case config.ScopeAlways:
+		a.mu.Lock()
 		a.scriptsAlways = true
+		a.mu.Unlock()
 	}
-	a.mu.Unlock()
 	return ""
 }
 
-func (a *Policy) scriptApproved(session string) bool {
+func (a *Policy) scriptApproved(g *SessionGrants) bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.scriptsAlways || a.scriptsSession[session]
+	always := a.scriptsAlways
+	a.mu.Unlock()
+	return always || g.scriptsApproved()
 }
 
 // Command decides whether a terminal command may run; "" when it may.
@@ -179,19 +224,19 @@ func (a *Policy) scriptApproved(session string) bool {
 // dialect of the shell that will run the command (cmdcheck.Cmd for
 // cmd.exe on a Windows host without Git Bash, else cmdcheck.Sh): the
 // command is read as that shell reads it.
-func (a *Policy) Command(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect) string {
-	return a.command(ctx, ap, session, kind, command, shell, cmdcheck.CheckShell)
+func (a *Policy) Command(ctx context.Context, ap Approver, g *SessionGrants, kind, command string, shell cmdcheck.Dialect) string {
+	return a.command(ctx, ap, g, kind, command, shell, cmdcheck.CheckShell)
 }
 
 // CommandWithInput is [Policy.Command] for a command that runs with input
 // the script gives it on stdin (subprocess.run(..., input=...) in the WASI
 // interpreter): a shell or interpreter reading its program there needs
 // approval, as behind a pipe (see cmdcheck.CheckShellInput).
-func (a *Policy) CommandWithInput(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect) string {
-	return a.command(ctx, ap, session, kind, command, shell, cmdcheck.CheckShellInput)
+func (a *Policy) CommandWithInput(ctx context.Context, ap Approver, g *SessionGrants, kind, command string, shell cmdcheck.Dialect) string {
+	return a.command(ctx, ap, g, kind, command, shell, cmdcheck.CheckShellInput)
 }
 
-func (a *Policy) command(ctx context.Context, ap Approver, session, kind, command string, shell cmdcheck.Dialect,
+func (a *Policy) command(ctx context.Context, ap Approver, g *SessionGrants, kind, command string, shell cmdcheck.Dialect,
 	check func(string, cmdcheck.Dialect) []string) string {
 	if needsScriptApproval(kind) || a.mode == config.ApprovalsOff {
 		return ""
@@ -205,53 +250,41 @@ func (a *Policy) command(ctx context.Context, ap Approver, session, kind, comman
 	if a.mode == config.ApprovalsDeny {
 		return fmt.Sprintf("Command blocked: %s needs approval (%s) and approvals.mode is %q, so it was not run. Do not retry it; find a safer way, or ask the user to run it themselves.", shown, reason, a.mode)
 	}
-	if a.commandApproved(session, reasons) {
+	if a.commandApproved(g, reasons) {
 		return ""
 	}
-	d, err := a.ask(ctx, ap, Request{Type: config.ApproveCommand, Session: session, Command: command, Reason: reason})
+	d, err := a.ask(ctx, ap, Request{Type: config.ApproveCommand, Session: g.Session, Command: command, Reason: reason})
 	if err != nil {
 		return "Command blocked: " + shown + " needs approval (" + reason + ") and " + a.noAnswer(err) + ", so it was not run. Ask the user to approve it, or find a safer way."
 	}
 	if !d.Approved {
 		return "Command blocked: " + shown + " needs approval (" + reason + ") and was denied. Do not retry it; find another way or ask the user."
 	}
-	a.mu.Lock()
-	for _, r := range reasons {
-		switch d.Scope {
-		case config.ScopeSession:
-			m := a.commandsSession[session]
-			if m == nil {
-				m = map[string]bool{}
-				a.commandsSession[session] = m
-			}
-			m[r] = true
-		case config.ScopeAlways:
+	switch d.Scope {
+	case config.ScopeSession:
+		g.approveCommands(reasons)
+	case config.ScopeAlways:
+		a.mu.Lock()
+		for _, r := range reasons {
 			a.commandsAlways[r] = true
 		}
+		a.mu.Unlock()
 	}
-	a.mu.Unlock()
 	return ""
 }
 
-// commandApproved reports whether every reason is already approved for
-// session.
-func (a *Policy) commandApproved(session string, reasons []string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// commandApproved reports whether every reason is already approved, in
+// every session or in g's.
+func (a *Policy) commandApproved(g *SessionGrants, reasons []string) bool {
 	for _, r := range reasons {
-		if !a.commandsAlways[r] && !a.commandsSession[session][r] {
+		a.mu.Lock()
+		always := a.commandsAlways[r]
+		a.mu.Unlock()
+		if !always && !g.commandApproved(r) {
 			return false
 		}
 	}
 	return true
-}
-
-// ForgetSession drops the session-scoped decisions of session.
-func (a *Policy) ForgetSession(session string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.scriptsSession, session)
-	delete(a.commandsSession, session)
 }
 
 // Reasons ask can fail without a decision.

@@ -86,9 +86,7 @@ func TestExecuteEmptyCode(t *testing.T) {
 		require.Nil(t, res.Kernel)
 	}
 	require.False(t, asked, "nothing to approve")
-	ex.kernels.mu.Lock()
-	require.Empty(t, ex.kernels.entries, "no kernel started")
-	ex.kernels.mu.Unlock()
+	require.Zero(t, ex.Stats().Kernels, "no kernel started")
 }
 
 func cmpOr(a, b string) string {

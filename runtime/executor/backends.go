@@ -8,35 +8,31 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
-// backends holds the executor's remote backends (terminal.backend other
-// than local): a docker backend per session (one container each), one
-// ssh or exec backend for every session. A backend is made on first use
-// and closed with its session (docker) or the executor.
-type backends struct {
-	mu      sync.Mutex
-	entries map[string]*backendEntry
-	closed  bool
-}
+// The remote backends (terminal.backend other than local): a docker
+// backend per session (one container each, on the session), one ssh or
+// exec backend for every session (on the session table). A backend is made
+// on first use and closed with its session (docker) or the executor.
 
+// backendEntry is a backend being made, or made.
 type backendEntry struct {
 	ready chan struct{} // closed once be or err is set
 	be    backend.Backend
 	err   error
 }
 
-// backendKey is the entry a session's calls use.
-func (e *Executor) backendKey(session string) string {
-	if e.cfg.Terminal.Backend == config.BackendDocker {
-		return session
+// close closes the backend once it is made (docker: its container is
+// removed unless container_persistent).
+func (en *backendEntry) close() {
+	<-en.ready
+	if en.be != nil {
+		en.be.Close()
 	}
-	return ""
 }
 
 // remoteBackend returns the backend of session's calls, making it on first
@@ -47,32 +43,33 @@ func (e *Executor) remoteBackend(ctx context.Context, session string) (backend.B
 	if kind == "" || kind == config.BackendLocal {
 		return nil, nil
 	}
-	key := e.backendKey(session)
-	bs := &e.backends
-	bs.mu.Lock()
-	if bs.closed {
-		bs.mu.Unlock()
+	t := e.sessions
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if bs.entries == nil {
-		bs.entries = map[string]*backendEntry{}
+	// Where the entry lives: the session's own for docker, else shared.
+	slot := &t.sharedBackend
+	if kind == config.BackendDocker && session != "" {
+		slot = &t.sessionLocked(session).backend
 	}
-	en := bs.entries[key]
+	en := *slot
 	if en == nil {
 		en = &backendEntry{ready: make(chan struct{})}
-		bs.entries[key] = en
-		bs.mu.Unlock()
+		*slot = en
+		t.mu.Unlock()
 		en.be, en.err = e.newBackend(context.WithoutCancel(ctx), session)
-		bs.mu.Lock()
-		if en.err != nil {
-			delete(bs.entries, key)
-		} else if bs.closed {
+		t.mu.Lock()
+		if en.err != nil && *slot == en {
+			*slot = nil
+		} else if en.err == nil && t.closed {
 			en.be.Close()
 			en.be, en.err = nil, ErrClosed
 		}
 		close(en.ready)
 	}
-	bs.mu.Unlock()
+	t.mu.Unlock()
 	select {
 	case <-en.ready:
 	case <-ctx.Done():
@@ -140,44 +137,4 @@ func (e *Executor) newClientEnv() []string {
 			"names", refused, "source", "terminal.client_env")
 	}
 	return engine.ClientEnv(e.environ, opts)
-}
-
-// closeSession closes session's own backend (docker: its container is
-// removed unless container_persistent).
-func (bs *backends) closeSession(session string) {
-	bs.mu.Lock()
-	en := bs.entries[session]
-	if en != nil && session != "" {
-		delete(bs.entries, session)
-	} else {
-		en = nil
-	}
-	bs.mu.Unlock()
-	if en != nil {
-		<-en.ready
-		if en.be != nil {
-			en.be.Close()
-		}
-	}
-}
-
-// closeAll closes every backend; later calls get ErrClosed.
-func (bs *backends) closeAll() {
-	bs.mu.Lock()
-	bs.closed = true
-	entries := bs.entries
-	bs.entries = nil
-	bs.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, en := range entries {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-en.ready
-			if en.be != nil {
-				en.be.Close()
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 )
 
 // TestExecutorCronMode: the executor passes approvals.cron_mode from its
@@ -19,7 +20,7 @@ func TestExecutorCronMode(t *testing.T) {
 		cfg := config.Default()
 		cfg.Approvals.CronMode = cron
 		e := New(Options{Config: &cfg, HermesHome: t.TempDir()})
-		blocked := e.approvals.Script(context.Background(), nil, "s", config.KindAutomation, "print(1)")
+		blocked := e.approvals.Script(context.Background(), nil, &approval.SessionGrants{Session: "s"}, config.KindAutomation, "print(1)")
 		switch want {
 		case config.CronModeDeny:
 			require.Contains(t, blocked, "Cron jobs run without a user present")

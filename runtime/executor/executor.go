@@ -153,7 +153,15 @@ type Request struct {
 	Approver Approver
 	// ToolHandlers replaces tools for this call only (over Options.Tools),
 	// for instance to delegate them to the agent host that made the call.
+	// When not nil it replaces the delegation of Client too.
 	ToolHandlers map[string]ToolHandler
+	// Client names the client (a connection) that made the call: a session
+	// call gets the delegation that client registered on the session
+	// ([Executor.OpenSession]). Empty is a client of its own.
+	Client string
+	// Tag is the caller's name for the call (serve: its request id), which
+	// the calls of delegated tools carry (DelegatedCall.Tag).
+	Tag any
 	// SkillEnv lists environment variables a skill declares
 	// (required_environment_variables, see [SkillEnvFromMarkdown]) that
 	// pass through for this call like terminal.env_passthrough. With
@@ -170,7 +178,7 @@ type Executor struct {
 	tools     map[string]ToolHandler
 	approvals *approval.Policy
 	approver  Approver
-	kernels   *kernels
+	sessions  *sessionTable // every session's state (session.go)
 	cfg       config.Config
 	home      string
 	cacheDir  string // wasm compilation (and .pyc) cache, see CacheDir
@@ -181,7 +189,6 @@ type Executor struct {
 	engineLog *slog.Logger // log as a slog.Logger for the layers below (built once)
 	strict    *strict.Engine
 	transport string
-	backends  backends // remote terminal backends, by session (backends.go)
 	toolEnv   toolEnvMemo
 	landlock  *landlock.Policy // what local processes of a run may write (nil: off); see landlockPolicy
 
@@ -189,10 +196,6 @@ type Executor struct {
 	skillEnv    []string        // registered skill variables, in registration order
 	skillGen    int             // bumped whenever skillEnv grows
 	refusedSeen map[string]bool // passthrough names already warned about (once each)
-	// sessionSkillEnv holds the skill variables registered for one
-	// session (RegisterSessionSkillEnv), by session.
-	sessionSkillEnv map[string][]string
-	subagentOf      map[string]string // subagent session → parent session, as seen in requests
 
 	closed   bool
 	calls    map[uint64]context.CancelCauseFunc // running Execute calls
@@ -244,7 +247,7 @@ func New(opts Options) *Executor {
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,
 		tools:     maps.Clone(opts.Tools),
-		kernels:   newKernels(cfg.CodeExecution.MaxSessionKernels),
+		sessions:  newSessionTable(cfg.CodeExecution.MaxSessionKernels),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
 	e.landlock = landlockPolicy(cfg, home, cacheDir, opts.StatePaths)
@@ -313,7 +316,7 @@ func (e *Executor) Warm(ctx context.Context) error {
 // that is interrupted kills its kernel. A deadline on ctx works the same
 // way; for a timeout reported as status "timeout", set Request.Timeout.
 func (e *Executor) Execute(ctx context.Context, req Request) (Result, error) {
-	return e.run(ctx, req, nil, nil)
+	return e.run(ctx, req, nil)
 }
 
 // Call is a call started by [Executor.Start].
@@ -336,33 +339,28 @@ func (c *Call) Wait() (Result, error) {
 // (or Execute) was called, each from before its approval to its result.
 func (e *Executor) Start(ctx context.Context, req Request) *Call {
 	c := &Call{done: make(chan struct{})}
-	var q *fifo
-	var place chan struct{}
+	var a *arrival
 	if req.Session != "" {
-		if fq, err := e.kernels.queue(req.Session); err == nil {
-			q, place = fq, fq.reserve()
-		}
+		a, _ = e.sessions.arrive(req) // nil when closed: run says so
 	}
 	go func() {
 		defer close(c.done)
-		c.res, c.err = e.run(ctx, req, q, place)
+		c.res, c.err = e.run(ctx, req, a)
 	}()
 	return c
 }
 
-// run is Execute with, for a call from Start, the place it reserved in its
-// session's queue.
-func (e *Executor) run(ctx context.Context, req Request, q *fifo, place chan struct{}) (Result, error) {
+// run is Execute with, for a session call from Start, how it arrived (nil:
+// it arrives now).
+func (e *Executor) run(ctx context.Context, req Request, a *arrival) (Result, error) {
 	start := time.Now()
 	ctx, done, ok := e.track(ctx)
 	if !ok {
-		if place != nil {
-			q.withdraw(place)
-		}
+		a.withdraw()
 		mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
 		return failed(mode, ErrClosed), ErrClosed
 	}
-	res, err := e.execute(ctx, req, q, place)
+	res, err := e.execute(ctx, req, a)
 	err = e.asClosed(err)
 	// Logged before the call counts as ended: once Close has returned no
 	// call logs any more, so an embedder may close its log sink then (on
@@ -372,37 +370,30 @@ func (e *Executor) run(ctx context.Context, req Request, q *fifo, place chan str
 	return res, err
 }
 
-func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan struct{}) (Result, error) {
-	defer func() {
-		if place != nil { // returned before the turn was taken
-			q.withdraw(place)
-		}
-	}()
+// execute runs req: a session call in its session (session.go), any
+// other in a fresh interpreter.
+func (e *Executor) execute(ctx context.Context, req Request, a *arrival) (Result, error) {
+	defer a.withdraw()                    // returned before the turn was taken
 	if res, ok := e.checkCode(req); !ok { // args.go: Hermes's empty-code error
 		return res, nil
 	}
-	e.registerRequestSkillEnv(req) // skills.go: Request.SkillEnv, per session
-	c, res, err := e.prepare(ctx, req)
+	if req.Session != "" {
+		if a == nil {
+			var err error
+			if a, err = e.sessions.arrive(req); err != nil {
+				mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+				return failed(mode, err), err
+			}
+		}
+		return e.sessionExecute(ctx, req, a)
+	}
+	c, res, err := e.prepare(ctx, req, nil)
 	if c == nil {
 		return res, err
 	}
-	if req.Session != "" {
-		turnCtx, end, err := e.kernels.takeTurn(ctx, req.Session, q, place)
-		place = nil // taken, or given up
-		if errors.Is(err, ErrClosed) {
-			return failed(c.mode, err), err
-		}
-		if err != nil {
-			return e.interruptedBeforeStart(ctx, c)
-		}
-		defer end()
-		ctx = turnCtx
-	}
-	if blocked := e.approvals.Script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
+	c.grants = e.sessions.unnamedGrants()
+	if blocked := e.approvals.Script(ctx, c.approver, c.grants, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
-	}
-	if req.Session != "" {
-		return e.sessionCall(ctx, c, req)
 	}
 	res, err = e.oneShot(ctx, c, req.Code)
 	return e.finish(c, res, err)
@@ -496,6 +487,7 @@ type call struct {
 	spillDir string
 	kind     string
 	approver Approver
+	grants   *approval.SessionGrants // the session's approvals
 	session  string
 	enabled  []string // the tool set: engine.ToolSet of Request.Tools
 	note     string   // a warning for the result (skipped or missing python)
@@ -540,9 +532,10 @@ func (e *Executor) projectEngine(c *call) *native.Engine {
 	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
 }
 
-// prepare validates req and resolves everything a call needs. When it
-// returns a nil call, the result and error are the answer.
-func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, error) {
+// prepare validates req and resolves everything a call needs; delegate
+// are the tools its session's client runs itself. When it returns a nil
+// call, the result and error are the answer.
+func (e *Executor) prepare(ctx context.Context, req Request, delegate map[string]ToolHandler) (*call, Result, error) {
 	modeIn := req.Mode
 	if modeIn == "" {
 		modeIn = e.cfg.CodeExecution.Mode
@@ -587,11 +580,12 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	}
 	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
 	c.handlers = e.tools
-	if len(req.ToolHandlers) > 0 {
+	if len(req.ToolHandlers) > 0 || len(delegate) > 0 {
 		c.handlers = maps.Clone(e.tools)
 		if c.handlers == nil {
 			c.handlers = map[string]ToolHandler{}
 		}
+		maps.Copy(c.handlers, delegate)
 		maps.Copy(c.handlers, req.ToolHandlers)
 	}
 	if c.kind == "" {
@@ -725,7 +719,7 @@ func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 					// checked.
 					check = e.approvals.CommandWithInput
 				}
-				if blocked := check(ctx, c.approver, c.session, c.kind, a.Command, c.shell()); blocked != "" {
+				if blocked := check(ctx, c.approver, c.grants, c.kind, a.Command, c.shell()); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}
@@ -850,8 +844,7 @@ func (e *Executor) Close(ctx context.Context) error {
 		for _, cancel := range cancels {
 			cancel(&InterruptError{Reason: shutdownReason})
 		}
-		e.kernels.closeAll()
-		e.backends.closeAll()
+		e.sessions.closeAll()
 		waited := make(chan struct{})
 		go func() {
 			e.running.Wait()

@@ -189,19 +189,19 @@ func TestSkillEnvWarmPool(t *testing.T) {
 	ex := newSkillExecutor(t, &logRecorder{}, func(c *config.Config) { c.CodeExecution.WarmPool = 1 })
 	ex.StartWarmPool(context.Background())
 	require.Eventually(t, func() bool {
-		ex.kernels.mu.Lock()
-		defer ex.kernels.mu.Unlock()
-		return ex.kernels.pool != nil && ex.kernels.pool.Idle() == 1
+		ex.sessions.mu.Lock()
+		defer ex.sessions.mu.Unlock()
+		return ex.sessions.pool != nil && ex.sessions.pool.Idle() == 1
 	}, 60*time.Second, 20*time.Millisecond)
-	ex.kernels.mu.Lock()
-	old := ex.kernels.pool
-	ex.kernels.mu.Unlock()
+	ex.sessions.mu.Lock()
+	old := ex.sessions.pool
+	ex.sessions.mu.Unlock()
 
 	ex.RegisterSkillEnv("SKILL_TOKEN")
-	ex.kernels.mu.Lock()
-	require.NotSame(t, old, ex.kernels.pool)
-	require.Equal(t, ex.skillGen, ex.kernels.poolGen)
-	ex.kernels.mu.Unlock()
+	ex.sessions.mu.Lock()
+	require.NotSame(t, old, ex.sessions.pool)
+	require.Equal(t, ex.skillGen, ex.sessions.poolGen)
+	ex.sessions.mu.Unlock()
 	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: config.ModeStrict, Session: "s"})
 	require.Equal(t, "tok-1\n", res.Output)
 }
@@ -346,7 +346,7 @@ func TestRegisterSessionSkillEnv(t *testing.T) {
 
 			// A subagent whose kernel is gone (idle timeout, eviction) is
 			// still forgotten with its parent.
-			ex.registerRequestSkillEnv(Request{Session: "a-idle", ParentSession: "a", SkillEnv: []string{"SKILL_TOKEN"}})
+			ex.registerRequest(Request{Session: "a-idle", ParentSession: "a", SkillEnv: []string{"SKILL_TOKEN"}})
 			require.Equal(t, []string{"SKILL_TOKEN"}, ex.SessionSkillEnv("a-idle"))
 			ex.CloseSession(context.Background(), "a")
 			require.Empty(t, ex.SessionSkillEnv("a"))
@@ -367,17 +367,17 @@ func TestSessionSkillEnvSkipsWarmPool(t *testing.T) {
 	ex := newSkillExecutor(t, &logRecorder{}, func(c *config.Config) { c.CodeExecution.WarmPool = 1 })
 	ex.StartWarmPool(context.Background())
 	require.Eventually(t, func() bool {
-		ex.kernels.mu.Lock()
-		defer ex.kernels.mu.Unlock()
-		return ex.kernels.pool != nil && ex.kernels.pool.Idle() == 1
+		ex.sessions.mu.Lock()
+		defer ex.sessions.mu.Unlock()
+		return ex.sessions.pool != nil && ex.sessions.pool.Idle() == 1
 	}, 60*time.Second, 20*time.Millisecond)
 	_, err := ex.RegisterSessionSkillEnv("s", "SKILL_TOKEN")
 	require.NoError(t, err)
 	res := run(t, ex, Request{Code: `import os; print(os.environ.get("SKILL_TOKEN"))`, Mode: config.ModeStrict, Session: "s"})
 	require.Equal(t, "tok-1\n", res.Output)
-	ex.kernels.mu.Lock()
-	idle := ex.kernels.pool.Idle()
-	ex.kernels.mu.Unlock()
+	ex.sessions.mu.Lock()
+	idle := ex.sessions.pool.Idle()
+	ex.sessions.mu.Unlock()
 	require.Equal(t, 1, idle, "the pooled kernel was not taken")
 }
 
@@ -412,7 +412,7 @@ func TestSessionSkillEnvConcurrent(t *testing.T) {
 					panic("a call with session variables took the executor-wide generation")
 				}
 				if j%10 == 0 {
-					ex.forgetSessionSkillEnv(session)
+					ex.CloseSession(context.Background(), session)
 				}
 			}
 		})

@@ -257,20 +257,16 @@ func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (ref
 	}
 	ok, refused := e.screenSkillNames(session, names)
 	var added []string
-	e.mu.Lock()
-	have := e.sessionSkillEnv[session]
+	t := e.sessions
+	t.mu.Lock()
+	s := t.sessionLocked(session)
 	for _, n := range ok {
-		if !slices.Contains(have, n) && !slices.Contains(added, n) {
+		if !slices.Contains(s.skillEnv, n) && !slices.Contains(added, n) {
 			added = append(added, n)
 		}
 	}
-	if len(added) > 0 {
-		if e.sessionSkillEnv == nil {
-			e.sessionSkillEnv = map[string][]string{}
-		}
-		e.sessionSkillEnv[session] = append(slices.Clone(have), added...)
-	}
-	e.mu.Unlock()
+	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
+	t.mu.Unlock()
 	if len(added) > 0 {
 		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added, "session", session)
 	}
@@ -280,44 +276,13 @@ func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (ref
 // SessionSkillEnv returns the variables registered for session with
 // [Executor.RegisterSessionSkillEnv] (not those registered executor-wide).
 func (e *Executor) SessionSkillEnv(session string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.sessionSkillEnv[session])
-}
-
-// forgetSessionSkillEnv drops the registrations of sessions and of the
-// subagents seen with one of them as parent.
-func (e *Executor) forgetSessionSkillEnv(sessions ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, s := range sessions {
-		delete(e.sessionSkillEnv, s)
-		delete(e.subagentOf, s)
+	t := e.sessions
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byName[session]; s != nil {
+		return slices.Clone(s.skillEnv)
 	}
-	for sub, parent := range e.subagentOf {
-		if slices.Contains(sessions, parent) {
-			delete(e.sessionSkillEnv, sub)
-			delete(e.subagentOf, sub)
-		}
-	}
-}
-
-// registerRequestSkillEnv registers a session call's Request.SkillEnv with
-// its session, before the call builds its environment, and remembers a
-// subagent's parent so that closing the parent forgets the subagent's
-// variables even when it has no live kernel.
-func (e *Executor) registerRequestSkillEnv(req Request) {
-	if req.Session != "" && req.ParentSession != "" {
-		e.mu.Lock()
-		if e.subagentOf == nil {
-			e.subagentOf = map[string]string{}
-		}
-		e.subagentOf[req.Session] = req.ParentSession
-		e.mu.Unlock()
-	}
-	if req.Session != "" && len(req.SkillEnv) > 0 {
-		_, _ = e.RegisterSessionSkillEnv(req.Session, req.SkillEnv...)
-	}
+	return nil
 }
 
 // envOptionsFor is the env layer's configuration for req, starting now:
@@ -331,14 +296,10 @@ func (e *Executor) envOptionsFor(req Request) (opts engine.EnvOptions, gen int) 
 	if req.Session == "" && len(req.SkillEnv) > 0 {
 		own, _ = e.screenSkillNames("", req.SkillEnv)
 	}
+	own = append(own, e.sessions.skillEnv(req.Session, req.ParentSession)...)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	opts, gen = e.envOptionsLocked(), e.skillGen
-	for _, s := range []string{req.Session, req.ParentSession} {
-		if s != "" {
-			own = append(own, e.sessionSkillEnv[s]...)
-		}
-	}
 	if len(own) > 0 {
 		opts.Passthrough = append(opts.Passthrough, own...)
 		gen = -1
@@ -350,4 +311,17 @@ func (e *Executor) envOptionsFor(req Request) (opts engine.EnvOptions, gen int) 
 		gen = -1
 	}
 	return opts, gen
+}
+
+// skillEnv is the skill variables registered for sessions, in order.
+func (t *sessionTable) skillEnv(sessions ...string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, name := range sessions {
+		if s := t.byName[name]; s != nil && name != "" {
+			out = append(out, s.skillEnv...)
+		}
+	}
+	return out
 }

@@ -2,12 +2,16 @@ package executor
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 )
 
@@ -24,7 +28,7 @@ func (k *fakeKernel) Close() error { k.closed.Store(true); return nil }
 // started is what sessionCall does for a session with no kernel: a slot,
 // then the kernel, added pinned. It returns the entry and the kernel
 // evicted for it.
-func started(t *testing.T, ks *kernels, session, parent string) (*kernelEntry, *kernelEntry) {
+func started(t *testing.T, ks *sessionTable, session, parent string) (*kernelEntry, *kernelEntry) {
 	t.Helper()
 	var victim *kernelEntry
 	if parent == "" {
@@ -37,11 +41,18 @@ func started(t *testing.T, ks *kernels, session, parent string) (*kernelEntry, *
 	return en, victim
 }
 
+// entry is the kernel for key in ks, if any.
+func entry(ks *sessionTable, key kernelKey) *kernelEntry {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.entryLocked(key)
+}
+
 func closed(en *kernelEntry) bool { return en.k.(*fakeKernel).closed.Load() }
 
 // waiting waits until n calls wait for a slot (a loop on the condition,
 // with a generous deadline: the goroutines get there when scheduled).
-func waiting(t *testing.T, ks *kernels, n int) {
+func waiting(t *testing.T, ks *sessionTable, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		ks.mu.Lock()
@@ -56,7 +67,7 @@ type slotResult struct {
 }
 
 // reserveAsync is reserveSlot in a goroutine.
-func reserveAsync(ctx context.Context, ks *kernels, limit time.Duration) <-chan slotResult {
+func reserveAsync(ctx context.Context, ks *sessionTable, limit time.Duration) <-chan slotResult {
 	ch := make(chan slotResult, 1)
 	go func() {
 		v, _, err := ks.reserveSlot(ctx, limit)
@@ -70,8 +81,8 @@ func reserveAsync(ctx context.Context, ks *kernels, limit time.Duration) <-chan 
 // (Before, a kernel was found or published idle and marked running a
 // step later, and another session's eviction closed it in between.)
 func TestKernelPin(t *testing.T) {
-	e := &Executor{kernels: newKernels(1)}
-	ks := e.kernels
+	e := &Executor{sessions: newSessionTable(1)}
+	ks := e.sessions
 	a, victim := started(t, ks, "a", "")
 	require.Nil(t, victim, "a free slot")
 	ks.unpin(a)
@@ -80,7 +91,7 @@ func TestKernelPin(t *testing.T) {
 
 	e.reapIdle(time.Now().Add(time.Hour), time.Second)
 	require.False(t, closed(a), "the reaper skips a pinned kernel")
-	require.Same(t, a, ks.entries[a.key])
+	require.Same(t, a, entry(ks, a.key))
 
 	b := reserveAsync(context.Background(), ks, time.Minute)
 	waiting(t, ks, 1) // every slot is held by a running call
@@ -91,7 +102,7 @@ func TestKernelPin(t *testing.T) {
 	got := <-b
 	require.NoError(t, got.err)
 	require.Same(t, a, got.victim, "handed to the waiting call, which closes it")
-	require.NotContains(t, ks.entries, a.key)
+	require.Nil(t, entry(ks, a.key))
 	require.Equal(t, uint64(1), ks.evictions.Load())
 	bk := &kernelEntry{key: kernelKey{session: "b"}, k: &fakeKernel{}}
 	require.True(t, ks.add(bk))
@@ -110,7 +121,7 @@ func TestKernelPin(t *testing.T) {
 // A kernel that died while idle is dropped when its session's next call
 // pins it, and its slot goes to the call waiting for one.
 func TestKernelPinDead(t *testing.T) {
-	ks := newKernels(1)
+	ks := newSessionTable(1)
 	a, _ := started(t, ks, "a", "")
 	other := reserveAsync(context.Background(), ks, time.Minute)
 	waiting(t, ks, 1)
@@ -124,7 +135,7 @@ func TestKernelPinDead(t *testing.T) {
 
 // Calls waiting for a slot get one in the order they came.
 func TestKernelSlotsFIFO(t *testing.T) {
-	ks := newKernels(1)
+	ks := newSessionTable(1)
 	cur, _ := started(t, ks, "first", "")
 	var waiters []<-chan slotResult
 	for i := range 3 {
@@ -152,7 +163,7 @@ func TestKernelSlotsFIFO(t *testing.T) {
 // closeAll, or after its limit; a subagent's kernel holds no slot and is
 // never evicted.
 func TestKernelSlotWaitEnds(t *testing.T) {
-	ks := newKernels(1)
+	ks := newSessionTable(1)
 	a, _ := started(t, ks, "a", "")
 	sub, _ := started(t, ks, "sub", "a")
 	ks.unpin(sub) // idle, and older than anything: still not a victim
@@ -180,7 +191,7 @@ func TestKernelSlotWaitEnds(t *testing.T) {
 // idleAndInterrupt makes a idle (the first waiter is granted its slot,
 // evicting a) and interrupts that waiter's call with cancel, under the lock,
 // so that the waiter sees both at once.
-func idleAndInterrupt(ks *kernels, a *kernelEntry, cancel context.CancelFunc) {
+func idleAndInterrupt(ks *sessionTable, a *kernelEntry, cancel context.CancelFunc) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	a.running = false
@@ -194,7 +205,7 @@ func idleAndInterrupt(ks *kernels, a *kernelEntry, cancel context.CancelFunc) {
 // interrupted call closed it all the same). The slot goes on to the next
 // waiter.
 func TestSlotGivenBackKeepsTheVictim(t *testing.T) {
-	ks := newKernels(1)
+	ks := newSessionTable(1)
 	a, _ := started(t, ks, "a", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	b := reserveAsync(ctx, ks, time.Minute)
@@ -216,7 +227,7 @@ func TestSlotGivenBackKeepsTheVictim(t *testing.T) {
 // TestSlotGivenBackWithoutWaiterKeepsTheKernel: with no one else waiting,
 // the kernel evicted for an interrupted call stays in the set.
 func TestSlotGivenBackWithoutWaiterKeepsTheKernel(t *testing.T) {
-	ks := newKernels(1)
+	ks := newSessionTable(1)
 	a, _ := started(t, ks, "a", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	b := reserveAsync(ctx, ks, time.Minute)
@@ -227,8 +238,80 @@ func TestSlotGivenBackWithoutWaiterKeepsTheKernel(t *testing.T) {
 	require.Nil(t, rb.victim)
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	require.Same(t, a, ks.entries[a.key], "a's kernel is still there")
+	require.Same(t, a, ks.entryLocked(a.key), "a's kernel is still there")
 	require.Zero(t, ks.evictions.Load())
-	require.NotContains(t, ks.gone, a.key)
+	require.NotContains(t, ks.byName["a"].gone, a.key)
 	require.Zero(t, ks.starting)
+}
+
+// TestSessionClosedLeavesNothing: the executor holds one entry per session,
+// with everything of it (kernels, backend, approvals, skill variables,
+// subagent links, delegations), and CloseSession leaves nothing of the
+// session nor of its subagents behind; other sessions keep theirs.
+func TestSessionClosedLeavesNothing(t *testing.T) {
+	e := New(Options{HermesHome: t.TempDir(), Environ: []string{}})
+	defer e.Close(context.Background())
+	ks := e.sessions
+	run := func(context.Context, DelegatedCall) map[string]any { return nil }
+	for _, s := range []string{"a", "b"} {
+		require.NoError(t, e.OpenSession(s, SessionOptions{Client: "c1", Delegate: []string{"terminal"}, Run: run}))
+		_, err := e.RegisterSessionSkillEnv(s, "SKILL_TOKEN")
+		require.NoError(t, err)
+	}
+	e.registerRequest(Request{Session: "a-sub", ParentSession: "a", SkillEnv: []string{"SUB_TOKEN"}})
+	a, _ := started(t, ks, "a", "")
+	sub, _ := started(t, ks, "a-sub", "a")
+	b, _ := started(t, ks, "b", "")
+	// A session-scoped approval of a's scripts.
+	asked := 0
+	ap := ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
+		asked++
+		return Decision{Approved: true, Scope: config.ScopeSession}, nil
+	})
+	grants := func(s string) *approval.SessionGrants {
+		ks.mu.Lock()
+		defer ks.mu.Unlock()
+		return ks.sessionLocked(s).grants
+	}
+	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "1"))
+	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "2"))
+	require.Equal(t, 1, asked)
+	ks.mu.Lock()
+	ks.byName["a"].backend = &backendEntry{ready: make(chan struct{})}
+	close(ks.byName["a"].backend.ready)
+	ks.noteGoneLocked(&kernelEntry{key: kernelKey{session: "a", mode: "project"}}, "evicted")
+	require.Len(t, ks.byName, 3, "one entry per session")
+	ks.mu.Unlock()
+	require.Equal(t, []string{"terminal"}, e.DelegatedTools("a", "c1"))
+
+	e.CloseSession(context.Background(), "a")
+
+	ks.mu.Lock()
+	require.Equal(t, []string{"b"}, mapKeys(ks.byName), "nothing of a nor of its subagent")
+	require.Equal(t, 0, len(ks.byName["b"].gone))
+	require.Equal(t, 0, ks.goneNotes)
+	ks.mu.Unlock()
+	require.True(t, closed(a) && closed(sub), "their kernels are closed")
+	require.False(t, closed(b))
+	require.Nil(t, entry(ks, a.key))
+	require.Empty(t, e.SessionSkillEnv("a"))
+	require.Empty(t, e.SessionSkillEnv("a-sub"))
+	require.Empty(t, e.DelegatedTools("a", "c1"))
+	require.Equal(t, []string{"SKILL_TOKEN"}, e.SessionSkillEnv("b"))
+	require.Equal(t, []string{"terminal"}, e.DelegatedTools("b", "c1"))
+	require.Equal(t, 1, e.Stats().Kernels)
+
+	// A session of the same name starts without a's approvals.
+	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "3"))
+	require.Equal(t, 2, asked, "asked again")
+	e.CloseSession(context.Background(), "a")
+
+	// A client that goes away takes its delegations with it.
+	e.ForgetClient("c1")
+	require.Empty(t, e.DelegatedTools("b", "c1"))
+}
+
+// mapKeys is m's keys, sorted.
+func mapKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

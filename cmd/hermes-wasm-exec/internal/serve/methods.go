@@ -17,16 +17,20 @@ import (
 // execute starts a script for request id, which runs once its session's
 // earlier calls are done (the executor's queue, in the order of these
 // starts); this connection approves what needs approval, and runs the
-// delegated tools. The returned function waits for the result.
-func (c *client) execute(id json.RawMessage, req executor.Request, delegate []string) func() (any, *jsonrpc.Error) {
+// delegated tools: the call's own delegate_tools (override, when not nil),
+// else those it registered for the session (open_session), which the
+// executor takes as the call arrives. The returned function waits for the
+// result.
+func (c *client) execute(id json.RawMessage, req executor.Request, override []string) func() (any, *jsonrpc.Error) {
 	req.Approver = executor.ApproverFunc(func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
 		return c.approve(ctx, id, ar)
 	})
-	if len(delegate) > 0 {
-		req.ToolHandlers = make(map[string]executor.ToolHandler, len(delegate))
-		for _, tool := range delegate {
+	req.Client, req.Tag = c.id, id
+	if override != nil {
+		req.ToolHandlers = make(map[string]executor.ToolHandler, len(override))
+		for _, tool := range override {
 			req.ToolHandlers[tool] = func(ctx context.Context, args json.RawMessage) map[string]any {
-				return c.toolCall(ctx, id, req.Session, tool, args)
+				return c.toolCall(ctx, executor.DelegatedCall{Session: req.Session, Tool: tool, Args: args, Tag: id})
 			}
 		}
 	}
@@ -71,24 +75,13 @@ func (c *client) closeSession(params json.RawMessage) (any, *jsonrpc.Error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	c.s.ex.CloseSession(c.s.ctx, session)
 	// The session is gone for every client: so are their delegations.
-	c.s.mu.Lock()
-	conns := make([]*client, 0, len(c.s.conns))
-	for cc := range c.s.conns {
-		conns = append(conns, cc)
-	}
-	c.s.mu.Unlock()
-	for _, cc := range conns {
-		cc.mu.Lock()
-		delete(cc.delegates, session)
-		cc.mu.Unlock()
-	}
+	c.s.ex.CloseSession(c.s.ctx, session)
 	return map[string]bool{"closed": true}, nil
 }
 
-// openSession records the tools this connection runs itself for a
-// session: its later execute calls send their calls of those tools back
+// openSession registers on the executor's session the tools this
+// connection runs itself: its later execute calls send their calls of those tools back
 // as tool_call requests. An empty list ends the delegation. skill_env
 // registers skill variables for the session (as register_skill names); a
 // call with skill_env and no delegate_tools leaves the delegation as it is.
@@ -123,16 +116,11 @@ func (c *client) openSession(params json.RawMessage) (any, *jsonrpc.Error) {
 			return nil, jsonrpc.InvalidParams("%v", err)
 		}
 	}
-	c.mu.Lock()
-	switch {
-	case keep:
-		tools = nonNil(slices.Clone(c.delegates[session]))
-	case len(tools) == 0:
-		delete(c.delegates, session)
-	default:
-		c.delegates[session] = tools
+	if keep {
+		tools = nonNil(c.s.ex.DelegatedTools(session, c.id))
+	} else if err := c.s.ex.OpenSession(session, executor.SessionOptions{Client: c.id, Delegate: tools, Run: c.toolCall}); err != nil {
+		return nil, jsonrpc.InvalidParams("%v", err)
 	}
-	c.mu.Unlock()
 	result := map[string]any{"session": session, "delegate_tools": tools}
 	if names != nil {
 		result["skill_env"] = withoutNames(names, refused)
@@ -282,15 +270,18 @@ func (c *client) approve(ctx context.Context, id json.RawMessage, ar executor.Ap
 }
 
 // toolCall runs a call of a delegated tool: it asks this connection's
-// client with a tool_call request for the execute request id, and waits
+// client with a tool_call request for the execute request whose id is the
+// call's tag, and waits
 // for its answer until ctx (the script's run) is done. The client's result
 // object is the tool's result; an error answer, another result or a
 // closed connection are an error result the script sees.
-func (c *client) toolCall(ctx context.Context, id json.RawMessage, session, tool string, args json.RawMessage) map[string]any {
+func (c *client) toolCall(ctx context.Context, call executor.DelegatedCall) map[string]any {
+	tool, args := call.Tool, call.Args
+	id, _ := call.Tag.(json.RawMessage)
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	params := map[string]any{"tool": tool, "args": args, "session": session}
+	params := map[string]any{"tool": tool, "args": args, "session": call.Session}
 	fail := func(err error) map[string]any {
 		return map[string]any{"error": fmt.Sprintf("Delegated tool %s failed: %v", tool, err)}
 	}

@@ -5,7 +5,10 @@
 // register_skill, describe, interrupt, close_session, shutdown) and the
 // approve and tool_call requests an execute sends its client; an execute
 // takes its session's place in the executor's queue (runtime/executor)
-// before its handler returns, so a client's order is kept. The framing,
+// before its handler returns, so a client's order is kept. serve keeps no
+// session state: open_session registers the connection's delegated tools
+// on the executor's session (executor.Executor.OpenSession), and
+// close_session and a connection's end remove them there. The framing,
 // authentication, replies and pending requests are the jsonrpc package's.
 //
 // It imports runtime/executor, config, hostfuncs (the tool names), native

@@ -54,6 +54,12 @@ func (fakeBackend) CloseSession(context.Context, string) {}
 
 func (fakeBackend) RegisterSessionSkillEnv(string, ...string) ([]string, error) { return nil, nil }
 
+func (fakeBackend) OpenSession(string, executor.SessionOptions) error { return nil }
+
+func (fakeBackend) DelegatedTools(string, string) []string { return nil }
+
+func (fakeBackend) ForgetClient(string) {}
+
 // fuzzLineLimit is the authenticated line limit of the fuzzed connections,
 // low so that over-long lines are reached.
 const fuzzLineLimit = 256

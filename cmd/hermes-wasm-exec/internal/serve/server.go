@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
@@ -30,6 +31,11 @@ type backend interface {
 	Interrupt(session, reason string) bool
 	CloseSession(ctx context.Context, session string)
 	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
+	// OpenSession, DelegatedTools and ForgetClient keep each connection's
+	// delegation on the executor's session (executor.SessionOptions).
+	OpenSession(session string, opts executor.SessionOptions) error
+	DelegatedTools(session, client string) []string
+	ForgetClient(client string)
 }
 
 // pending is a started call.
@@ -161,21 +167,23 @@ func (s *server) begin() bool {
 	return true
 }
 
-// client is one connection's product state: the tools it runs itself,
-// per session (open_session), on top of its JSON-RPC connection.
+// client is one connection: its JSON-RPC connection, and its name on the
+// executor's sessions (the tools it runs itself for a session, from
+// open_session, are registered there under it).
 type client struct {
 	s    *server
 	conn *jsonrpc.Conn
-
-	mu        sync.Mutex
-	delegates map[string][]string // per session: the tools this client runs itself (open_session)
+	id   string // executor.SessionOptions.Client
 }
+
+// clients numbers the connections, for their names on the executor.
+var clients atomic.Uint64
 
 // newClient serves a connection on r and w (closer ends it; nil for
 // stdin/stdout); needAuth: it must authenticate with the server's token
 // first.
 func (s *server) newClient(r io.Reader, w io.Writer, closer io.Closer, needAuth bool) *client {
-	c := &client{s: s, delegates: map[string][]string{}}
+	c := &client{s: s, id: fmt.Sprintf("serve-%d", clients.Add(1))}
 	opts := jsonrpc.Options{
 		MaxLine: s.maxLine,
 		Handle:  c.handle,
@@ -204,6 +212,7 @@ func (c *client) serve() {
 	c.s.mu.Lock()
 	delete(c.s.conns, c)
 	c.s.mu.Unlock()
+	c.s.ex.ForgetClient(c.id)
 }
 
 // handle answers a request in arrival order: the session methods at once
@@ -238,10 +247,9 @@ func (c *client) handle(r *jsonrpc.Request) {
 		return
 	}
 	var req executor.Request
-	var delegate []string
+	var override []string
 	if method == "execute" {
 		var rerr *jsonrpc.Error
-		var override []string
 		var problem string
 		if req, override, problem, rerr = executeRequest(params); rerr != nil {
 			c.conn.Reply(id, nil, rerr)
@@ -254,13 +262,6 @@ func (c *client) handle(r *jsonrpc.Request) {
 			c.conn.Reply(id, executor.ArgumentError(mode, problem), nil)
 			return
 		}
-		// The delegation in effect when the call arrives: its own
-		// delegate_tools, or its session's from open_session.
-		if delegate = override; delegate == nil {
-			c.mu.Lock()
-			delegate = c.delegates[req.Session]
-			c.mu.Unlock()
-		}
 	}
 	if !c.s.begin() {
 		c.conn.Reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeShuttingDown, Message: "The server is shutting down"})
@@ -268,7 +269,7 @@ func (c *client) handle(r *jsonrpc.Request) {
 	}
 	var call func() (any, *jsonrpc.Error)
 	if method == "execute" {
-		call = c.execute(id, req, delegate) // takes the session's place now, in arrival order
+		call = c.execute(id, req, override) // takes the session's place now, in arrival order
 	}
 	c.conn.Go(func() {
 		defer c.s.calls.Done()

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/listen"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
 // rpcTimeout bounds the wait for any one response in these tests.
@@ -187,7 +189,9 @@ func tcpServer(t *testing.T, authTimeout time.Duration, maxUnauth int, infof fun
 func TestServeOpenSessionSkillEnvKeepsDelegation(t *testing.T) {
 	t.Parallel()
 	nop := func(string, ...any) {}
-	s := newServer(fakeBackend{}, nop, nop)
+	ex := executor.New(executor.Options{HermesHome: t.TempDir(), Environ: []string{}})
+	defer ex.Close(context.Background())
+	s := newServer(executorBackend{ex}, nop, nop)
 	defer s.cancel(nil)
 	c := s.newClient(strings.NewReader(""), io.Discard, nil, false)
 	answer := func(params string) string {
@@ -198,11 +202,7 @@ func TestServeOpenSessionSkillEnvKeepsDelegation(t *testing.T) {
 		require.NoError(t, err)
 		return string(out)
 	}
-	delegated := func() []string {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.delegates["s"]
-	}
+	delegated := func() []string { return ex.DelegatedTools("s", c.id) }
 	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"]}`, answer(`{"session": "s", "delegate_tools": ["terminal"]}`))
 	require.JSONEq(t, `{"session": "s", "delegate_tools": ["terminal"], "skill_env": ["SKILL_TOKEN"], "skill_env_refused": []}`,
 		answer(`{"session": "s", "skill_env": ["SKILL_TOKEN"]}`))
