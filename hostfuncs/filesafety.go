@@ -508,7 +508,7 @@ func (p *safetyPolicy) addHome(hd string, resolve func(string) string) {
 }
 
 // stagingPrefixes name the private dirs runs create under the temp dir:
-// strict staging and bytecode builds (runtime/strict/strict.go, bytecode.go), the
+// strict staging and bytecode builds (runtime/internal/strict/strict.go, bytecode.go), the
 // project child's and kernel's dirs and the RPC socket dir (native/).
 var stagingPrefixes = []string{"hermes-strict-", "hermes-pyc-", "hermes-project-", "hermes-kernel-", "hrpc-"}
 
@@ -794,7 +794,7 @@ func (t *Tools) checkRead(given, abs string) string {
 // this host) is refused by the rules read_file applies, or "": Hermes's
 // credential stores and caches, secret-bearing env files, and hard links
 // to those or to credential files (see linkReadBlock). The sandboxed
-// project mode's file system asks it for every open (runtime/strict).
+// project mode's file system asks it for every open (runtime/internal/strict).
 func (t *Tools) ReadBlock(path string) string {
 	if msg := t.checkRead(path, path); msg != "" {
 		return msg

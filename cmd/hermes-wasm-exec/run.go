@@ -21,7 +21,6 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // hostHeapLimit is the Go heap size at which a one-shot run collects
@@ -89,10 +88,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// nears a bound, rather than every few megabytes while the interpreter
 	// loads. This saves about a tenth of a second on every run. The bound
 	// is the host's own room only: the guest's linear memory is a mapping
-	// outside the Go heap (runtime/strict/memory.go), bounded by its own cap.
+	// outside the Go heap (executor.GuestMemoryInGoHeap), bounded by its own cap.
 	debug.SetGCPercent(-1)
 	limit := int64(hostHeapLimit)
-	if strict.GuestMemoryInGoHeap {
+	if executor.GuestMemoryInGoHeap {
 		limit += int64(cfg.CodeExecution.MemoryLimitMB) << 20
 	}
 	debug.SetMemoryLimit(limit)

@@ -4,10 +4,10 @@
 // stdout/stderr limits, the tool-call broker with its budget, the generated
 // hermes_tools module (its Python sources are in python/), and the code that
 // turns an engine's outcome into a result. Nothing security-relevant is
-// written twice: strict mode (runtime/strict) and project mode (native) both
+// written twice: strict mode (runtime/internal/strict) and project mode (native) both
 // run through [Execute]. It imports config and internal/wire (not the
 // tools: their names are config's); its users are runtime/executor, the
-// engines (runtime/strict, native) and the CLI's serve and mcp front ends.
+// engines (runtime/internal/strict, native) and the CLI's serve and mcp front ends.
 package engine
 
 import (

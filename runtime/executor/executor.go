@@ -27,8 +27,9 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/nativeengine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
 // CacheDirEnv overrides where the wasm compilation cache lives (default
@@ -562,8 +563,8 @@ func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOp
 
 // projectEngine is the engine of a project-mode call that does not use
 // the embedded interpreter.
-func (e *Executor) projectEngine(c *call) *native.Engine {
-	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
+func (e *Executor) projectEngine(c *call) *nativeengine.Engine {
+	return &nativeengine.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
 }
 
 // prepare validates req and resolves everything a call needs. When it

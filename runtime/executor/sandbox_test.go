@@ -14,7 +14,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ attempt("write tmp", lambda: open("/tmp/x", "w").write("x"))
 
 func TestSandboxedProjectFileSafety(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("hard links and symlinks made by the test need POSIX semantics here; the Windows stage runs the path rules in runtime/strict")
+		t.Skip("hard links and symlinks made by the test need POSIX semantics here; the Windows stage runs the path rules in runtime/internal/strict")
 	}
 	base := t.TempDir()
 	wd := filepath.Join(base, "project")

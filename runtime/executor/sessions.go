@@ -15,8 +15,9 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/nativeengine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
 // Session kernels (docs/behaviour.md §7). A kernel is a live interpreter whose globals
@@ -55,7 +56,7 @@ func reviveBackend(ctx context.Context, be backend.Backend) bool {
 
 // startNativeKernel starts a project-mode kernel (a variable: tests make a
 // remote one fail to start).
-var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
+var startNativeKernel = func(ctx context.Context, eng *nativeengine.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
 	return eng.StartKernel(ctx, spec)
 }
 
@@ -484,7 +485,7 @@ func (e *Executor) newProjectPool(n int, target projectPoolKey) *engine.KernelPo
 		return nil
 	}
 	spec := e.spec(e.envOptionsLocked(), e.inject(false), nil, target.workdir)
-	eng := &native.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
+	eng := &nativeengine.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
 	return engine.NewKernelPool(n, func(ctx context.Context) (engine.Kernel, error) {
 		return startNativeKernel(ctx, eng, spec)
 	}, func(error) bool { return false })
