@@ -425,7 +425,7 @@ func (e *Executor) execute(ctx context.Context, req Request, q *fifo, place chan
 		defer end()
 		ctx = turnCtx
 	}
-	if blocked := e.approvals.Script(ctx, c.approver, req.Session, c.kind, req.Code); blocked != "" {
+	if blocked := e.approvals.Script(ctx, policyApprover(c.approver), req.Session, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
 	}
 	if req.Session != "" {
@@ -752,7 +752,7 @@ func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 					// checked.
 					check = e.approvals.CommandWithInput
 				}
-				if blocked := check(ctx, c.approver, c.session, c.kind, a.Command, c.shell()); blocked != "" {
+				if blocked := check(ctx, policyApprover(c.approver), c.session, c.kind, a.Command, c.shell()); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}
