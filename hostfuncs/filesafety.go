@@ -32,6 +32,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
@@ -40,10 +41,6 @@ import (
 // os.PathListSeparator). The executor reads it from its own environment and
 // passes it in [Options].WriteSafeRoot; a script cannot set it.
 const WriteSafeRootEnv = "HERMES_WRITE_SAFE_ROOT"
-
-// wasmCacheDirEnv is the executor's HERMES_WASM_CACHE_DIR (see
-// executor.CacheDirEnv), the fallback when [Options].WasmCacheDir is empty.
-const wasmCacheDirEnv = "HERMES_WASM_CACHE_DIR"
 
 // confineKey is the configuration key that confines the file tools to the
 // session working directory; refusals name it so the user knows what to
@@ -393,7 +390,7 @@ func (t *Tools) policyInputs() (home, wasm, key string) {
 	}
 	wasm = t.wasmCacheDir
 	if wasm == "" {
-		wasm = os.Getenv(wasmCacheDirEnv)
+		wasm = os.Getenv(config.CacheDirEnv)
 	}
 	key = strings.Join(append([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, t.wasmPackages...), "\x00")
 	return home, wasm, key

@@ -69,7 +69,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cli.ExitUsage
 	}
 	if *mode != "" {
-		if _, ok := executor.NormalizeMode(*mode); !ok {
+		if _, ok := config.NormalizeMode(*mode); !ok {
 			fmt.Fprintf(stderr, "hermes-wasm-exec run: --mode must be strict or project, not %q%s\n", *mode, config.DidYouMeanMode(*mode))
 			return cli.ExitUsage
 		}

@@ -32,11 +32,6 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
-// CacheDirEnv overrides where the wasm compilation cache lives (default
-// $HERMES_HOME/cache/wasm). Tests point every package at one directory so
-// the interpreter is compiled once per machine, not once per package.
-const CacheDirEnv = "HERMES_WASM_CACHE_DIR"
-
 // Options configures an [Executor]. Every field is optional: the zero
 // value runs with config.Default() in $HERMES_HOME, reading no file.
 type Options struct {
@@ -174,7 +169,7 @@ type Executor struct {
 	kernels   *kernels
 	cfg       config.Config
 	home      string
-	cacheDir  string // wasm compilation (and .pyc) cache, see CacheDir
+	cacheDir  string // wasm compilation (and .pyc) cache, see config.CacheDir
 	environ   []string
 	clientEnv []string // every remote backend client's environment (newClientEnv)
 	getenv    func(string) string
@@ -232,7 +227,7 @@ func New(opts Options) *Executor {
 		}
 		return vars[k]
 	}
-	cacheDir := CacheDir(home)
+	cacheDir := config.CacheDir(home)
 	e := &Executor{
 		cfg:       cfg,
 		home:      home,
@@ -306,20 +301,6 @@ func landlockPolicy(cfg config.Config, home, cacheDir string, extra []string) *l
 	return &landlock.Policy{Protect: protect, Confine: cfg.CodeExecution.ConfineToolsToWorkdir}
 }
 
-// CacheDir is where the compilation cache lives for the state dir home.
-func CacheDir(home string) string {
-	if d := os.Getenv(CacheDirEnv); d != "" {
-		return d
-	}
-	return filepath.Join(home, "cache", "wasm")
-}
-
-// NormalizeMode maps a mode value to "strict" or "project" (docs/behaviour.md §2):
-// case-insensitive and trimmed. Anything else, a blank value included, is
-// strict, the sandbox (config.ModeFallback), with ok false: a typo never
-// runs a script without the sandbox.
-func NormalizeMode(m string) (mode string, ok bool) { return config.NormalizeMode(m) }
-
 // Warm prepares the strict interpreter (compiling it or loading it from
 // the cache) so the next strict run starts fast.
 func (e *Executor) Warm(ctx context.Context) error {
@@ -386,7 +367,7 @@ func (e *Executor) run(ctx context.Context, req Request, q *fifo, place chan str
 		if place != nil {
 			q.withdraw(place)
 		}
-		mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+		mode, _ := config.NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
 		return failed(mode, ErrClosed), ErrClosed
 	}
 	res, err := e.execute(ctx, req, q, place)
@@ -574,7 +555,7 @@ func (e *Executor) prepare(ctx context.Context, req Request) (*call, Result, err
 	if modeIn == "" {
 		modeIn = e.cfg.CodeExecution.Mode
 	}
-	mode, ok := NormalizeMode(modeIn)
+	mode, ok := config.NormalizeMode(modeIn)
 	if !ok {
 		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict",
 			"execute_code: "+config.UnknownMode("mode", modeIn), "mode", modeIn)

@@ -43,20 +43,6 @@ print(r["total_lines"], r["content"].splitlines()[1])
 	// 2 2|beta
 }
 
-func TestNormalizeMode(t *testing.T) {
-	for in, want := range map[string]struct {
-		mode string
-		ok   bool
-	}{
-		"strict": {"strict", true}, " STRICT ": {"strict", true}, "Project": {"project", true},
-		"": {"strict", false}, "sandbox": {"strict", false}, "stict": {"strict", false},
-	} {
-		mode, ok := executor.NormalizeMode(in)
-		require.Equal(t, want.mode, mode, in)
-		require.Equal(t, want.ok, ok, in)
-	}
-}
-
 // An embedder's Config with an unknown mode runs scripts in the sandbox, with the warning, and
 // describes execute_code as strict (issue 28: a typo never drops the sandbox).
 func TestConfigUnknownModeRunsStrict(t *testing.T) {
