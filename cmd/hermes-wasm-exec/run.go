@@ -96,7 +96,6 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	debug.SetMemoryLimit(limit)
 
-	logf := cli.DebugLogf(*logLevel, stderr)
 	// Approvals: --yes approves everything; a user at a terminal is asked
 	// there (unless the script itself comes from stdin); otherwise nobody
 	// answers, and in approvals.mode "manual" whatever needs approval is
@@ -107,7 +106,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else if pos[0] != "-" && isTerminal(stdin) {
 		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
 	defer ex.Close(context.Background())
 
 	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}

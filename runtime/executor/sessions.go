@@ -65,7 +65,6 @@ var startNativeKernel = func(ctx context.Context, eng *nativeengine.Engine, spec
 // §12): its state does not persist.
 func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
 	e.log.event(slog.LevelWarn, "remote kernel unavailable",
-		fmt.Sprintf("execute_code: the session kernel of %q could not start on the %s backend (%v); running the call as a standalone script", req.Session, c.backend.Name(), startErr),
 		"session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
 	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
 }
@@ -240,8 +239,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			switch {
 			case errors.Is(err, errNoSlot):
 				e.log.event(slog.LevelWarn, "no kernel slot",
-					fmt.Sprintf("execute_code: every session kernel stayed busy for %s (max_session_kernels is %d); running the call of %q as a standalone script", c.timeout, ks.max, req.Session),
-					"session", req.Session, "max_session_kernels", ks.max, "waited", waited)
+					"session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
 				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
 					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
 			case errors.Is(err, ErrClosed):
@@ -576,7 +574,7 @@ func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
 		// load) first, so the pools' kernels start fast.
 		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.log.event(slog.LevelError, "warm pool failed", fmt.Sprintf("warm pool: %v", err), "error", err.Error())
+			e.log.event(slog.LevelError, "warm pool failed", "error", err.Error())
 			return
 		}
 		e.mu.Lock()
@@ -672,7 +670,6 @@ func (e *Executor) closeEvicted(victim *kernelEntry) {
 	}
 	max := e.kernels.max
 	e.log.event(slog.LevelInfo, "kernel evicted",
-		fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
 		"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
 	victim.k.Close()
 }
@@ -713,7 +710,6 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 	for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }, note) {
 		ks.evictions.Add(1)
 		e.log.event(slog.LevelInfo, "idle kernel closed",
-			fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
 			"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
 		en.k.Close()
 	}

@@ -137,7 +137,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if hl != nil && hl.token != nil && hl.token.File != "" {
 		statePaths = append(statePaths, hl.token.File)
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, StatePaths: statePaths})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, StatePaths: statePaths})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
