@@ -32,6 +32,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 )
 
@@ -40,10 +41,6 @@ import (
 // os.PathListSeparator). The executor reads it from its own environment and
 // passes it in [Options].WriteSafeRoot; a script cannot set it.
 const WriteSafeRootEnv = "HERMES_WRITE_SAFE_ROOT"
-
-// wasmCacheDirEnv is the executor's HERMES_WASM_CACHE_DIR (see
-// executor.CacheDirEnv), the fallback when [Options].WasmCacheDir is empty.
-const wasmCacheDirEnv = "HERMES_WASM_CACHE_DIR"
 
 // confineKey is the configuration key that confines the file tools to the
 // session working directory; refusals name it so the user knows what to
@@ -393,7 +390,7 @@ func (t *Tools) policyInputs() (home, wasm, key string) {
 	}
 	wasm = t.wasmCacheDir
 	if wasm == "" {
-		wasm = os.Getenv(wasmCacheDirEnv)
+		wasm = os.Getenv(config.CacheDirEnv)
 	}
 	key = strings.Join(append([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, t.wasmPackages...), "\x00")
 	return home, wasm, key
@@ -508,7 +505,7 @@ func (p *safetyPolicy) addHome(hd string, resolve func(string) string) {
 }
 
 // stagingPrefixes name the private dirs runs create under the temp dir:
-// strict staging and bytecode builds (runtime/strict/strict.go, bytecode.go), the
+// strict staging and bytecode builds (runtime/internal/strict/strict.go, bytecode.go), the
 // project child's and kernel's dirs and the RPC socket dir (native/).
 var stagingPrefixes = []string{"hermes-strict-", "hermes-pyc-", "hermes-project-", "hermes-kernel-", "hrpc-"}
 
@@ -794,7 +791,7 @@ func (t *Tools) checkRead(given, abs string) string {
 // this host) is refused by the rules read_file applies, or "": Hermes's
 // credential stores and caches, secret-bearing env files, and hard links
 // to those or to credential files (see linkReadBlock). The sandboxed
-// project mode's file system asks it for every open (runtime/strict).
+// project mode's file system asks it for every open (runtime/internal/strict).
 func (t *Tools) ReadBlock(path string) string {
 	if msg := t.checkRead(path, path); msg != "" {
 		return msg

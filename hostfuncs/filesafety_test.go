@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -540,7 +541,7 @@ func TestWriteRefusesExecutorCache(t *testing.T) {
 
 	// Without the option, $HERMES_WASM_CACHE_DIR names the cache dir.
 	other := t.TempDir()
-	t.Setenv(wasmCacheDirEnv, other)
+	t.Setenv(config.CacheDirEnv, other)
 	tl = e.tools(t, nil)
 	res := callJSON(t, tl, "write_file", map[string]any{"path": filepath.Join(other, "f"), "content": "x"})
 	assert.Equal(t, map[string]any{"error": cacheMsg("Write", filepath.Join(realOrSelf(other), "f"), realOrSelf(other))}, res)

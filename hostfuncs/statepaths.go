@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 )
 
 // hermesState are the entries of a Hermes home that hold the executor's
@@ -63,7 +65,7 @@ func StatePaths(hermesHome, wasmCacheDir string) []string {
 		}
 	}
 	if wasmCacheDir == "" {
-		wasmCacheDir = os.Getenv(wasmCacheDirEnv)
+		wasmCacheDir = os.Getenv(config.CacheDirEnv)
 	}
 	if wasmCacheDir != "" {
 		for _, w := range []string{wasmCacheDir, expandHome(wasmCacheDir)} {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ func TestStatePaths(t *testing.T) {
 	t.Setenv("HOME", user)
 	t.Setenv("USERPROFILE", user)
 	t.Setenv("HERMES_HOME", "")
-	t.Setenv(wasmCacheDirEnv, "")
+	t.Setenv(config.CacheDirEnv, "")
 	root := realOrSelf(filepath.Join(user, ".hermes"))
 	for _, p := range []string{"work", "other"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, "profiles", p), 0o700))

@@ -161,7 +161,7 @@ var handlers = map[string]handler{
 // object; absent keys and nulls take the tool's defaults). An unknown tool
 // or malformed arguments give an error result. ctx cancels long-running
 // tools such as terminal.
-func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) result {
+func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) map[string]any {
 	h, ok := handlers[name]
 	if !ok {
 		return result{"error": fmt.Sprintf("Unknown tool: %s. Available tools: %v", name, Names)}

@@ -1,5 +1,11 @@
-// Package native is project mode's side of the host: finding the user's
-// Python interpreter and, with it, running scripts as a child process.
+// Package native finds the Python interpreter project mode runs on this
+// host, as the executor chooses it: the working dir's virtualenv, an
+// activated venv or conda env, a version manager's shim, else python3 on
+// PATH (see [ResolveIn]), each probed for its version (3.8 or later) with
+// the answers cached. It also names the transports of project mode's tool
+// channel. An embedder can use it to show or check which interpreter a
+// working dir selects; the engine that runs scripts on it is internal to
+// the module (runtime/executor runs it).
 package native
 
 import (

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -139,7 +140,7 @@ func TestResolveSandboxed(t *testing.T) {
 	t.Run("shim version file naming a path", func(t *testing.T) {
 		py := filepath.Join(wd, "evil", "python3")
 		runsMarker(t, py, marker, "3.12.1")
-		real := realPython(t)
+		real := testenv.RealPython(t)
 		root, _, log := fakePyenv(t, real)
 		require.NoError(t, os.WriteFile(filepath.Join(wd, ".python-version"), []byte(py+"\n"), 0o644))
 		getenv := env(map[string]string{"PATH": filepath.Join(root, "shims"), "PYENV_ROOT": root, "HOME": t.TempDir()})

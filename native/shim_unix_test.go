@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func calls(t *testing.T, log string) int {
 }
 
 func TestResolveThroughShim(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	root, shim, log := fakePyenv(t, py)
 	assert.Equal(t, "pyenv", shimKind(shim))
 	assert.Equal(t, "", shimKind(py))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,7 +25,7 @@ func TestSiteDirsRunsNothingOfTheWorkingDir(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the user's site dir is under %APPDATA% on Windows; the probe's code is the same everywhere")
 	}
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	out, err := exec.Command(py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output()
 	require.NoError(t, err)
 	home := t.TempDir()

@@ -149,7 +149,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 	// Every executor of the bench, and every `run` it starts, uses this
 	// cache dir.
-	os.Setenv(executor.CacheDirEnv, cacheDir)
+	os.Setenv(config.CacheDirEnv, cacheDir)
 	cfg := config.Default()
 	newExecutor := func() *executor.Executor {
 		return executor.New(executor.Options{Config: &cfg, HermesHome: tmp, Progress: io.Discard})
@@ -221,7 +221,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 				}
 				cmd := exec.Command(self, append(args, "-")...)
 				cmd.Stdin = strings.NewReader("print(1)\n")
-				cmd.Env = append(os.Environ(), executor.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
+				cmd.Env = append(os.Environ(), config.CacheDirEnv+"="+cacheDir, "HERMES_HOME="+tmp)
 				var out bytes.Buffer
 				cmd.Stdout = &out
 				t := time.Now()

@@ -21,7 +21,6 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
 )
 
 // hostHeapLimit is the Go heap size at which a one-shot run collects
@@ -70,7 +69,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cli.ExitUsage
 	}
 	if *mode != "" {
-		if _, ok := executor.NormalizeMode(*mode); !ok {
+		if _, ok := config.NormalizeMode(*mode); !ok {
 			fmt.Fprintf(stderr, "hermes-wasm-exec run: --mode must be strict or project, not %q%s\n", *mode, config.DidYouMeanMode(*mode))
 			return cli.ExitUsage
 		}
@@ -89,15 +88,14 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// nears a bound, rather than every few megabytes while the interpreter
 	// loads. This saves about a tenth of a second on every run. The bound
 	// is the host's own room only: the guest's linear memory is a mapping
-	// outside the Go heap (runtime/strict/memory.go), bounded by its own cap.
+	// outside the Go heap (executor.GuestMemoryInGoHeap), bounded by its own cap.
 	debug.SetGCPercent(-1)
 	limit := int64(hostHeapLimit)
-	if strict.GuestMemoryInGoHeap {
+	if executor.GuestMemoryInGoHeap {
 		limit += int64(cfg.CodeExecution.MemoryLimitMB) << 20
 	}
 	debug.SetMemoryLimit(limit)
 
-	logf := cli.DebugLogf(*logLevel, stderr)
 	// Approvals: --yes approves everything; a user at a terminal is asked
 	// there (unless the script itself comes from stdin); otherwise nobody
 	// answers, and in approvals.mode "manual" whatever needs approval is
@@ -108,7 +106,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else if pos[0] != "-" && isTerminal(stdin) {
 		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
 	defer ex.Close(context.Background())
 
 	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}

@@ -3,8 +3,9 @@
 // [Approver] within the approval timeout and remembering session- and
 // always-scoped decisions (the session-scoped ones in the session's
 // [SessionGrants]). What counts as a dangerous command is package
-// cmdcheck's. runtime/executor applies a [Policy] to every call and
-// re-exports [Request], [Decision], [Approver] and [Func] as its API.
+// cmdcheck's. runtime/executor applies a [Policy] to every call; its own
+// ApprovalRequest, Decision and Approver are these types' public form,
+// converted at the call.
 package approval
 
 import (

@@ -14,7 +14,7 @@ import (
 func localIDOf(fs.FileInfo) (FileID, bool) { return FileID{}, false }
 
 // OpenedID returns the identity of the open local file f, asked of its
-// handle (GetFileInformationByHandle, as runtime/strict does).
+// handle (GetFileInformationByHandle, as runtime/internal/strict does).
 func OpenedID(f *os.File) (FileID, bool) {
 	var d syscall.ByHandleFileInformation
 	if err := syscall.GetFileInformationByHandle(syscall.Handle(f.Fd()), &d); err != nil {

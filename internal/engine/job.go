@@ -4,10 +4,10 @@
 // stdout/stderr limits, the tool-call broker with its budget, the generated
 // hermes_tools module (its Python sources are in python/), and the code that
 // turns an engine's outcome into a result. Nothing security-relevant is
-// written twice: strict mode (runtime/strict) and project mode (native) both
+// written twice: strict mode (runtime/internal/strict) and project mode (native) both
 // run through [Execute]. It imports config and internal/wire (not the
 // tools: their names are config's); its importers are runtime/executor, the
-// engines (runtime/strict, native), internal/approval (the interrupt type),
+// engines (runtime/internal/strict, internal/nativeengine), internal/approval (the interrupt type),
 // internal/hardening (ScrubEnv, to split the executor's own environment) and
 // the CLI's mcp front end (PyTruthy, for reset).
 package engine

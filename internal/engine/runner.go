@@ -16,7 +16,7 @@ const ScriptName = "script.py"
 // `python _hermes_runner.py SCRIPT` (project mode), or
 // `python -c PROGRAM SCRIPT` (strict mode, whose -c program imports it, so
 // that its cached bytecode is used, and calls _hermes_runner.run: see
-// runtime/strict's runnerCommand). It runs the script as __main__ and
+// runtime/internal/strict's runnerCommand). It runs the script as __main__ and
 // reports an uncaught exception (type, message, and a traceback that starts
 // at the script's own frames) to the host through the tool channel, so the
 // host can tell sys.exit(1) from an uncaught error. A normal end or

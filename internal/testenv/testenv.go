@@ -6,7 +6,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,25 @@ func SkipUnderWine(t testing.TB, why string) {
 	if UnderWine() {
 		t.Skip("Windows under wine: " + why)
 	}
+}
+
+// RealPython returns the host's python3 (the interpreter itself, as
+// sys.executable names it, not a version-manager shim), or skips t when
+// there is none, it does not run, or this is wine (which has no Windows
+// CPython).
+func RealPython(t testing.TB) string {
+	t.Helper()
+	SkipUnderWine(t, "wine has no Windows CPython; the real-python tests run on Linux, and project mode is covered here by the fake child over loopback TCP")
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Skipf("python3 does not run: %v", err)
+	}
+	if exe := strings.TrimSpace(string(out)); exe != "" {
+		return exe
+	}
+	return py
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
 // InterruptError names the reason of an interrupt: give one as the cause

@@ -76,27 +76,14 @@ func jsonTypeName(raw json.RawMessage) string {
 	return "int"
 }
 
-// ArgumentError is the result of an execute_code call refused for its
-// arguments (message is one of Hermes's argument errors): status "error",
-// the message as error and output, nothing run.
-func ArgumentError(mode, message string) Result {
-	return Result{
-		Status:    config.StatusError,
-		Output:    message,
-		Error:     message,
-		Mode:      mode,
-		ToolCalls: []ToolCall{},
-	}
-}
-
 // checkCode answers a request whose code is empty, as Hermes does, before
 // anything starts; ok is false then.
 func (e *Executor) checkCode(req Request) (res Result, ok bool) {
 	if strings.TrimSpace(req.Code) != "" {
 		return res, true
 	}
-	mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
-	return ArgumentError(mode, NoCodeMessage), false
+	mode, _ := config.NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+	return Result{Status: config.StatusError, Output: NoCodeMessage, Error: NoCodeMessage, Mode: mode, ToolCalls: []ToolCall{}}, false
 }
 
 // ToolSchema is the execute_code tool offered to a model, in the shape of
@@ -142,7 +129,7 @@ const (
 // max_tool_calls allows no tool call, and the description says so.
 func ExecuteCodeSchema(cfg config.Config, mode string, tools []string) ToolSchema {
 	cfg = config.WithDefaults(cfg)
-	mode, _ = NormalizeMode(cmp.Or(mode, cfg.CodeExecution.Mode))
+	mode, _ = config.NormalizeMode(cmp.Or(mode, cfg.CodeExecution.Mode))
 	enabled := engine.ToolSet(tools)
 
 	var lines []string

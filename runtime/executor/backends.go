@@ -133,7 +133,6 @@ func (e *Executor) newClientEnv() []string {
 	}
 	if refused := engine.RefusedPassthrough(opts.Extra, opts.Managed...); len(refused) > 0 {
 		e.log.event(slog.LevelWarn, "passthrough refused",
-			fmt.Sprintf("execute_code: refusing to pass host-managed credentials %v to a backend's client", refused),
 			"names", refused, "source", "terminal.client_env")
 	}
 	return engine.ClientEnv(e.environ, opts)

@@ -10,8 +10,17 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
+
+// GuestMemoryInGoHeap reports that a strict-mode interpreter's memory
+// (up to code_execution.memory_limit_mb per running script or kernel)
+// is allocated in the Go heap on this platform, which cannot reserve
+// address space for it: a program that sets a Go memory limit
+// (debug.SetMemoryLimit, GOMEMLIMIT) must leave room for it there. Where
+// it is false (Linux, macOS and the other Unix systems) that memory is a
+// mapping outside the Go heap, bounded by its own cap.
+const GuestMemoryInGoHeap = strict.GuestMemoryInGoHeap
 
 // Diagnosis is what an executor would run scripts with, as
 // [Executor.Diagnose] finds it: for a health check, `doctor`, or a log
@@ -67,7 +76,7 @@ type StrictInterpreter struct {
 	// what is wrong and what to do.
 	Err error
 	// Snapshot is the file of the interpreter snapshot strict runs start
-	// from (runtime/strict/snapshot.go), and SnapshotSize its size: 0 when
+	// from (runtime/internal/strict/snapshot.go), and SnapshotSize its size: 0 when
 	// no run has made it yet.
 	Snapshot     string
 	SnapshotSize int64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 )
@@ -24,7 +25,7 @@ func TestDiagnose(t *testing.T) {
 	require.Equal(t, pyodideassets.SHA256, d.Strict.SHA256)
 	require.Equal(t, pyodideassets.RecipeSHA256, d.Strict.RecipeSHA256)
 	require.Equal(t, pyodideassets.Size, d.Strict.Size)
-	require.Equal(t, CacheDir(home), d.CacheDir)
+	require.Equal(t, config.CacheDir(home), d.CacheDir)
 	require.Equal(t, filepath.Join(home, "cache", "exec"), d.SpillDir)
 	require.Empty(t, d.Project.Choice.Path, "an empty PATH has no python")
 	require.Equal(t, native.TransportTCP, d.Project.Transport)

@@ -103,19 +103,23 @@
 //   - "skill environment variables registered" (info): names, and session
 //     for a session's registration.
 //   - "unknown mode, falling back to strict" (warn): mode.
+//   - "unknown sandbox, using wasm" (warn): sandbox.
 //   - "python skipped" (info): candidate (path, source and why).
 //   - "embedded interpreter fallback" (warn): project mode found no usable
 //     python.
 //   - "kernel evicted" (info): session, mode, reason "lru",
 //     max_session_kernels.
 //   - "idle kernel closed" (info): session, mode, kernel_idle_timeout.
-//   - "no kernel slot" (warn): session, max_session_kernels, waited; every
-//     session kernel ran a call for as long as the call's timeout, so it
-//     ran as a standalone script.
+//   - "no kernel slot" (warn): session, max_session_kernels, timeout,
+//     waited; every session kernel ran a call for as long as the call's
+//     timeout, so it ran as a standalone script.
+//   - "remote kernel unavailable" (warn): session, backend, error; the
+//     session's kernel could not start on the remote backend, so the call
+//     ran as a standalone script there.
 //   - "warm pool failed" (error): error.
 //   - "stdout spill failed" (warn): dir, error; a truncated stdout could
 //     not be saved in full (the result's warning then gives no path).
 //
-// Without a Logger, [Options].Logf receives the same events as text lines
-// (and [Options].Warnf, when set, the warnings and errors).
+// Without a Logger nothing is logged. A front end that prints lines
+// renders these events with a slog.Handler of its own.
 package executor

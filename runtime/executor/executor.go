@@ -27,14 +27,10 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/nativeengine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
-
-// CacheDirEnv overrides where the wasm compilation cache lives (default
-// $HERMES_HOME/cache/wasm). Tests point every package at one directory so
-// the interpreter is compiled once per machine, not once per package.
-const CacheDirEnv = "HERMES_WASM_CACHE_DIR"
 
 // Options configures an [Executor]. Every field is optional: the zero
 // value runs with config.Default() in $HERMES_HOME, reading no file.
@@ -56,18 +52,9 @@ type Options struct {
 	// means os.Environ().
 	Environ []string
 	// Logger receives the executor's structured log events (see the
-	// package documentation for the list). nil means Logf, if set, else
-	// nothing is logged.
+	// package documentation for the list), and those of the engines below
+	// it; nil means nothing is logged.
 	Logger *slog.Logger
-	// Logf receives the same events as text lines when Logger is nil:
-	// "execute_code: <message> key=value ...", or for the events the CLI
-	// has always printed, their historical text. nil discards them.
-	Logf func(format string, args ...any)
-	// Warnf, when set and Logger is nil, receives the warning and error
-	// events (such as "passthrough refused") as text lines instead of
-	// Logf, so that a front end can show them while keeping the other
-	// events quiet. nil means Logf.
-	Warnf func(format string, args ...any)
 	// Progress receives the one-line notice printed while the interpreter
 	// is compiled for the first time; nil means os.Stderr.
 	Progress io.Writer
@@ -181,12 +168,11 @@ type Executor struct {
 	sessions  *sessionTable // every session's state (session.go)
 	cfg       config.Config
 	home      string
-	cacheDir  string // wasm compilation (and .pyc) cache, see CacheDir
+	cacheDir  string // wasm compilation (and .pyc) cache, see config.CacheDir
 	environ   []string
 	clientEnv []string // every remote backend client's environment (newClientEnv)
 	getenv    func(string) string
 	log       eventLog
-	engineLog *slog.Logger // log as a slog.Logger for the layers below (built once)
 	strict    *strict.Engine
 	transport string
 	toolEnv   toolEnvMemo
@@ -234,14 +220,14 @@ func New(opts Options) *Executor {
 		}
 		return vars[k]
 	}
-	cacheDir := CacheDir(home)
+	cacheDir := config.CacheDir(home)
 	e := &Executor{
 		cfg:       cfg,
 		home:      home,
 		cacheDir:  cacheDir,
 		environ:   environ,
 		getenv:    getenv,
-		log:       eventLog{logger: opts.Logger, logf: opts.Logf, warnf: opts.Warnf},
+		log:       eventLog{logger: opts.Logger},
 		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress, Packages: cfg.CodeExecution.WasmPackages}),
 		transport: opts.RPCTransport,
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
@@ -251,7 +237,6 @@ func New(opts Options) *Executor {
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
 	e.landlock = landlockPolicy(cfg, home, cacheDir, opts.StatePaths)
-	e.engineLog = e.log.slogger()
 	e.clientEnv = e.newClientEnv()
 	if len(opts.SkillEnv) > 0 {
 		e.RegisterSkillEnv(opts.SkillEnv...)
@@ -281,20 +266,6 @@ func landlockPolicy(cfg config.Config, home, cacheDir string, extra []string) *l
 	}
 	return &landlock.Policy{Protect: protect, Confine: cfg.CodeExecution.ConfineToolsToWorkdir}
 }
-
-// CacheDir is where the compilation cache lives for the state dir home.
-func CacheDir(home string) string {
-	if d := os.Getenv(CacheDirEnv); d != "" {
-		return d
-	}
-	return filepath.Join(home, "cache", "wasm")
-}
-
-// NormalizeMode maps a mode value to "strict" or "project" (docs/behaviour.md §2):
-// case-insensitive and trimmed. Anything else, a blank value included, is
-// strict, the sandbox (config.ModeFallback), with ok false: a typo never
-// runs a script without the sandbox.
-func NormalizeMode(m string) (mode string, ok bool) { return config.NormalizeMode(m) }
 
 // Warm prepares the strict interpreter (compiling it or loading it from
 // the cache) so the next strict run starts fast.
@@ -357,7 +328,7 @@ func (e *Executor) run(ctx context.Context, req Request, a *arrival) (Result, er
 	ctx, done, ok := e.track(ctx)
 	if !ok {
 		a.withdraw()
-		mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+		mode, _ := config.NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
 		return failed(mode, ErrClosed), ErrClosed
 	}
 	res, err := e.execute(ctx, req, a)
@@ -381,7 +352,7 @@ func (e *Executor) execute(ctx context.Context, req Request, a *arrival) (Result
 		if a == nil {
 			var err error
 			if a, err = e.sessions.arrive(req); err != nil {
-				mode, _ := NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
+				mode, _ := config.NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
 				return failed(mode, err), err
 			}
 		}
@@ -392,7 +363,7 @@ func (e *Executor) execute(ctx context.Context, req Request, a *arrival) (Result
 		return res, err
 	}
 	c.grants = e.sessions.unnamedGrants()
-	if blocked := e.approvals.Script(ctx, c.approver, c.grants, c.kind, req.Code); blocked != "" {
+	if blocked := e.approvals.Script(ctx, policyApprover(c.approver), c.grants, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
 	}
 	res, err = e.oneShot(ctx, c, req.Code)
@@ -454,7 +425,7 @@ func (e *Executor) logDone(req Request, res Result, err error, took time.Duratio
 	session := req.Session
 	if e.log.enabled(slog.LevelDebug) {
 		for _, tc := range res.ToolCalls {
-			e.log.event(slog.LevelDebug, "tool call", "",
+			e.log.event(slog.LevelDebug, "tool call",
 				"session", session, "tool", tc.Tool, "duration_ms", tc.DurationMS, "ok", tc.OK)
 		}
 	}
@@ -469,7 +440,7 @@ func (e *Executor) logDone(req Request, res Result, err error, took time.Duratio
 	if err != nil {
 		args = append(args, "error", err.Error())
 	}
-	e.log.event(slog.LevelInfo, "execute done", "", args...)
+	e.log.event(slog.LevelInfo, "execute done", args...)
 }
 
 // call is one execution, prepared: everything both paths need.
@@ -528,8 +499,8 @@ func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOp
 
 // projectEngine is the engine of a project-mode call that does not use
 // the embedded interpreter.
-func (e *Executor) projectEngine(c *call) *native.Engine {
-	return &native.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
+func (e *Executor) projectEngine(c *call) *nativeengine.Engine {
+	return &nativeengine.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
 }
 
 // prepare validates req and resolves everything a call needs; delegate
@@ -540,10 +511,9 @@ func (e *Executor) prepare(ctx context.Context, req Request, delegate map[string
 	if modeIn == "" {
 		modeIn = e.cfg.CodeExecution.Mode
 	}
-	mode, ok := NormalizeMode(modeIn)
+	mode, ok := config.NormalizeMode(modeIn)
 	if !ok {
-		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict",
-			"execute_code: "+config.UnknownMode("mode", modeIn), "mode", modeIn)
+		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict", "mode", modeIn)
 	}
 	be, err := e.remoteBackend(ctx, req.Session)
 	if err != nil {
@@ -570,8 +540,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, delegate map[string
 	sandboxIn := cmp.Or(req.Sandbox, e.cfg.CodeExecution.Sandbox)
 	sandbox, ok := config.NormalizeSandbox(sandboxIn)
 	if !ok {
-		e.log.event(slog.LevelWarn, "unknown sandbox, using wasm",
-			"execute_code: "+config.UnknownSandbox("sandbox", sandboxIn), "sandbox", sandboxIn)
+		e.log.event(slog.LevelWarn, "unknown sandbox, using wasm", "sandbox", sandboxIn)
 	}
 	if mode == config.ModeProject && sandbox == config.SandboxWasm && be != nil {
 		err := fmt.Errorf("sandbox %q runs the script in the embedded interpreter over a working dir on this host, and terminal.backend is %s: "+
@@ -598,13 +567,12 @@ func (e *Executor) prepare(ctx context.Context, req Request, delegate map[string
 	c.envOpts, c.envGen = e.envOptionsFor(req)
 	if refused := e.newlyRefused(engine.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
 		e.log.event(slog.LevelWarn, "passthrough refused",
-			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v", refused),
 			"names", refused, "source", "terminal.env_passthrough")
 	}
 	c.inject = e.inject(c.mode == config.ModeStrict)
 	toolEnv, dropped := e.toolEnv.get(e.environ, c.envOpts, e.inject(false))
 	if len(dropped) > 0 && e.log.enabled(slog.LevelDebug) {
-		e.log.event(slog.LevelDebug, "dropped HERMES_* variables", engine.DroppedHermesLine(dropped),
+		e.log.event(slog.LevelDebug, "dropped HERMES_* variables",
 			"names", dropped, "count", len(dropped))
 	}
 	tb := be
@@ -652,11 +620,11 @@ func (e *Executor) prepare(ctx context.Context, req Request, delegate map[string
 		}
 		c.python = resolve(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
 		for _, s := range c.python.Skipped {
-			e.log.event(slog.LevelInfo, "python skipped", "execute_code: skipped python "+s, "candidate", s)
+			e.log.event(slog.LevelInfo, "python skipped", "candidate", s)
 		}
 		if c.python.Path == "" && !c.sandbox {
 			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
-			e.log.event(slog.LevelWarn, "embedded interpreter fallback", "execute_code: "+c.python.Describe(),
+			e.log.event(slog.LevelWarn, "embedded interpreter fallback",
 				"skipped", len(c.python.Skipped))
 		} else if len(c.python.Skipped) > 0 && !c.sandbox {
 			// Say so: a skipped virtualenv explains a missing package.
@@ -697,7 +665,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		ProcessLimits: e.processLimits(),
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		Logger:        e.engineLog,
+		Logger:        e.log.logger,
 	}
 }
 
@@ -719,7 +687,7 @@ func (e *Executor) toolFunc(c *call) engine.ToolFunc {
 					// checked.
 					check = e.approvals.CommandWithInput
 				}
-				if blocked := check(ctx, c.approver, c.grants, c.kind, a.Command, c.shell()); blocked != "" {
+				if blocked := check(ctx, policyApprover(c.approver), c.grants, c.kind, a.Command, c.shell()); blocked != "" {
 					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
 				}
 			}
@@ -894,7 +862,7 @@ func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
 	}
 	e.mu.Unlock()
 	if len(added) > 0 {
-		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added)
+		e.log.event(slog.LevelInfo, "skill environment variables registered", "names", added)
 	}
 	return refused
 }
@@ -957,105 +925,22 @@ func (e *Executor) inject(guest bool) []string {
 	return nil
 }
 
-// eventLog emits the executor's log events: to Options.Logger, or else as
-// text lines to Options.Logf.
+// eventLog emits the executor's log events to Options.Logger (none
+// without one).
 type eventLog struct {
 	logger *slog.Logger
-	logf   func(string, ...any)
-	warnf  func(string, ...any) // warning and error events, when set
 }
 
 func (l eventLog) enabled(level slog.Level) bool {
-	if l.logger != nil {
-		return l.logger.Enabled(context.Background(), level)
-	}
-	if level >= slog.LevelWarn && l.warnf != nil {
-		return true
-	}
-	return l.logf != nil
+	return l.logger != nil && l.logger.Enabled(context.Background(), level)
 }
 
 // event emits one event: a stable message with its attributes (args are
-// key-value pairs, as for slog). line, when not empty, is the text that
-// Logf receives instead of "execute_code: <msg> key=value ...": the
-// historical text of events the CLI printed before there were attributes.
-func (l eventLog) event(level slog.Level, msg, line string, args ...any) {
+// key-value pairs, as for slog).
+func (l eventLog) event(level slog.Level, msg string, args ...any) {
 	if l.logger != nil {
 		l.logger.Log(context.Background(), level, msg, args...)
-		return
 	}
-	logf := l.logf
-	if level >= slog.LevelWarn && l.warnf != nil {
-		logf = l.warnf
-	}
-	if logf == nil {
-		return
-	}
-	if line == "" {
-		line = formatEvent(msg, args)
-	}
-	logf("%s", line)
-}
-
-// slogger is the log as a *slog.Logger, for the layers below the executor
-// that log through slog: Options.Logger itself, or a logger whose records
-// become events (text lines to Logf/Warnf); nil when nothing listens.
-func (l eventLog) slogger() *slog.Logger {
-	if l.logger != nil {
-		return l.logger
-	}
-	if l.logf == nil && l.warnf == nil {
-		return nil
-	}
-	return slog.New(eventHandler{l: l})
-}
-
-// eventHandler turns slog records into events of an eventLog without a
-// Logger.
-type eventHandler struct {
-	l     eventLog
-	attrs []any
-}
-
-func (h eventHandler) Enabled(_ context.Context, level slog.Level) bool { return h.l.enabled(level) }
-
-func (h eventHandler) Handle(_ context.Context, r slog.Record) error {
-	args := slices.Clone(h.attrs)
-	r.Attrs(func(a slog.Attr) bool {
-		args = append(args, a)
-		return true
-	})
-	h.l.event(r.Level, r.Message, "", args...)
-	return nil
-}
-
-func (h eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	args := slices.Clone(h.attrs)
-	for _, a := range as {
-		args = append(args, a)
-	}
-	return eventHandler{l: h.l, attrs: args}
-}
-
-func (h eventHandler) WithGroup(string) slog.Handler { return h }
-
-// formatEvent renders an event as "execute_code: msg key=value ...",
-// quoting values that are empty or contain spaces, quotes or "=".
-func formatEvent(msg string, args []any) string {
-	r := slog.NewRecord(time.Time{}, slog.LevelInfo, msg, 0)
-	r.Add(args...)
-	var b strings.Builder
-	b.WriteString("execute_code: ")
-	b.WriteString(msg)
-	r.Attrs(func(a slog.Attr) bool {
-		v := a.Value.Resolve().String()
-		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
-			v = strconv.Quote(v)
-		}
-		b.WriteString(" " + a.Key + "=" + v)
-		return true
-	})
-	return b.String()
 }
 
 // ResolveWorkdir is the working-dir rule every front end applies: "" is

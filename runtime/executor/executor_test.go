@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,40 +45,26 @@ print(r["total_lines"], r["content"].splitlines()[1])
 	// 2 2|beta
 }
 
-func TestNormalizeMode(t *testing.T) {
-	for in, want := range map[string]struct {
-		mode string
-		ok   bool
-	}{
-		"strict": {"strict", true}, " STRICT ": {"strict", true}, "Project": {"project", true},
-		"": {"strict", false}, "sandbox": {"strict", false}, "stict": {"strict", false},
-	} {
-		mode, ok := executor.NormalizeMode(in)
-		require.Equal(t, want.mode, mode, in)
-		require.Equal(t, want.ok, ok, in)
-	}
-}
-
 // An embedder's Config with an unknown mode runs scripts in the sandbox, with the warning, and
 // describes execute_code as strict: a typo never drops the sandbox.
 func TestConfigUnknownModeRunsStrict(t *testing.T) {
 	cfg := config.Default()
 	cfg.CodeExecution.Mode = "Stict"
-	var logs []string
-	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	logs := &lockedLog{}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logger: logs.logger()})
 	defer ex.Close(context.Background())
 	res, err := ex.Execute(context.Background(), executor.Request{Code: "import sys\nprint(sys.platform)", Workdir: t.TempDir()})
 	require.NoError(t, err)
 	require.Equal(t, "strict", res.Mode)
 	require.Equal(t, "wasi\n", res.Output)
-	require.Contains(t, logs[0], `unknown mode "Stict"; falling back to "strict"`)
+	require.Contains(t, logs.String(), `level=WARN msg="unknown mode, falling back to strict" mode=Stict`)
 	require.Equal(t, executor.ExecuteCodeSchema(cfg, "strict", nil), executor.ExecuteCodeSchema(cfg, "", nil))
 }
 
 func TestExecuteRefusals(t *testing.T) {
 	cfg := config.Default()
-	var logs []string
-	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	logs := &lockedLog{}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logger: logs.logger()})
 	defer ex.Close(context.Background())
 	ctx := context.Background()
 
@@ -85,7 +73,7 @@ func TestExecuteRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "strict", res.Mode, "an unknown mode falls back to strict")
 	require.Equal(t, "wasi\n", res.Output, "and the script ran in the sandbox")
-	require.Equal(t, `execute_code: unknown mode "stict"; falling back to "strict", the sandbox, so that a typo never runs scripts without it (valid modes: project, strict); did you mean "strict"?`, logs[0])
+	require.Contains(t, logs.String(), `level=WARN msg="unknown mode, falling back to strict" mode=stict`)
 
 	for _, mode := range []string{"strict", "project"} {
 		res, err = ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Workdir: filepath.Join(t.TempDir(), "missing")})
@@ -312,4 +300,27 @@ func TestResultTexts(t *testing.T) {
 			require.Equal(t, "first error\n"+strings.Repeat("e", 10_000-len("first error\n"))+"\n\n... [OUTPUT TRUNCATED - 5,016 bytes omitted out of 15,016 total] ...", stderr)
 		})
 	}
+}
+
+// lockedLog collects an executor's log events as slog's text lines.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// logger is a text logger into l at every level.
+func (l *lockedLog) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

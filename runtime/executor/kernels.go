@@ -11,8 +11,9 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/nativeengine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
 // Session kernels (docs/behaviour.md §7). A kernel is a live interpreter whose globals
@@ -51,7 +52,7 @@ func reviveBackend(ctx context.Context, be backend.Backend) bool {
 
 // startNativeKernel starts a project-mode kernel (a variable: tests make a
 // remote one fail to start).
-var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
+var startNativeKernel = func(ctx context.Context, eng *nativeengine.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
 	return eng.StartKernel(ctx, spec)
 }
 
@@ -59,9 +60,7 @@ var startNativeKernel = func(ctx context.Context, eng *native.Engine, spec engin
 // start as a one-shot script in the backend, and says so (docs/behaviour.md
 // §12): its state does not persist.
 func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
-	e.log.event(slog.LevelWarn, "remote kernel unavailable",
-		fmt.Sprintf("execute_code: the session kernel of %q could not start on the %s backend (%v); running the call as a standalone script", req.Session, c.backend.Name(), startErr),
-		"session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
+	e.log.event(slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
 	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
 }
 
@@ -257,7 +256,7 @@ func (e *Executor) newProjectPool(n int, target projectPoolKey) *engine.KernelPo
 		return nil
 	}
 	spec := e.spec(e.envOptionsLocked(), e.inject(false), nil, target.workdir)
-	eng := &native.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
+	eng := &nativeengine.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
 	return engine.NewKernelPool(n, func(ctx context.Context) (engine.Kernel, error) {
 		return startNativeKernel(ctx, eng, spec)
 	}, func(error) bool { return false })
@@ -351,7 +350,7 @@ func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
 		// load) first, so the pools' kernels start fast.
 		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.log.event(slog.LevelError, "warm pool failed", fmt.Sprintf("warm pool: %v", err), "error", err.Error())
+			e.log.event(slog.LevelError, "warm pool failed", "error", err.Error())
 			return
 		}
 		e.mu.Lock()

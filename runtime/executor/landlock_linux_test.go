@@ -36,7 +36,7 @@ func newLandlockEnv(t *testing.T) landlockEnv {
 	if native.Resolve(context.Background(), os.Getenv).Path == "" {
 		t.Skip("no host python: project mode needs one")
 	}
-	shared := os.Getenv(executor.CacheDirEnv)
+	shared := os.Getenv(config.CacheDirEnv)
 	if shared == "" {
 		t.Skip("set HERMES_WASM_CACHE_DIR to a warm compilation cache: this test links its compiled code")
 	}
@@ -67,7 +67,7 @@ func newLandlockEnv(t *testing.T) landlockEnv {
 	}
 	t.Setenv("HOME", e.user)
 	t.Setenv("TMPDIR", e.tmp)
-	t.Setenv(executor.CacheDirEnv, e.cache)
+	t.Setenv(config.CacheDirEnv, e.cache)
 	return e
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ attempt("write tmp", lambda: open("/tmp/x", "w").write("x"))
 
 func TestSandboxedProjectFileSafety(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("hard links and symlinks made by the test need POSIX semantics here; the Windows stage runs the path rules in runtime/strict")
+		t.Skip("hard links and symlinks made by the test need POSIX semantics here; the Windows stage runs the path rules in runtime/internal/strict")
 	}
 	base := t.TempDir()
 	wd := filepath.Join(base, "project")
@@ -110,8 +110,8 @@ write tmp ok
 // warning event; strict mode ignores it.
 func TestSandboxPerCall(t *testing.T) {
 	cfg := config.Default()
-	var logs []string
-	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	logs := &lockedLog{}
+	ex := executor.New(executor.Options{Config: &cfg, HermesHome: t.TempDir(), Logger: logs.logger()})
 	defer ex.Close(context.Background())
 	wd := t.TempDir()
 	probe := "import sys, os\nprint(sys.platform, os.getcwd() == " + fmt.Sprintf("%q", strict.GuestPath(wd)) + ")\n"
@@ -126,7 +126,7 @@ func TestSandboxPerCall(t *testing.T) {
 		require.True(t, strings.HasPrefix(res.Output, tc.platform+" "), res.Output)
 		require.Equal(t, tc.want, res.Sandbox, "%+v", tc)
 	}
-	require.Contains(t, strings.Join(logs, "\n"), `unknown sandbox "wsm"; using "wasm", the sandbox, so that a typo never runs scripts outside it (valid values: none, wasm); did you mean "wasm"?`)
+	require.Contains(t, logs.String(), `level=WARN msg="unknown sandbox, using wasm" sandbox=wsm`)
 }
 
 // TestSubprocessNeedsTerminal: in the WASI interpreter subprocess and

@@ -16,7 +16,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/strict"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
 // Sessions (docs/behaviour.md §7). Calls naming one Request.Session share a
@@ -330,7 +330,7 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, a *arrival) 
 	}
 	defer end()
 	c.grants = grants
-	if blocked := e.approvals.Script(turnCtx, c.approver, grants, c.kind, req.Code); blocked != "" {
+	if blocked := e.approvals.Script(turnCtx, policyApprover(c.approver), grants, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
 	}
 	return e.sessionCall(turnCtx, c, req)
@@ -420,9 +420,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			waited = w
 			switch {
 			case errors.Is(err, errNoSlot):
-				e.log.event(slog.LevelWarn, "no kernel slot",
-					fmt.Sprintf("execute_code: every session kernel stayed busy for %s (max_session_kernels is %d); running the call of %q as a standalone script", c.timeout, ks.max, req.Session),
-					"session", req.Session, "max_session_kernels", ks.max, "waited", waited)
+				e.log.event(slog.LevelWarn, "no kernel slot", "session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
 				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
 					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
 			case errors.Is(err, ErrClosed):
@@ -611,9 +609,7 @@ func (e *Executor) closeEvicted(victim *kernelEntry) {
 		return
 	}
 	max := e.sessions.max
-	e.log.event(slog.LevelInfo, "kernel evicted",
-		fmt.Sprintf("execute_code: evicting the kernel of session %q (least recently used; max_session_kernels is %d)", victim.key.session, max),
-		"session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
+	e.log.event(slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
 	victim.k.Close()
 }
 
@@ -652,9 +648,7 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 	note := fmt.Sprintf(noteIdle, engine.Seconds(idle))
 	for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }, note) {
 		ks.evictions.Add(1)
-		e.log.event(slog.LevelInfo, "idle kernel closed",
-			fmt.Sprintf("execute_code: closing the kernel of session %q (idle for %s)", en.key.session, idle),
-			"session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
+		e.log.event(slog.LevelInfo, "idle kernel closed", "session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
 		en.k.Close()
 	}
 }

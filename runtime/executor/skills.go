@@ -221,12 +221,10 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 	}
 	if len(credentials) > 0 {
 		e.log.event(slog.LevelWarn, "skill environment variable refused",
-			fmt.Sprintf("execute_code: refusing to pass through host-managed credentials %v registered by a skill", credentials),
 			append([]any{"names", credentials, "reason", "host-managed credential"}, where...)...)
 	}
 	if len(invalid) > 0 {
 		e.log.event(slog.LevelWarn, "skill environment variable refused",
-			fmt.Sprintf("execute_code: refusing invalid environment variable names %q registered by a skill", invalid),
 			append([]any{"names", invalid, "reason", "invalid name"}, where...)...)
 	}
 	return ok, append(credentials, invalid...)
@@ -268,7 +266,7 @@ func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (ref
 	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
 	t.mu.Unlock()
 	if len(added) > 0 {
-		e.log.event(slog.LevelInfo, "skill environment variables registered", "", "names", added, "session", session)
+		e.log.event(slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
 	}
 	return refused, nil
 }

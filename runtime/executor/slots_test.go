@@ -273,8 +273,8 @@ func TestSessionClosedLeavesNothing(t *testing.T) {
 		defer ks.mu.Unlock()
 		return ks.sessionLocked(s).grants
 	}
-	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "1"))
-	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "2"))
+	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "1"))
+	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "2"))
 	require.Equal(t, 1, asked)
 	ks.mu.Lock()
 	ks.byName["a"].backend = &backendEntry{ready: make(chan struct{})}
@@ -302,7 +302,7 @@ func TestSessionClosedLeavesNothing(t *testing.T) {
 	require.Equal(t, 1, e.Stats().Kernels)
 
 	// A session of the same name starts without a's approvals.
-	require.Empty(t, e.approvals.Script(context.Background(), ap, grants("a"), config.KindGateway, "3"))
+	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "3"))
 	require.Equal(t, 2, asked, "asked again")
 	e.CloseSession(context.Background(), "a")
 

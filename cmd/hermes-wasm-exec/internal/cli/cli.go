@@ -1,9 +1,10 @@
 // Package cli holds what the commands of hermes-wasm-exec share: the exit
-// codes and usage text, flag and config loading helpers, the log functions
-// for --log-level, a locked writer for a shared stderr, and the two
+// codes and usage text, flag and config loading helpers, the log function
+// and the executor's logger for --log-level, the result of a refused
+// execute_code call, a locked writer for a shared stderr, and the two
 // protections of a long-lived front end (SIGPIPE caught, a reader that went
-// away noticed). It imports config and nothing else of the module; only the
-// command and its other internal packages import it.
+// away noticed). Only the command and its other internal packages import
+// it.
 package cli
 
 import (
@@ -206,22 +207,13 @@ func LoadConfig(path string, stderr io.Writer, logLevel ...string) (cfg config.C
 	return cfg, true
 }
 
-// DebugLogf is the executor's log function for --log-level: lines prefixed
-// "debug: " on stderr at debug, nothing at info.
+// DebugLogf is the front ends' log function for --log-level: lines
+// prefixed "debug: " on stderr at debug, nothing at info.
 func DebugLogf(level string, stderr io.Writer) func(string, ...any) {
 	if level != "debug" {
 		return func(string, ...any) {}
 	}
 	return func(format string, a ...any) { fmt.Fprintf(stderr, "debug: "+format+"\n", a...) }
-}
-
-// WarnLogf is the executor's function for warning events (a refused
-// passthrough or skill variable): shown at every log level, as the config
-// warnings are.
-func WarnLogf(stderr io.Writer) func(string, ...any) {
-	return func(format string, a ...any) {
-		fmt.Fprintf(stderr, "hermes-wasm-exec: warning: "+format+"\n", a...)
-	}
 }
 
 // LockedWriter serializes writes to W (stderr is shared by logs and the

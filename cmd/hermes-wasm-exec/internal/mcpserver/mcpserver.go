@@ -73,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		return cli.ExitUsage
 	}
 	if *mode != "" {
-		if _, ok := executor.NormalizeMode(*mode); !ok {
+		if _, ok := config.NormalizeMode(*mode); !ok {
 			return fail("--mode must be strict or project, not %q%s", *mode, config.DidYouMeanMode(*mode))
 		}
 	}
@@ -122,7 +122,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if modeIn == "" {
 		modeIn = cfg.CodeExecution.Mode
 	}
-	effective, _ := executor.NormalizeMode(modeIn)
+	effective, _ := config.NormalizeMode(modeIn)
 
 	logf := cli.DebugLogf(*logLevel, stderr)
 	level := slog.LevelWarn
@@ -137,7 +137,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if hl != nil && hl.token != nil && hl.token.File != "" {
 		statePaths = append(statePaths, hl.token.File)
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, StatePaths: statePaths})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, StatePaths: statePaths})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
@@ -505,7 +505,7 @@ func (m *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	} else {
 		in, problem := codeInput(req.Params.Arguments)
 		if problem != "" {
-			return mcpToolResult(executor.ArgumentError(m.opts.Mode, problem)), nil
+			return mcpToolResult(cli.ArgumentResult(m.opts.Mode, problem)), nil
 		}
 		c.mu.Lock()
 		closed := c.closed

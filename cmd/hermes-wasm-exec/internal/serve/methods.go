@@ -206,7 +206,7 @@ func (c *client) describe(params json.RawMessage) (any, *jsonrpc.Error) {
 		return nil, rerr
 	}
 	if mode != "" {
-		if _, ok := executor.NormalizeMode(mode); !ok {
+		if _, ok := config.NormalizeMode(mode); !ok {
 			return nil, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q%s", mode, config.DidYouMeanMode(mode))
 		}
 	}

@@ -144,7 +144,7 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 		return req, rerr
 	}
 	if req.Mode != "" {
-		mode, ok := executor.NormalizeMode(req.Mode)
+		mode, ok := config.NormalizeMode(req.Mode)
 		if !ok {
 			return req, jsonrpc.InvalidParams("mode must be \"strict\" or \"project\", not %q%s", req.Mode, config.DidYouMeanMode(req.Mode))
 		}

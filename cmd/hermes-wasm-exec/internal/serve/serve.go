@@ -127,7 +127,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if token != nil && token.File != "" {
 		statePaths = append(statePaths, token.File)
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logf: logf, Warnf: cli.WarnLogf(stderr), Progress: stderr, RPCTransport: *transport,
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, RPCTransport: *transport,
 		StatePaths: statePaths})
 	s := newServer(executorBackend{ex}, logf, infof)
 	if token != nil {

@@ -258,8 +258,8 @@ func (c *client) handle(r *jsonrpc.Request) {
 		if problem != "" {
 			// Hermes's answer to a misdirected call: a result the model
 			// reads, not a protocol error.
-			mode, _ := executor.NormalizeMode(cmp.Or(req.Mode, c.s.cfg.CodeExecution.Mode))
-			c.conn.Reply(id, executor.ArgumentError(mode, problem), nil)
+			mode, _ := config.NormalizeMode(cmp.Or(req.Mode, c.s.cfg.CodeExecution.Mode))
+			c.conn.Reply(id, cli.ArgumentResult(mode, problem), nil)
 			return
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package native
+package nativeengine
 
 import (
 	"encoding/json"

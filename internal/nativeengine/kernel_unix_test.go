@@ -1,6 +1,6 @@
 //go:build unix
 
-package native
+package nativeengine
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // fakeKernelEnv selects a behaviour of the test binary acting as a
@@ -239,7 +241,7 @@ func groupGone(pgid int) bool {
 // ends the kernel; its whole process group goes, a grandchild that
 // ignores SIGTERM included, and so does the private dir.
 func TestKernelRealPythonTimeoutKillsGroup(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -282,9 +284,9 @@ while True:
 // TestKernelRealPythonBackgroundDiesWithKernel: a process a cell leaves
 // running lives on between cells and dies when the kernel is closed.
 func TestKernelRealPythonBackgroundDiesWithKernel(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
-	tk := startRealKernel(t, py, DefaultTransport())
+	tk := startRealKernel(t, py, native.DefaultTransport())
 	res := tk.exec(context.Background(), "import subprocess, os\nbg = subprocess.Popen(['sleep', '60'])\nprint(os.getpid(), bg.pid)\n", 0)
 	requireSuccess(t, res)
 	var pid, bg int
@@ -303,7 +305,7 @@ func TestKernelRealPythonBackgroundDiesWithKernel(t *testing.T) {
 // TestKernelNoLeaks must not run in parallel with other tests: it
 // compares runtime.NumGoroutine before and after.
 func TestKernelNoLeaks(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	for _, tr := range transports {
 		for _, end := range []string{"close-idle", "close-during-cell", "timeout", "exit"} {
 			t.Run(tr+"/"+end, func(t *testing.T) {

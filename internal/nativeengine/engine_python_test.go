@@ -1,11 +1,10 @@
-package native
+package nativeengine
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 func requireEmptyDir(t *testing.T, dir string) {
@@ -28,25 +28,6 @@ func requireEmptyDir(t *testing.T, dir string) {
 		names = append(names, e.Name())
 	}
 	require.Empty(t, names, "left in %s", dir)
-}
-
-// realPython returns the host's python3 (the interpreter itself, not a
-// version-manager shim), or skips the test.
-func realPython(t testing.TB) string {
-	t.Helper()
-	testenv.SkipUnderWine(t, "wine has no Windows CPython; the real-python tests run on Linux, and project mode is covered here by the fake child over loopback TCP")
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3 on PATH")
-	}
-	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Skipf("python3 does not run: %v", err)
-	}
-	if exe := strings.TrimSpace(string(out)); exe != "" {
-		return exe
-	}
-	return py
 }
 
 // pythonEnv is the child's environment: the test's, without PYTHON*
@@ -109,11 +90,11 @@ fail_at_the_end()
 `
 
 func TestEngineRealPython(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			if tr == TransportUnix && runtime.GOOS == "windows" {
+			if tr == native.TransportUnix && runtime.GOOS == "windows" {
 				t.Skip("python's AF_UNIX support on Windows varies")
 			}
 			t.Parallel()
@@ -209,7 +190,7 @@ func runRealPython(t *testing.T, py, code string) (out engine.Outcome, stdout, s
 }
 
 func TestEngineRealPythonBigStdout(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	out, stdout, stderr, job := runRealPython(t, py, `import sys
 chunk = b"0123456789abcdef" * 64
@@ -225,7 +206,7 @@ sys.stderr.write("done\n")
 }
 
 func TestEngineRealPythonSysExit(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	out, stdout, stderr, job := runRealPython(t, py, "import sys\nprint('bye')\nsys.exit(4)\n")
 	require.Equal(t, engine.Outcome{ExitCode: 4}, out, "stderr: %s", stderr.String())
@@ -254,7 +235,7 @@ func benchRun(b *testing.B, e *Engine, code string, maxCalls int) {
 func BenchmarkProjectPrint1(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
-			e := &Engine{Python: realPython(b), Transport: tr}
+			e := &Engine{Python: testenv.RealPython(b), Transport: tr}
 			for b.Loop() {
 				benchRun(b, e, "print(1)\n", 0)
 			}
@@ -266,7 +247,7 @@ func BenchmarkProjectPrint1(b *testing.B) {
 func BenchmarkProjectToolRoundTrip(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
-			e := &Engine{Python: realPython(b), Transport: tr}
+			e := &Engine{Python: testenv.RealPython(b), Transport: tr}
 			code := "from hermes_tools import web_search\nfor _ in range(1000):\n    web_search('x')\n"
 			for b.Loop() {
 				benchRun(b, e, code, 1000)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package native
+package nativeengine
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // processGone reports whether pid has ended: it no longer exists, or it
@@ -106,7 +107,7 @@ func TestEngineFakeRoundtrip(t *testing.T) {
 			require.NotEqual(t, "stale-token-from-the-parent", info.Token)
 			require.Len(t, info.Token, 64)
 			require.NotEqual(t, "/stale/socket", info.Socket)
-			if tr == TransportTCP {
+			if tr == native.TransportTCP {
 				require.True(t, strings.HasPrefix(info.Socket, "tcp://127.0.0.1:"), info.Socket)
 			}
 			require.Equal(t, "yes", info.Inherited)
@@ -118,7 +119,7 @@ func TestEngineFakeRoundtrip(t *testing.T) {
 			require.Equal(t, 1, n)
 			require.Equal(t, "read_file", log[0].Tool)
 			require.Equal(t, &engine.ExitReport{Kind: "exception", Code: 1, Type: "RuntimeError", Message: "fake", Traceback: "Traceback: fake\n"}, r.job.Broker.Report())
-			if tr == TransportUnix {
+			if tr == native.TransportUnix {
 				require.NoFileExists(t, info.Socket)
 			}
 		})

@@ -24,7 +24,7 @@ import (
 // as in a one-shot Run) and "noscratch" (the empty program, instantiated
 // without the data scratch). docs/performance.md has the figures.
 //
-//	go test -run - -bench StrictInstancePhases -benchtime 200x ./runtime/strict/
+//	go test -run - -bench StrictInstancePhases -benchtime 200x ./runtime/internal/strict/
 func BenchmarkStrictInstancePhases(b *testing.B) {
 	empty := `import _hermes_host as h, atexit; h.call(b"command"); atexit.register(h.call, b"atexit"); h._run_and_exit(lambda: None)`
 	b.Run("empty", func(b *testing.B) { benchPhases(b, empty, false, true) })

@@ -1,6 +1,6 @@
 //go:build linux
 
-package native
+package nativeengine
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // envBackend is an exec backend whose prefix is `env`: the remote path
@@ -28,7 +29,7 @@ import (
 // (the client's: PATH and TMPDIR here) on to the target.
 func envBackend(t *testing.T) (backend.Backend, string) {
 	t.Helper()
-	realPython(t)
+	testenv.RealPython(t)
 	dir, tmp := t.TempDir(), t.TempDir()
 	b, err := backend.NewExec(context.Background(), backend.ExecOptions{Prefix: []string{"env"}, Cwd: dir, ClientEnv: []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package native
+package nativeengine
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // A kernel's limits hold over all its cells; the hint goes with the cell
@@ -18,9 +20,9 @@ func TestKernelProcessLimitHintPerCell(t *testing.T) {
 	if st := cgroup.Current(); st.Processes.By == "" {
 		t.Skip("process limits are not enforced here: " + st.Processes.Reason)
 	}
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	limits := engine.ProcessLimits{Processes: 24}
-	e := &Engine{Python: py, Transport: TransportUnix, TempDir: t.TempDir()}
+	e := &Engine{Python: py, Transport: native.TransportUnix, TempDir: t.TempDir()}
 	k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: pythonEnv(), Workdir: t.TempDir(), ProcessLimits: limits})
 	require.NoError(t, err)
 	defer func() {

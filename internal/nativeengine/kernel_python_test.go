@@ -1,4 +1,4 @@
-package native
+package nativeengine
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // testKernel is a real-python kernel under test.
@@ -37,7 +39,7 @@ type testKernel struct {
 // and the TempDir checked to be empty.
 func startRealKernel(t *testing.T, py, tr string) *testKernel {
 	t.Helper()
-	if tr == TransportUnix && runtime.GOOS == "windows" {
+	if tr == native.TransportUnix && runtime.GOOS == "windows" {
 		t.Skip("python's AF_UNIX support on Windows varies")
 	}
 	tk := &testKernel{t: t, workdir: t.TempDir()}
@@ -103,7 +105,7 @@ func requireSuccess(t *testing.T, res engine.Result) {
 }
 
 func TestKernelRealPython(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -288,9 +290,9 @@ print("left a thread")
 // os._exit) while its main thread waits in a tool call: Run returns the
 // exit code at once and the blocked call is cancelled.
 func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
-	tk := startRealKernel(t, py, DefaultTransport())
+	tk := startRealKernel(t, py, native.DefaultTransport())
 	cancelled := make(chan error, 1)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
@@ -322,9 +324,9 @@ func TestKernelRealPythonDiesDuringToolCall(t *testing.T) {
 // (keeping the pipe open) hides its end mark; Run gives up on it after
 // markWait, and the kernel goes on.
 func TestKernelRealPythonRedirectedStdout(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
-	tk := startRealKernel(t, py, DefaultTransport())
+	tk := startRealKernel(t, py, native.DefaultTransport())
 	r := tk.run(context.Background(), "import os\nprint('before', flush=True)\nsaved = os.dup(1)\nos.dup2(os.open(os.devnull, os.O_WRONLY), 1)\nprint('hidden')\n", nil)
 	require.NoError(t, r.err)
 	require.Equal(t, engine.Outcome{}, r.outcome)
@@ -341,13 +343,13 @@ func TestKernelRealPythonRedirectedStdout(t *testing.T) {
 }
 
 func TestKernelRealPythonClose(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			t.Run("idle", func(t *testing.T) {
-				if tr != DefaultTransport() {
+				if tr != native.DefaultTransport() {
 					t.Skip("the transport does not matter here; one run costs closeWait")
 				}
 				t.Parallel()
@@ -417,7 +419,7 @@ func TestKernelRealPythonClose(t *testing.T) {
 // TestKernelRealPythonInterrupt: cancelling a cell in time.sleep(60)
 // returns within a second, the kernel is dead and nothing is left.
 func TestKernelRealPythonInterrupt(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -458,7 +460,7 @@ func TestKernelRealPythonInterrupt(t *testing.T) {
 func BenchmarkProjectKernelCell(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
-			e := &Engine{Python: realPython(b), Transport: tr}
+			e := &Engine{Python: testenv.RealPython(b), Transport: tr}
 			k, err := e.StartKernel(context.Background(), engine.KernelSpec{Env: pythonEnv(), Workdir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
@@ -478,7 +480,7 @@ func BenchmarkProjectKernelCell(b *testing.B) {
 // TestKernelRealPythonLatency times 500 warm print(1) cells through
 // engine.Execute and logs the percentiles (go test -v shows them).
 func TestKernelRealPythonLatency(t *testing.T) {
-	py := realPython(t)
+	py := testenv.RealPython(t)
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {

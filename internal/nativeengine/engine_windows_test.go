@@ -1,4 +1,4 @@
-package native
+package nativeengine
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // Project mode on Windows without a python: the engine starts this test
@@ -25,7 +26,7 @@ func TestEngineFakeRoundtripWindows(t *testing.T) {
 	t.Parallel()
 	rec := &callRecorder{}
 	r := newFakeRun(t, "roundtrip", rec.tool)
-	require.Equal(t, TransportTCP, r.engine.transport(), "loopback TCP is the Windows default")
+	require.Equal(t, native.TransportTCP, r.engine.transport(), "loopback TCP is the Windows default")
 	r.job.Env = append(r.job.Env,
 		"HERMES_RPC_TOKEN=stale-token-from-the-parent",
 		"HERMES_RPC_SOCKET=stale",

@@ -20,7 +20,7 @@ func TestStrictDoesNotImportTheWebTools(t *testing.T) {
 	require.NoError(t, err)
 	for _, dep := range strings.Fields(string(out)) {
 		for _, banned := range []string{"go-readability", "html-to-markdown", "golang.org/x/net/html", "/hostfuncs"} {
-			require.NotContains(t, dep, banned, "runtime/strict depends on %s", dep)
+			require.NotContains(t, dep, banned, "runtime/internal/strict depends on %s", dep)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package native
+package nativeengine
 
 import (
 	"bufio"
@@ -19,15 +19,16 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
-var transports = []string{TransportUnix, TransportTCP}
+var transports = []string{native.TransportUnix, native.TransportTCP}
 
 // skipTransport skips a subtest of transport tr where the platform lacks
 // it: wine has no AF_UNIX (Windows 10 does).
 func skipTransport(t *testing.T, tr string) {
 	t.Helper()
-	if tr == TransportUnix {
+	if tr == native.TransportUnix {
 		testenv.SkipUnderWine(t, "wine has no AF_UNIX; the Unix-socket transport is tested on Linux")
 	}
 }
@@ -136,7 +137,7 @@ func TestServerAddressAndToken(t *testing.T) {
 			require.Len(t, srv.Token(), 64, "32 random bytes, hex")
 			other := listen(t, tr, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 			require.NotEqual(t, srv.Token(), other.Token())
-			if tr == TransportTCP {
+			if tr == native.TransportTCP {
 				require.True(t, strings.HasPrefix(srv.Address(), "tcp://127.0.0.1:"), srv.Address())
 			} else {
 				require.True(t, strings.HasSuffix(srv.Address(), "rpc.sock"), srv.Address())
@@ -478,7 +479,7 @@ func TestServerCloseWhileCallBlocked(t *testing.T) {
 
 			require.NoError(t, srv.Close(), "Close is idempotent")
 			require.NoError(t, srv.Close())
-			if tr == TransportUnix {
+			if tr == native.TransportUnix {
 				require.NoFileExists(t, srv.Address(), "the socket file is removed")
 			}
 		})
@@ -539,18 +540,18 @@ func TestServerUnknownTransport(t *testing.T) {
 }
 
 func TestServerUnixDirMissing(t *testing.T) {
-	skipTransport(t, TransportUnix)
+	skipTransport(t, native.TransportUnix)
 	dir := t.TempDir() + "/does-not-exist"
-	_, err := listenRPC(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
+	_, err := listenRPC(context.Background(), native.TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rpc.sock")
 }
 
 func TestDefaultTransport(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		require.Equal(t, TransportTCP, DefaultTransport())
+		require.Equal(t, native.TransportTCP, native.DefaultTransport())
 	} else {
-		require.Equal(t, TransportUnix, DefaultTransport())
+		require.Equal(t, native.TransportUnix, native.DefaultTransport())
 	}
 }
 

@@ -1,4 +1,9 @@
-package native
+// Package nativeengine is project mode's engine (internal/engine's
+// Engine and Kernel): the script runs in a native python child (found by
+// package native) in the session's working dir, or on a remote backend
+// through a relay, and calls tools over a token-checked RPC server. Only
+// runtime/executor uses it.
+package nativeengine
 
 import (
 	"context"
@@ -18,6 +23,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 // defaultGrace is how long a stopped script's process tree gets between
@@ -36,8 +42,8 @@ const drainTimeout = 2 * time.Second
 type Engine struct {
 	// Python is the interpreter to run (see Resolve).
 	Python string
-	// Transport is TransportUnix or TransportTCP; empty means
-	// DefaultTransport().
+	// Transport is native.TransportUnix or native.TransportTCP; empty means
+	// native.DefaultTransport().
 	Transport string
 	// TempDir is the parent of the private per-run dirs; empty means
 	// os.TempDir().
@@ -201,7 +207,7 @@ func (e *Engine) startOptions(workdir string, limits engine.ProcessLimits) proct
 
 func (e *Engine) transport() string {
 	if e.Transport == "" {
-		return DefaultTransport()
+		return native.DefaultTransport()
 	}
 	return e.Transport
 }

@@ -1,4 +1,4 @@
-package native
+package nativeengine
 
 import (
 	"bufio"
@@ -12,31 +12,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sync"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/wire"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
-
-// Transports of the tool RPC.
-const (
-	// TransportUnix is a Unix domain socket in the run's private dir (the
-	// default on Linux and macOS).
-	TransportUnix = "unix"
-	// TransportTCP is loopback TCP on an ephemeral port (the default on
-	// Windows, selectable everywhere).
-	TransportTCP = "tcp"
-)
-
-// DefaultTransport is the platform's transport.
-func DefaultTransport() string {
-	if goruntime.GOOS == "windows" {
-		return TransportTCP
-	}
-	return TransportUnix
-}
 
 // maxSocketPath keeps Unix socket paths under the smallest sun_path limit
 // (104 bytes on macOS, 108 on Linux).
@@ -100,13 +82,13 @@ func listenRPC(ctx context.Context, transport, dir string, handler callHandler) 
 	var address string
 	cleanup := func() {}
 	switch transport {
-	case TransportTCP:
+	case native.TransportTCP:
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("listening on loopback TCP for tool calls: %w", err)
 		}
 		ln, address = l, "tcp://"+l.Addr().String()
-	case TransportUnix:
+	case native.TransportUnix:
 		// Absolute: the address is used by a child in another working dir.
 		path, err := filepath.Abs(filepath.Join(dir, "rpc.sock"))
 		if err != nil {
@@ -132,7 +114,7 @@ func listenRPC(ctx context.Context, transport, dir string, handler callHandler) 
 		}
 		ln, address = l, path
 	default:
-		return nil, fmt.Errorf("unknown RPC transport %q: use %q or %q", transport, TransportUnix, TransportTCP)
+		return nil, fmt.Errorf("unknown RPC transport %q: use %q or %q", transport, native.TransportUnix, native.TransportTCP)
 	}
 	s := newServer(ctx, ln, address, handler)
 	s.cleanup = cleanup

@@ -1,6 +1,6 @@
 //go:build unix
 
-package native
+package nativeengine
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/native"
 )
 
 func TestServerUnixSocketMode(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := listenRPC(context.Background(), TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
+	srv, err := listenRPC(context.Background(), native.TransportUnix, dir, engine.NewBroker((&callRecorder{}).tool, 1, nil))
 	require.NoError(t, err)
 	defer srv.Close()
 	require.Equal(t, filepath.Join(dir, "rpc.sock"), srv.Address())
@@ -40,7 +41,7 @@ func TestServerUnixLongDirFallsBack(t *testing.T) {
 	require.Greater(t, len(filepath.Join(long, "rpc.sock")), 100)
 
 	rec := &callRecorder{}
-	srv, err := listenRPC(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
+	srv, err := listenRPC(context.Background(), native.TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	defer srv.Close()
 	addr := srv.Address()
@@ -78,7 +79,7 @@ func TestServerUnixNoShortTempDir(t *testing.T) {
 	if fi, err := os.Stat("/tmp"); err != nil || !fi.IsDir() {
 		t.Skip("no /tmp")
 	}
-	srv, err := listenRPC(context.Background(), TransportUnix, long, engine.NewBroker((&callRecorder{}).tool, 5, nil))
+	srv, err := listenRPC(context.Background(), native.TransportUnix, long, engine.NewBroker((&callRecorder{}).tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(srv.Address(), "/tmp/hrpc-"), srv.Address())
 	fallback := filepath.Dir(srv.Address())
@@ -99,7 +100,7 @@ func TestServerUnixRelativeDir(t *testing.T) {
 	require.NoError(t, os.Mkdir("sock", 0o700))
 	rec := &callRecorder{}
 
-	srv, err := listenRPC(context.Background(), TransportUnix, "sock", engine.NewBroker(rec.tool, 5, nil))
+	srv, err := listenRPC(context.Background(), native.TransportUnix, "sock", engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(srv.Address()), srv.Address())
 	require.Equal(t, "rpc.sock", filepath.Base(srv.Address()))
@@ -119,7 +120,7 @@ func TestServerUnixRelativeDir(t *testing.T) {
 	require.NoError(t, os.MkdirAll(long, 0o700))
 	require.NoError(t, os.Mkdir("tmp", 0o700))
 	t.Setenv("TMPDIR", "tmp")
-	srv, err = listenRPC(context.Background(), TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
+	srv, err = listenRPC(context.Background(), native.TransportUnix, long, engine.NewBroker(rec.tool, 5, nil))
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(srv.Address()), srv.Address())
 	require.LessOrEqual(t, len(srv.Address()), maxSocketPath)
