@@ -104,7 +104,7 @@ times(struct tms *buf)
  * the instance's arguments, then exit.
  *
  * hermes_preinit and hermes_run split that in two around a snapshot (see
- * runtime/internal/strict/snapshot.go). hermes_preinit initialises the interpreter
+ * runtime/strict/snapshot.go). hermes_preinit initialises the interpreter
  * from the instance's arguments (python [options] -c CODE), runs CODE (the
  * imports worth keeping) and returns with the interpreter alive. The host
  * then copies the linear memory. Nothing else needs saving: the only
