@@ -76,16 +76,6 @@ func jsonTypeName(raw json.RawMessage) string {
 	return "int"
 }
 
-// checkCode answers a request whose code is empty, as Hermes does, before
-// anything starts; ok is false then.
-func (e *Executor) checkCode(req Request) (res Result, ok bool) {
-	if strings.TrimSpace(req.Code) != "" {
-		return res, true
-	}
-	mode, _ := config.NormalizeMode(cmp.Or(req.Mode, e.cfg.CodeExecution.Mode))
-	return Result{Status: config.StatusError, Output: NoCodeMessage, Error: NoCodeMessage, Mode: mode, ToolCalls: []ToolCall{}}, false
-}
-
 // ToolSchema is the execute_code tool offered to a model, in the shape of
 // Hermes's build_execute_code_schema: name, description and the JSON
 // schema of its parameters.

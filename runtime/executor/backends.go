@@ -35,49 +35,6 @@ func (en *backendEntry) close() {
 	}
 }
 
-// remoteBackend returns the backend of session's calls, making it on first
-// use; nil for the local backend. A failed start is not remembered: the
-// next call tries again.
-func (e *Executor) remoteBackend(ctx context.Context, session string) (backend.Backend, error) {
-	kind := e.cfg.Terminal.Backend
-	if kind == "" || kind == config.BackendLocal {
-		return nil, nil
-	}
-	t := e.sessions
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, ErrClosed
-	}
-	// Where the entry lives: the session's own for docker, else shared.
-	slot := &t.sharedBackend
-	if kind == config.BackendDocker && session != "" {
-		slot = &t.sessionLocked(session).backend
-	}
-	en := *slot
-	if en == nil {
-		en = &backendEntry{ready: make(chan struct{})}
-		*slot = en
-		t.mu.Unlock()
-		en.be, en.err = e.newBackend(context.WithoutCancel(ctx), session)
-		t.mu.Lock()
-		if en.err != nil && *slot == en {
-			*slot = nil
-		} else if en.err == nil && t.closed {
-			en.be.Close()
-			en.be, en.err = nil, ErrClosed
-		}
-		close(en.ready)
-	}
-	t.mu.Unlock()
-	select {
-	case <-en.ready:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	return en.be, en.err
-}
-
 // newBackend makes the configured backend for session.
 func (e *Executor) newBackend(ctx context.Context, session string) (backend.Backend, error) {
 	t := e.cfg.Terminal

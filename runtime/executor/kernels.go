@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -54,29 +53,6 @@ func reviveBackend(ctx context.Context, be backend.Backend) bool {
 // remote one fail to start).
 var startNativeKernel = func(ctx context.Context, eng *nativeengine.Engine, spec engine.KernelSpec) (engine.Kernel, error) {
 	return eng.StartKernel(ctx, spec)
-}
-
-// standaloneRemote runs a session call whose remote kernel could not
-// start as a one-shot script in the backend, and says so (docs/behaviour.md
-// §12): its state does not persist.
-func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
-	e.log.event(slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
-	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
-}
-
-// standalone runs a session call that gets no kernel as a one-shot script
-// in a fresh interpreter, with note (one of the noteStandalone kind) in
-// its kernel object and warning: its state does not persist. info, when
-// not nil, is the kernel object to fill.
-func (e *Executor) standalone(ctx context.Context, c *call, req Request, note string, info *KernelInfo) (Result, error) {
-	res, err := e.oneShot(ctx, c, req.Code)
-	if info == nil {
-		info = &KernelInfo{}
-	}
-	info.Ended, info.Note = true, note
-	res.Kernel = info
-	c.note = strings.TrimSpace(c.note + " " + note + ".")
-	return e.finish(c, res, err)
 }
 
 // Notes of a result's kernel object.

@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/hostfuncs"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
@@ -311,13 +312,30 @@ func (a *arrival) withdraw() {
 
 // --- A session call, top to bottom ---
 
-// sessionExecute runs req, a call of a session that arrived as a: it
-// registers what the request says of its session, prepares the call with
-// the session's backend and delegation, waits for the session's turn,
-// asks for approval, and runs the script in the session's kernel.
-func (e *Executor) sessionExecute(ctx context.Context, req Request, a *arrival) (Result, error) {
-	e.registerRequest(req)
-	c, res, err := e.prepare(ctx, req, a.delegate)
+// sessionExecute runs req in its session; a call without one has neither
+// turn nor kernel. It registers what the request says of its session,
+// takes what the call needs from it (the delegation of its client, its
+// backend: sessionParts), prepares the call (call.go), waits for the
+// session's turn, asks for approval, and runs the script in the session's
+// kernel, or, without a session, in a fresh interpreter.
+func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMode, a *arrival) (Result, error) {
+	if req.Session != "" {
+		if a == nil {
+			var err error
+			if a, err = e.sessions.arrive(req); err != nil {
+				return failed(m.mode, err), err
+			}
+		}
+		e.registerRequest(req)
+	}
+	if !m.known {
+		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict", "mode", m.asked)
+	}
+	parts, err := e.sessionParts(ctx, req, a)
+	if err != nil {
+		return failed(m.mode, err), err
+	}
+	c, res, err := e.prepare(ctx, req, m, parts)
 	if c == nil {
 		return res, err
 	}
@@ -333,7 +351,37 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, a *arrival) 
 	if blocked := e.approvals.Script(turnCtx, policyApprover(c.approver), grants, c.kind, req.Code); blocked != "" {
 		return blockedResult(c.mode, blocked), nil
 	}
-	return e.sessionCall(turnCtx, c, req)
+	if req.Session != "" {
+		return e.sessionCall(turnCtx, c, req)
+	}
+	res, err = e.oneShot(turnCtx, c, req.Code)
+	return e.finish(c, res, err)
+}
+
+// sessionParts is what a call takes from its session before it is
+// prepared.
+type sessionParts struct {
+	// delegate are the tools the session's client runs itself, as the
+	// call arrived.
+	delegate map[string]ToolHandler
+	// backend is the remote backend the tools act in, and where a
+	// project-mode script runs; nil for this host.
+	backend backend.Backend
+}
+
+// sessionParts finds (or makes) the backend of req's session and takes the
+// delegation its arrival a carried (nil a: a call without a session).
+func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival) (sessionParts, error) {
+	var p sessionParts
+	if a != nil {
+		p.delegate = a.delegate
+	}
+	be, err := e.remoteBackend(ctx, req.Session)
+	if err != nil {
+		return p, fmt.Errorf("terminal.backend %s: %w", e.cfg.Terminal.Backend, err)
+	}
+	p.backend = be
+	return p, nil
 }
 
 // registerRequest records what req says of its session before the call
@@ -354,10 +402,14 @@ func (e *Executor) registerRequest(req Request) {
 
 // takeTurn waits for the turn of session at a's place and returns the
 // turn's context, which Interrupt cancels, the function that ends the
-// turn, and the session's approvals. Calls of one session hold their turn
+// turn, and the session's approvals; a call without a session (nil a) has
+// no turn to wait for and takes the approvals of the calls without one. Calls of one session hold their turn
 // one at a time, in the order their places were reserved, from before
 // their approval to their result.
 func (t *sessionTable) takeTurn(ctx context.Context, session string, a *arrival) (context.Context, func(), *approval.SessionGrants, error) {
+	if a == nil {
+		return ctx, func() {}, t.unnamedGrants(), nil
+	}
 	place := a.place
 	a.place = nil // taken, or given up
 	if err := a.turn.wait(ctx, place); err != nil {
@@ -1025,4 +1077,119 @@ func (f *fifo) unlock() {
 		return
 	}
 	f.held = false
+}
+
+// remoteBackend returns the backend of session's calls, making it on first
+// use; nil for the local backend. A failed start is not remembered: the
+// next call tries again.
+func (e *Executor) remoteBackend(ctx context.Context, session string) (backend.Backend, error) {
+	kind := e.cfg.Terminal.Backend
+	if kind == "" || kind == config.BackendLocal {
+		return nil, nil
+	}
+	t := e.sessions
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	// Where the entry lives: the session's own for docker, else shared.
+	slot := &t.sharedBackend
+	if kind == config.BackendDocker && session != "" {
+		slot = &t.sessionLocked(session).backend
+	}
+	en := *slot
+	if en == nil {
+		en = &backendEntry{ready: make(chan struct{})}
+		*slot = en
+		t.mu.Unlock()
+		en.be, en.err = e.newBackend(context.WithoutCancel(ctx), session)
+		t.mu.Lock()
+		if en.err != nil && *slot == en {
+			*slot = nil
+		} else if en.err == nil && t.closed {
+			en.be.Close()
+			en.be, en.err = nil, ErrClosed
+		}
+		close(en.ready)
+	}
+	t.mu.Unlock()
+	select {
+	case <-en.ready:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return en.be, en.err
+}
+
+// RegisterSessionSkillEnv adds environment variables that a skill declares
+// (see [SkillEnvFromMarkdown], [ParseSkillFile]) for one session: they
+// pass through the env layer for calls of that session, and of its
+// subagents (Request.ParentSession), exactly like the names in
+// terminal.env_passthrough, in both modes. Other sessions do not see them;
+// [Executor.RegisterSkillEnv] registers names for every session.
+// [Executor.CloseSession] forgets them.
+//
+// As with RegisterSkillEnv, host-managed credentials and invalid names are
+// not added: they are returned in refused and logged as a warning event.
+// A session kernel that is already running keeps the environment it was
+// started with: its scripts see the new variables after a reset
+// (Request.Reset), as in Hermes; terminal() commands see them at once. With
+// an empty session nothing is registered and err is [ErrNoSession]. It is
+// safe for concurrent use.
+func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (refused []string, err error) {
+	if session == "" {
+		return nil, ErrNoSession
+	}
+	ok, refused := e.screenSkillNames(session, names)
+	var added []string
+	t := e.sessions
+	t.mu.Lock()
+	s := t.sessionLocked(session)
+	for _, n := range ok {
+		if !slices.Contains(s.skillEnv, n) && !slices.Contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
+	t.mu.Unlock()
+	if len(added) > 0 {
+		e.log.event(slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
+	}
+	return refused, nil
+}
+
+// SessionSkillEnv returns the variables registered for session with
+// [Executor.RegisterSessionSkillEnv] (not those registered executor-wide).
+func (e *Executor) SessionSkillEnv(session string) []string {
+	t := e.sessions
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byName[session]; s != nil {
+		return slices.Clone(s.skillEnv)
+	}
+	return nil
+}
+
+// standaloneRemote runs a session call whose remote kernel could not
+// start as a one-shot script in the backend, and says so (docs/behaviour.md
+// §12): its state does not persist.
+func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
+	e.log.event(slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
+	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
+}
+
+// standalone runs a session call that gets no kernel as a one-shot script
+// in a fresh interpreter, with note (one of the noteStandalone kind) in
+// its kernel object and warning: its state does not persist. info, when
+// not nil, is the kernel object to fill.
+func (e *Executor) standalone(ctx context.Context, c *call, req Request, note string, info *KernelInfo) (Result, error) {
+	res, err := e.oneShot(ctx, c, req.Code)
+	if info == nil {
+		info = &KernelInfo{}
+	}
+	info.Ended, info.Note = true, note
+	res.Kernel = info
+	c.note = strings.TrimSpace(c.note + " " + note + ".")
+	return e.finish(c, res, err)
 }
