@@ -50,3 +50,25 @@ func TestWaitedSecondsShowsAnyWait(t *testing.T) {
 	require.Equal(t, 0.001, waitedSeconds(time.Millisecond))
 	require.Equal(t, 2.5, waitedSeconds(2500*time.Millisecond))
 }
+
+// A session call that fails before its turn (here: its working dir does
+// not exist) gives its place back: the session's next call runs, rather
+// than waiting behind it until its own timeout.
+func TestFailedSessionCallGivesItsPlaceBack(t *testing.T) {
+	e := New(Options{HermesHome: t.TempDir()})
+	defer e.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.Execute(ctx, Request{Code: "print(1)", Session: "s", Workdir: t.TempDir() + "/missing"})
+	require.Error(t, err)
+	require.Equal(t, "error", res.Status)
+
+	e.sessions.mu.Lock()
+	busy := e.sessions.byName["s"].turn.busy()
+	e.sessions.mu.Unlock()
+	require.False(t, busy, "the failed call's place is given back")
+
+	res, err = e.Execute(ctx, Request{Code: "print(2)", Session: "s", Workdir: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, "2\n", res.Output)
+}

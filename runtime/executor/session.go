@@ -325,6 +325,7 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMod
 			if a, err = e.sessions.arrive(req); err != nil {
 				return failed(m.mode, err), err
 			}
+			defer a.withdraw() // given back unless the turn was taken
 		}
 		e.registerRequest(req)
 	}
