@@ -89,7 +89,7 @@ func (e *Executor) newClientEnv() []string {
 		opts.Managed = []string{v}
 	}
 	if refused := engine.RefusedPassthrough(opts.Extra, opts.Managed...); len(refused) > 0 {
-		e.log.event(slog.LevelWarn, "passthrough refused",
+		e.log.Log(context.Background(), slog.LevelWarn, "passthrough refused",
 			"names", refused, "source", "terminal.client_env")
 	}
 	return engine.ClientEnv(e.environ, opts)

@@ -105,7 +105,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 	sandboxIn := cmp.Or(req.Sandbox, e.cfg.CodeExecution.Sandbox)
 	sandbox, ok := config.NormalizeSandbox(sandboxIn)
 	if !ok {
-		e.log.event(slog.LevelWarn, "unknown sandbox, using wasm", "sandbox", sandboxIn)
+		e.log.Log(context.Background(), slog.LevelWarn, "unknown sandbox, using wasm", "sandbox", sandboxIn)
 	}
 	if mode == config.ModeProject && sandbox == config.SandboxWasm && be != nil {
 		err := fmt.Errorf("sandbox %q runs the script in the embedded interpreter over a working dir on this host, and terminal.backend is %s: "+
@@ -131,13 +131,13 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 	web := e.cfg.Web
 	c.envOpts, c.envGen = e.envOptionsFor(req)
 	if refused := e.newlyRefused(engine.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
-		e.log.event(slog.LevelWarn, "passthrough refused",
+		e.log.Log(context.Background(), slog.LevelWarn, "passthrough refused",
 			"names", refused, "source", "terminal.env_passthrough")
 	}
 	c.inject = e.inject(c.mode == config.ModeStrict)
 	toolEnv, dropped := e.toolEnv.get(e.environ, c.envOpts, e.inject(false))
-	if len(dropped) > 0 && e.log.enabled(slog.LevelDebug) {
-		e.log.event(slog.LevelDebug, "dropped HERMES_* variables",
+	if len(dropped) > 0 && e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.log.Log(context.Background(), slog.LevelDebug, "dropped HERMES_* variables",
 			"names", dropped, "count", len(dropped))
 	}
 	tb := be
@@ -185,11 +185,11 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		}
 		c.python = resolve(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
 		for _, s := range c.python.Skipped {
-			e.log.event(slog.LevelInfo, "python skipped", "candidate", s)
+			e.log.Log(context.Background(), slog.LevelInfo, "python skipped", "candidate", s)
 		}
 		if c.python.Path == "" && !c.sandbox {
 			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
-			e.log.event(slog.LevelWarn, "embedded interpreter fallback",
+			e.log.Log(context.Background(), slog.LevelWarn, "embedded interpreter fallback",
 				"skipped", len(c.python.Skipped))
 		} else if len(c.python.Skipped) > 0 && !c.sandbox {
 			// Say so: a skipped virtualenv explains a missing package.
@@ -404,7 +404,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		ProcessLimits: e.processLimits(),
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
-		Logger:        e.log.logger,
+		Logger:        e.log,
 	}
 }
 

@@ -165,7 +165,7 @@ type Executor struct {
 	environ   []string
 	clientEnv []string // every remote backend client's environment (newClientEnv)
 	getenv    func(string) string
-	log       eventLog
+	log       *slog.Logger // Options.Logger, or one that discards
 	strict    *strict.Engine
 	transport string
 	toolEnv   toolEnvMemo
@@ -220,7 +220,7 @@ func New(opts Options) *Executor {
 		cacheDir:  cacheDir,
 		environ:   environ,
 		getenv:    getenv,
-		log:       eventLog{logger: opts.Logger},
+		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress, Packages: cfg.CodeExecution.WasmPackages}),
 		transport: opts.RPCTransport,
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
@@ -393,13 +393,13 @@ func (e *Executor) track(ctx context.Context) (_ context.Context, done func(), o
 // logDone logs a finished call and, at debug level, its tool calls.
 func (e *Executor) logDone(req Request, res Result, err error, took time.Duration) {
 	session := req.Session
-	if e.log.enabled(slog.LevelDebug) {
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, tc := range res.ToolCalls {
-			e.log.event(slog.LevelDebug, "tool call",
+			e.log.Log(context.Background(), slog.LevelDebug, "tool call",
 				"session", session, "tool", tc.Tool, "duration_ms", tc.DurationMS, "ok", tc.OK)
 		}
 	}
-	if !e.log.enabled(slog.LevelInfo) {
+	if !e.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
 	args := []any{"session", session, "mode", res.Mode, "status", res.Status,
@@ -410,7 +410,7 @@ func (e *Executor) logDone(req Request, res Result, err error, took time.Duratio
 	if err != nil {
 		args = append(args, "error", err.Error())
 	}
-	e.log.event(slog.LevelInfo, "execute done", args...)
+	e.log.Log(context.Background(), slog.LevelInfo, "execute done", args...)
 }
 
 // Close ends the executor: it interrupts every running call (reason "the
@@ -480,25 +480,7 @@ func (e *Executor) RegisterSkillEnv(names ...string) (refused []string) {
 	}
 	e.mu.Unlock()
 	if len(added) > 0 {
-		e.log.event(slog.LevelInfo, "skill environment variables registered", "names", added)
+		e.log.Log(context.Background(), slog.LevelInfo, "skill environment variables registered", "names", added)
 	}
 	return refused
-}
-
-// eventLog emits the executor's log events to Options.Logger (none
-// without one).
-type eventLog struct {
-	logger *slog.Logger
-}
-
-func (l eventLog) enabled(level slog.Level) bool {
-	return l.logger != nil && l.logger.Enabled(context.Background(), level)
-}
-
-// event emits one event: a stable message with its attributes (args are
-// key-value pairs, as for slog).
-func (l eventLog) event(level slog.Level, msg string, args ...any) {
-	if l.logger != nil {
-		l.logger.Log(context.Background(), level, msg, args...)
-	}
 }

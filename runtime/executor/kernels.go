@@ -326,7 +326,7 @@ func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
 		// load) first, so the pools' kernels start fast.
 		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.log.event(slog.LevelError, "warm pool failed", "error", err.Error())
+			e.log.Log(context.Background(), slog.LevelError, "warm pool failed", "error", err.Error())
 			return
 		}
 		e.mu.Lock()

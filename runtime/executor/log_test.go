@@ -99,17 +99,22 @@ func TestLogIdleKernelClosed(t *testing.T) {
 // A nil Logger logs nothing, and a Logger's level decides what is built
 // and emitted.
 func TestLogDestinations(t *testing.T) {
-	(eventLog{}).event(slog.LevelError, "nothing")
-	require.False(t, (eventLog{}).enabled(slog.LevelError))
+	ctx := context.Background()
+	none := New(Options{HermesHome: t.TempDir()})
+	defer none.Close(ctx)
+	require.False(t, none.log.Enabled(ctx, slog.LevelError))
+	none.log.Log(ctx, slog.LevelError, "nothing")
 
 	rec := &logRecorder{}
-	l := eventLog{logger: slog.New(rec)}
-	l.event(slog.LevelInfo, "m", "k", "v")
+	e := New(Options{HermesHome: t.TempDir(), Logger: slog.New(rec)})
+	defer e.Close(ctx)
+	e.log.Log(ctx, slog.LevelInfo, "m", "k", "v")
 	require.Equal(t, []record{{slog.LevelInfo, "m", map[string]any{"k": "v"}}}, rec.find("m"))
 
-	quiet := eventLog{logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	require.False(t, quiet.enabled(slog.LevelInfo))
-	require.True(t, quiet.enabled(slog.LevelWarn))
+	quiet := New(Options{HermesHome: t.TempDir(), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	defer quiet.Close(ctx)
+	require.False(t, quiet.log.Enabled(ctx, slog.LevelInfo))
+	require.True(t, quiet.log.Enabled(ctx, slog.LevelWarn))
 }
 
 // Close interrupts running calls in both modes, ends their interpreters

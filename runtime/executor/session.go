@@ -330,7 +330,7 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMod
 		e.registerRequest(req)
 	}
 	if !m.known {
-		e.log.event(slog.LevelWarn, "unknown mode, falling back to strict", "mode", m.asked)
+		e.log.Log(context.Background(), slog.LevelWarn, "unknown mode, falling back to strict", "mode", m.asked)
 	}
 	parts, err := e.sessionParts(ctx, req, a)
 	if err != nil {
@@ -473,7 +473,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			waited = w
 			switch {
 			case errors.Is(err, errNoSlot):
-				e.log.event(slog.LevelWarn, "no kernel slot", "session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
+				e.log.Log(context.Background(), slog.LevelWarn, "no kernel slot", "session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
 				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
 					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
 			case errors.Is(err, ErrClosed):
@@ -662,7 +662,7 @@ func (e *Executor) closeEvicted(victim *kernelEntry) {
 		return
 	}
 	max := e.sessions.max
-	e.log.event(slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
+	e.log.Log(context.Background(), slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
 	victim.k.Close()
 }
 
@@ -701,7 +701,7 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 	note := fmt.Sprintf(noteIdle, engine.Seconds(idle))
 	for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }, note) {
 		ks.evictions.Add(1)
-		e.log.event(slog.LevelInfo, "idle kernel closed", "session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
+		e.log.Log(context.Background(), slog.LevelInfo, "idle kernel closed", "session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
 		en.k.Close()
 	}
 }
@@ -1155,7 +1155,7 @@ func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (ref
 	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
 	t.mu.Unlock()
 	if len(added) > 0 {
-		e.log.event(slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
+		e.log.Log(context.Background(), slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
 	}
 	return refused, nil
 }
@@ -1176,7 +1176,7 @@ func (e *Executor) SessionSkillEnv(session string) []string {
 // start as a one-shot script in the backend, and says so (docs/behaviour.md
 // §12): its state does not persist.
 func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
-	e.log.event(slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
+	e.log.Log(context.Background(), slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
 	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
 }
 

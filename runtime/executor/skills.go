@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -220,11 +221,11 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 		where = []any{"session", session}
 	}
 	if len(credentials) > 0 {
-		e.log.event(slog.LevelWarn, "skill environment variable refused",
+		e.log.Log(context.Background(), slog.LevelWarn, "skill environment variable refused",
 			append([]any{"names", credentials, "reason", "host-managed credential"}, where...)...)
 	}
 	if len(invalid) > 0 {
-		e.log.event(slog.LevelWarn, "skill environment variable refused",
+		e.log.Log(context.Background(), slog.LevelWarn, "skill environment variable refused",
 			append([]any{"names", invalid, "reason", "invalid name"}, where...)...)
 	}
 	return ok, append(credentials, invalid...)
