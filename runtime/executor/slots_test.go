@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -81,7 +82,7 @@ func reserveAsync(ctx context.Context, ks *sessionTable, limit time.Duration) <-
 // (Before, a kernel was found or published idle and marked running a
 // step later, and another session's eviction closed it in between.)
 func TestKernelPin(t *testing.T) {
-	e := &Executor{sessions: newSessionTable(1)}
+	e := &Executor{sessions: newSessionTable(1), log: slog.New(slog.DiscardHandler)}
 	ks := e.sessions
 	a, victim := started(t, ks, "a", "")
 	require.Nil(t, victim, "a free slot")
