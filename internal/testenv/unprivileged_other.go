@@ -10,3 +10,6 @@ func Unprivileged(t *testing.T) bool {
 	t.Helper()
 	return true
 }
+
+// UnprivilegedRerun reports false: Unprivileged starts no child here.
+func UnprivilegedRerun() bool { return false }

@@ -17,6 +17,16 @@ import (
 // nogroup on Debian.
 const NobodyID = 65534
 
+// rerunEnv is set to 1 in the environment of the child Unprivileged
+// starts.
+const rerunEnv = "HERMES_TEST_UNPRIVILEGED"
+
+// UnprivilegedRerun reports whether this test binary is the child that
+// Unprivileged started as nobody.
+func UnprivilegedRerun() bool {
+	return os.Getenv(rerunEnv) == "1"
+}
+
 // Unprivileged makes the rest of t run as a user that is not root, for a
 // test whose point is what an ordinary user meets (POSIX permissions, a
 // non-dumpable process), which root would get around. Not root, it
@@ -25,7 +35,7 @@ const NobodyID = 65534
 // the child's output when the child fails, and returns false: the caller
 // then returns. The child runs in this process's working dir (the
 // package's dir, which nobody must be able to read, as a git checkout
-// is) with HOME set to an empty dir of its own.
+// is) with HOME set to an empty dir of its own, where its caches go.
 func Unprivileged(t *testing.T) bool {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -53,7 +63,17 @@ func Unprivileged(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run", runPattern(t.Name()), "-test.count", "1", "-test.v")
-	cmd.Env = append(os.Environ(), "HOME="+home)
+	// Not this user's caches (HERMES_WASM_CACHE_DIR, XDG_CACHE_HOME), which
+	// nobody can neither read nor write: the child's are under its HOME.
+	cmd.Env = []string{"HOME=" + home, rerunEnv + "=1"}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "HOME", "HERMES_WASM_CACHE_DIR", "XDG_CACHE_HOME", rerunEnv:
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: NobodyID, Gid: NobodyID}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
