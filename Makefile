@@ -33,6 +33,11 @@ RACE_DIRS := runtime/strict native hostfuncs cmd/hermes-wasm-exec/internal/serve
 # package under -race is too slow for check's five minutes), the rest
 # without; make test runs the whole package under -race (RACE_EXECUTOR=.).
 RACE_EXECUTOR ?= TestSession|TestKernel|TestSlot|TestInterrupt|TestClose|Concurren|WarmPool|TestLogIdleKernel|TestAsClosed
+# The tests of the -race packages that measure memory, which -race inflates
+# (they skip under it through internal/testenv.SkipUnderRace), and their
+# packages: run without -race.
+NORACE_TESTS := TestStrictHostMemoryBounded|TestStdlibFSZoneOpensShareMemory
+NORACE_PKGS := ./runtime/strict/
 # The rest run without -race.
 PLAIN_PKGS = $(filter-out $(addprefix $(MODULE)/,$(RACE_DIRS) runtime/executor),$(shell $(GO) list ./...))
 # The tests check skipped for want of a real engine, for .ci/engines.
@@ -85,6 +90,7 @@ check:
 	@$(STAGE) vet $(MAKE) --no-print-directory vet
 	@$(STAGE) unit env $(CHECK_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_PKGS)
 	@$(STAGE) race env $(CHECK_ENV) $(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(addprefix ./,$(addsuffix /,$(RACE_DIRS)))
+	@$(STAGE) norace env $(CHECK_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(NORACE_TESTS))$$' $(NORACE_PKGS)
 ifneq ($(RACE_EXECUTOR),.)
 	@$(STAGE) executor env $(CHECK_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(RACE_EXECUTOR)' ./runtime/executor/
 endif
