@@ -68,12 +68,12 @@ func recordSkip(tb testing.TB, path string) {
 
 // SkipUnderRace skips tb in a test binary built with -race, whose shadow
 // memory and instrumentation inflate what tb measures (resident memory,
-// bytes allocated). The Makefile runs such tests without -race too
-// (NORACE_TESTS, NORACE_PKGS): add tb's name and package there. why says
-// what is measured.
+// bytes allocated). The Makefile runs such tests of runtime/strict
+// without -race too (NORACE_STRICT): add tb's name there. why says what
+// is measured.
 func SkipUnderRace(tb testing.TB, why string) {
 	tb.Helper()
 	if Race {
-		tb.Skipf("under -race, which inflates %s: `make check` runs this test without -race (the Makefile's NORACE_TESTS)", why)
+		tb.Skipf("under -race, which inflates %s: the Makefile runs this test without -race too (NORACE_STRICT)", why)
 	}
 }
