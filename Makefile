@@ -1,4 +1,18 @@
-# hermes-wasm-exec: `make demo` runs a real example, `make test` the whole suite.
+# hermes-wasm-exec: `make demo` runs a real example, `make check` the tests
+# to run while developing, `make test` the whole suite (what CI runs).
+#
+# Two test tiers (docs/testing.md, Tiers):
+#   make check  vet, then every package's unit and in-process tests, -race on
+#               the concurrent packages; no root, no apt-get, no daemons, no
+#               wine (HERMES_TEST_TIER=check: the tests that need a real
+#               engine skip through internal/testenv.RealEngines, naming
+#               make test).
+#   make test   make check (with all of runtime/internal/strict and runtime/executor
+#               under -race), then
+#               .ci/deps (apt-get, as root), the remote backends' image, the
+#               tests check skipped (dockerd, sshd, HAProxy, node, qemu, the
+#               release; .ci/engines) and the Windows stage under wine.
+# Each stage prints its wall time at its end: "stage NAME: 123 s".
 GO ?= go
 BIN := bin/hermes-wasm-exec
 # One compilation cache for every test package, so the interpreter is
@@ -7,11 +21,35 @@ TEST_CACHE := $(CURDIR)/.cache/wasm
 # go test's default of 10 minutes a package is too short on a loaded 2-core
 # machine (docs/testing.md, Tests under load); a hung test still ends.
 TEST_TIMEOUT ?= 60m
-# The session-kernel tests the race detector runs in runtime/executor: many
-# sessions on few kernels (the whole package under -race would take long).
-RACE_EXECUTOR := TestSessionKernelContention|TestSessionKernelWait|TestSlot|TestKernelPin
+STAGE := bash .ci/stage
+MODULE := github.com/hermes-agent/hermes-wasm-exec
+# The packages whose tests run under -race, in both tiers: the concurrent
+# ones (serve and its JSON-RPC peer, mcp's server, process trees, the
+# backends, the project engine) and the other pure-Go packages.
+RACE_DIRS := native hostfuncs cmd/hermes-wasm-exec/internal/serve cmd/hermes-wasm-exec/internal/jsonrpc \
+	cmd/hermes-wasm-exec/internal/mcpserver config \
+	$(patsubst $(MODULE)/%,%,$(filter $(MODULE)/internal/%,$(shell $(GO) list ./internal/...)))
+# The two big concurrent packages, the strict engine and the executor: the
+# whole of each under -race is too slow for check's five minutes, so check
+# runs their concurrent tests under -race and the rest without, and make
+# test runs both whole under -race (RACE_STRICT=. RACE_EXECUTOR=.).
+#   strict: kernels, close (also during a compile), interrupt, stop,
+#   concurrent runs, threads, large tool messages, the shared snapshot.
+#   executor: sessions and their queue, kernels, slots and pools,
+#   interrupt, close, contention.
+RACE_STRICT ?= TestStrictKernel|TestStrictClose|TestStrictInterrupt|TestStrictOutputKeptOnStop|TestStrictConcurrent|TestStrictThreads|TestStrictLargeToolMessages|TestSnapshotShared
+RACE_EXECUTOR ?= TestSession|TestKernel|TestSlot|TestInterrupt|TestClose|Concurren|WarmPool|TestLogIdleKernel|TestAsClosed
+# The tests of runtime/internal/strict that measure memory, which -race inflates
+# (they skip under it through internal/testenv.SkipUnderRace): make test
+# runs them without -race too.
+NORACE_STRICT := TestStrictHostMemoryBounded|TestStdlibFSZoneOpensShareMemory
+# The rest run without -race.
+PLAIN_PKGS = $(filter-out $(addprefix $(MODULE)/,$(RACE_DIRS) runtime/internal/strict runtime/executor),$(shell $(GO) list ./...))
+# The tests check skipped for want of a real engine, for .ci/engines.
+SKIPPED := $(CURDIR)/.cache/engine-tests
+CHECK_ENV := HERMES_TEST_TIER=check HERMES_TEST_SKIPPED=$(SKIPPED) HERMES_WASM_CACHE_DIR=$(TEST_CACHE)
 
-.PHONY: all assets assets-rebuild build release image test test-windows demo bench vet fuzz clean
+.PHONY: all assets assets-rebuild build release image check check-unit check-race check-strict check-executor test test-windows demo bench vet fuzz clean
 
 all: build
 
@@ -50,16 +88,49 @@ vet:
 	@out=$$($(GO) run $(DEADCODE) -test ./...) && if [ -n "$$out" ]; then \
 		echo "$$out"; echo "deadcode: unreachable functions: delete them"; exit 1; fi
 
-# .ci/deps installs the host tools the tests need beyond Go when they are
-# missing (as root, with apt-get, printing each command): qemu-user-static,
-# docker.io, debootstrap, openssh-server, openssh-client, haproxy, nodejs, npm.
-test: assets vet
-	bash .ci/deps
-	$(GO) run ./internal/backend/backendtest/prepare
-	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) ./config/ ./hostfuncs/ ./native/ ./internal/...
-	HERMES_WASM_CACHE_DIR=$(TEST_CACHE) $(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) -run '$(RACE_EXECUTOR)' ./runtime/executor/
-	GO=$(GO) bash .ci/windows
+# What to run while developing: no root, no network daemons, no wine. The
+# test stages run side by side (2 cores are kept busy while one package
+# runs long), each stage's output shown once it ends.
+check:
+	@mkdir -p .cache && rm -f $(SKIPPED)
+	@$(STAGE) assets $(GO) run ./pyodide-assets/build
+	@$(STAGE) vet $(MAKE) --no-print-directory vet
+	@$(MAKE) --no-print-directory -j4 --output-sync=target check-unit check-race check-strict check-executor
+
+GO_TEST := env $(CHECK_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT)
+
+check-unit:
+	@$(STAGE) unit $(GO_TEST) $(PLAIN_PKGS)
+
+check-race:
+	@$(STAGE) race $(GO_TEST) -race $(addprefix ./,$(addsuffix /,$(RACE_DIRS)))
+
+# runtime/internal/strict and runtime/executor: their concurrent tests under -race,
+# the rest without; or, with RACE_x=., all under -race (and strict's memory
+# measurements without).
+check-strict:
+ifeq ($(RACE_STRICT),.)
+	@$(STAGE) strict-race $(GO_TEST) -race ./runtime/internal/strict/
+	@$(STAGE) strict-norace $(GO_TEST) -run '^($(NORACE_STRICT))$$' ./runtime/internal/strict/
+else
+	@$(STAGE) strict $(GO_TEST) -skip '$(RACE_STRICT)' ./runtime/internal/strict/
+	@$(STAGE) strict-race $(GO_TEST) -race -run '$(RACE_STRICT)' ./runtime/internal/strict/
+endif
+
+check-executor:
+ifneq ($(RACE_EXECUTOR),.)
+	@$(STAGE) executor $(GO_TEST) -skip '$(RACE_EXECUTOR)' ./runtime/executor/
+endif
+	@$(STAGE) executor-race $(GO_TEST) -race -run '$(RACE_EXECUTOR)' ./runtime/executor/
+
+# The whole suite, as CI runs it (.ci/run): check, then the real engines.
+test:
+	@$(STAGE) check $(MAKE) --no-print-directory check RACE_STRICT=. RACE_EXECUTOR=.
+	@$(STAGE) deps bash .ci/deps
+	@$(STAGE) image $(GO) run ./internal/backend/backendtest/prepare
+	@$(STAGE) engines env HERMES_WASM_CACHE_DIR=$(TEST_CACHE) GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) \
+		RACE_DIRS="$(RACE_DIRS) runtime/internal/strict runtime/executor" bash .ci/engines $(SKIPPED)
+	@$(STAGE) windows env GO=$(GO) bash .ci/windows
 
 # The Windows stage of `make test` alone: every package's tests as Windows
 # binaries under wine 10 in a Debian trixie chroot (.ci/windows; root,

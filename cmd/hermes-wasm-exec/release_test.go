@@ -25,6 +25,7 @@ import (
 // embedded interpreter.
 func TestReleaseReproducible(t *testing.T) {
 	testenv.SkipUnderWine(t, "wine has no git, bash or go to build the release with .ci/release; the release is built twice and compared on Linux")
+	testenv.RealEngines(t, "a release build from an empty Go build cache (minutes of CPU)")
 	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
@@ -74,6 +75,7 @@ func TestReleaseReproducible(t *testing.T) {
 // interpreter compiled for arm64 by wazero.
 func TestReleaseArm64(t *testing.T) {
 	testenv.SkipUnderWine(t, "wine has no qemu-aarch64-static (Linux user-mode emulation) or go to build the arm64 release; it runs on Linux")
+	testenv.RealEngines(t, "qemu-aarch64-static (qemu-user-static, installed by .ci/deps as root)")
 	t.Parallel()
 	qemu, err := exec.LookPath("qemu-aarch64-static")
 	require.NoError(t, err, "qemu-aarch64-static runs the arm64 binary: install qemu-user-static (make test does, as root)")

@@ -1135,17 +1135,39 @@ func TestRunApprovals(t *testing.T) {
 	require.Contains(t, errb.String(), "--kind must be cli, gateway or automation")
 }
 
+// promptedBuffer is a syncBuffer that sends on prompted (when it has
+// room) each time what was written so far ends with a prompt's "[N]o: ".
+type promptedBuffer struct {
+	syncBuffer
+	prompted chan struct{}
+}
+
+func (b *promptedBuffer) Write(p []byte) (int, error) {
+	n, err := b.syncBuffer.Write(p)
+	if strings.HasSuffix(b.String(), "[N]o: ") {
+		select {
+		case b.prompted <- struct{}{}:
+		default: // a prompt nobody answers (the last ones of the test)
+		}
+	}
+	return n, err
+}
+
 // TestPromptApprover: run's terminal prompt.
 func TestPromptApprover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	inR, inW := io.Pipe()
-	var out syncBuffer
+	out := promptedBuffer{prompted: make(chan struct{}, 1)}
 	p := &promptApprover{in: inR, out: &out, kind: "gateway"}
+	// Each answer is typed once the prompt is shown; a prompt that never
+	// comes gets the answer after a minute, and the check of the prompt's
+	// text below fails.
 	answer := func(line string) {
 		go func() {
-			for !strings.HasSuffix(out.String(), "[N]o: ") {
-				time.Sleep(5 * time.Millisecond)
+			select {
+			case <-out.prompted:
+			case <-time.After(time.Minute):
 			}
 			io.WriteString(inW, line+"\n")
 		}()

@@ -187,11 +187,14 @@ func TestApprovalNoAnswer(t *testing.T) {
 	t.Run("interrupted", func(t *testing.T) {
 		a := New(config.ApprovalsAsk, 10*time.Second)
 		cctx, cancel := context.WithCancelCause(ctx)
+		// Interrupted once the approver is waiting for its answer.
+		asked := make(chan struct{})
 		go func() {
-			time.Sleep(50 * time.Millisecond)
+			<-asked
 			cancel(&engine.InterruptError{Reason: "user sent a new message"})
 		}()
 		msg := a.Script(cctx, Func(func(ctx context.Context, req Request) (Decision, error) {
+			close(asked)
 			<-ctx.Done()
 			return Decision{}, context.Cause(ctx)
 		}), &SessionGrants{Session: "s"}, config.KindGateway, "x")

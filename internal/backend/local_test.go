@@ -209,6 +209,8 @@ func TestLocalOutputNotWrittenAfterWait(t *testing.T) {
 	_, err = p.Wait()
 	require.NoError(t, err)
 	n := out.Len()
+	// A window for a late write to show (there is no event for one that
+	// must not come): not a wait.
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, n, out.Len())
 	assert.Contains(t, lines(out.String()), "line 199\n")

@@ -119,7 +119,7 @@ func TestEngineRealPython(t *testing.T) {
 				if err := json.Unmarshal(args, &a); err != nil {
 					return map[string]any{"error": err.Error()}
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // a slow tool, so calls overlap in flight: not a wait
 				return map[string]any{"path": a.Path, "echo": strings.ToUpper(a.Path)}
 			}
 			var stdout, stderr bytes.Buffer

@@ -85,13 +85,13 @@ func fakePythonMain(behaviour string) int {
 		return 0
 
 	case "sleep":
-		time.Sleep(60 * time.Second)
+		time.Sleep(60 * time.Second) // a child that hangs until the engine kills it: not a wait
 		return 92
 
 	case "ignores-sigterm", "sleep-ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Printf("pid=%d\n", os.Getpid())
-		time.Sleep(60 * time.Second)
+		time.Sleep(60 * time.Second) // a child that outlives SIGTERM until the SIGKILL: not a wait
 		return 93
 
 	case "grandchild", "escapes-group":

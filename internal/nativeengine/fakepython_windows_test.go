@@ -96,12 +96,12 @@ func fakePythonMain(behaviour string) int {
 			pids = append(pids, strings.TrimSpace(strings.TrimPrefix(line, "stay ")))
 		}
 		fmt.Printf("tree child=%d grandchildren=%s ready\n", os.Getpid(), strings.Join(pids, ","))
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // stays until the job ends it: not a wait
 		return 92
 
 	case "stay":
 		fmt.Printf("stay %d\n", os.Getpid())
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // stays until the job ends it: not a wait
 		return 93
 
 	case "exit":

@@ -46,7 +46,7 @@ func fakeKernelMain(behaviour string) int {
 		return 5
 	case "never-ready":
 		fmt.Fprintln(os.Stderr, "fake kernel: starting slowly")
-		time.Sleep(60 * time.Second)
+		time.Sleep(60 * time.Second) // a kernel that never gets ready until it is killed: not a wait
 		return 0
 	case "loop":
 	default:
@@ -59,6 +59,8 @@ func fakeKernelMain(behaviour string) int {
 		fmt.Fprintln(os.Stderr, "hello:", resp)
 		return 90
 	}
+	// Gaps between writes so the host gets a mark in pieces, in separate
+	// reads (the subject of the test, not a wait).
 	pause := func() { time.Sleep(15 * time.Millisecond) }
 	for {
 		var cell struct {

@@ -298,6 +298,7 @@ func TestTreeKillCutsStopShort(t *testing.T) {
 	}()
 	// Kill once the Stop is under way (in its grace: nothing here takes
 	// SIGTERM).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		tree.mu.Lock()
 		stopping := tree.stopping
@@ -305,6 +306,7 @@ func TestTreeKillCutsStopShort(t *testing.T) {
 		if stopping {
 			break
 		}
+		require.True(t, time.Now().Before(deadline), "the Stop never began")
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()

@@ -1,7 +1,8 @@
-// Package testenv tells tests about the platform they run on where that
-// decides what they can check: the Windows stage (.ci/windows) runs the
-// Windows test binaries under wine, which lacks some of what Windows has
-// (AF_UNIX sockets, a Windows CPython to install, git, go).
+// Package testenv tells tests about the platform and tier they run in
+// where that decides what they can check: the Windows stage (.ci/windows)
+// runs the Windows test binaries under wine, which lacks some of what
+// Windows has (AF_UNIX sockets, a Windows CPython to install, git, go);
+// `make check` runs no test that needs a real engine (RealEngines).
 package testenv
 
 import (

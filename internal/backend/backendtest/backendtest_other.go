@@ -2,13 +2,18 @@
 
 package backendtest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
+)
 
 const linuxOnly = "remote backend tests run on Linux only"
 
 // Docker fails tb: remote backend tests run on Linux only.
 func Docker(tb testing.TB) *DockerEngine {
 	tb.Helper()
+	testenv.RealEngines(tb, "a private dockerd")
 	tb.Fatal(linuxOnly)
 	return nil
 }
@@ -23,6 +28,7 @@ func (d *DockerEngine) Run(tb testing.TB, args ...string) string {
 // SSH fails tb: remote backend tests run on Linux only.
 func SSH(tb testing.TB) *SSHServer {
 	tb.Helper()
+	testenv.RealEngines(tb, "an sshd on the loopback")
 	tb.Fatal(linuxOnly)
 	return nil
 }
@@ -40,6 +46,7 @@ func PrepareImage() (string, error) { return "", nil }
 // Program fails tb: these tests run on Linux only.
 func Program(tb testing.TB, name, path, pkg string) string {
 	tb.Helper()
+	testenv.RealEngines(tb, name+" ("+pkg+")")
 	tb.Fatal(linuxOnly)
 	return ""
 }

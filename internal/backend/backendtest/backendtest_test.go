@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend/backendtest"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(backendtest.Main(m)) }
@@ -28,6 +29,9 @@ func linuxOnly(t *testing.T) {
 
 func TestDocker(t *testing.T) {
 	linuxOnly(t)
+	// Here, not only in the concurrent subtests, which skipping leaves
+	// without an engine to check.
+	testenv.RealEngines(t, "a private dockerd")
 	began := time.Now()
 	// Concurrent callers get the one engine.
 	engines := make([]*backendtest.DockerEngine, 3)

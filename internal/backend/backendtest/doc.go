@@ -8,7 +8,9 @@
 //
 // and a test asks for an engine with [Docker] or [SSH]. The first call
 // starts it; later and concurrent calls get the same one, or the same
-// failure. Nothing is ever skipped: a missing program is installed
+// failure. In `make check`'s tier (internal/testenv.RealEngines) they,
+// and [Program], skip the test with a line naming `make test`; in the full
+// tier nothing is ever skipped: a missing program is installed
 // (as root, with apt-get install -y --no-install-recommends, each command
 // printed to stderr as "+ apt-get ..." before it runs), and when it cannot
 // be (not root, no apt-get, no network) the test fails saying what to

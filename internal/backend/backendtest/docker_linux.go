@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 const (
@@ -36,6 +38,7 @@ var dockerOnce once[*DockerEngine]
 // importing the image) on first use. Run containers with --network none.
 func Docker(tb testing.TB) *DockerEngine {
 	tb.Helper()
+	testenv.RealEngines(tb, "a private dockerd")
 	return dockerOnce.get(tb, startDocker)
 }
 

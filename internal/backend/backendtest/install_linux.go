@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // tool is a program an engine needs and the Debian package that has it.
@@ -103,6 +105,7 @@ func apt(args ...string) error {
 // engines' tools are; tb fails saying what to install when it cannot be.
 func Program(tb testing.TB, name, path, pkg string) string {
 	tb.Helper()
+	testenv.RealEngines(tb, name+" ("+pkg+", installed with apt-get as root)")
 	paths, err := ensure("these tests", tool{name, path, pkg})
 	if err != nil {
 		tb.Fatal(err)

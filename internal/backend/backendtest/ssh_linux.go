@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 const (
@@ -31,6 +33,7 @@ var sshOnce once[*SSHServer]
 // use.
 func SSH(tb testing.TB) *SSHServer {
 	tb.Helper()
+	testenv.RealEngines(tb, "an sshd on the loopback")
 	return sshOnce.get(tb, startSSH)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // hostMemoryEnv makes the test binary run one strict guest that grows to
@@ -27,6 +28,7 @@ const hostMemoryEnv = "HERMES_TEST_HOST_MEMORY_CHILD"
 // the reserved-mapping allocator, wazero copied the linear memory into a
 // larger Go slice on every memory.grow and the peak was about 1.7 GB.
 func TestStrictHostMemoryBounded(t *testing.T) {
+	testenv.SkipUnderRace(t, "the host's resident memory")
 	if os.Getenv(hostMemoryEnv) != "" {
 		res := run(t, fmt.Sprintf(growScript, 400), func(r *engine.Request) { r.MemoryLimitMB = 512 })
 		require.Equal(t, config.StatusSuccess, res.Status, res.Output)

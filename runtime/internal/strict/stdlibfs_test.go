@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,6 +97,7 @@ func TestStdlibFSNoZones(t *testing.T) {
 // open: a guest calling os.open("/usr/share/zoneinfo/tzdata.zi") in a loop
 // grew the host to 5 GB under a 512 MB cap.
 func TestStdlibFSZoneOpensShareMemory(t *testing.T) {
+	testenv.SkipUnderRace(t, "the bytes allocated")
 	const size = 100 << 10
 	s, err := newStdlibFS("python311.zip", zipOf(t, map[string]string{
 		"tzdata/zoneinfo/UTC":       "TZif2-utc",
