@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -140,6 +141,30 @@ var sandboxExpect = map[string]string{
 	"46_compiled_package.py": "ImportError: True fixturepkg.speedups",
 }
 
+// hostNeeds is what a script's "# host needs: MODULE.NAME" line says the
+// host's python must have for project mode's answer to be the one to
+// compare with.
+func hostNeeds(code string) (string, bool) {
+	for _, line := range strings.Split(code, "\n") {
+		if need, ok := strings.CutPrefix(line, "# host needs: "); ok {
+			return strings.TrimSpace(need), true
+		}
+	}
+	return "", false
+}
+
+// hostHas reports whether the venv's python has need (MODULE.NAME).
+func hostHas(t *testing.T, venv, need string) bool {
+	mod, _, _ := strings.Cut(need, ".")
+	bin := filepath.Join(venv, "bin", "python")
+	err := exec.Command(bin, "-c", "import "+mod+"; "+need).Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	return err == nil
+}
+
 func TestCorpus(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the corpus's scripts run POSIX commands (ls, wc, sort) through terminal()")
@@ -174,7 +199,14 @@ func TestCorpus(t *testing.T) {
 			sandboxed, sandboxTree := run(code, config.ModeProject, config.SandboxWasm)
 			require.Equal(t, config.SandboxWasm, sandboxed.Sandbox)
 			require.Empty(t, project.Sandbox)
-			if strings.HasPrefix(code, "# differs:") {
+			if need, ok := hostNeeds(code); ok && !hostHas(t, venv, need) {
+				// An older host python (Debian bookworm's 3.11.2 has no
+				// PEP 706 tarfile filters) cannot give the answer to
+				// compare with: the sandboxed run, whose interpreter has
+				// it, must still succeed on its own.
+				t.Logf("the host's python lacks %s: checking the sandboxed answer alone", need)
+				require.Equal(t, config.StatusSuccess, sandboxed.Status, "%s", sandboxed.Output)
+			} else if strings.HasPrefix(code, "# differs:") {
 				differs++
 				want, ok := sandboxExpect[name]
 				require.True(t, ok, "%s differs from project mode: give its expected sandbox answer in sandboxExpect", name)

@@ -1,4 +1,5 @@
 # writes
+# host needs: tarfile.data_filter
 import os, tarfile
 with tarfile.open("notes.tar", "w") as t:
     t.add("notes", arcname="notes")

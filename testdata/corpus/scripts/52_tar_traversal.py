@@ -1,3 +1,4 @@
+# host needs: tarfile.data_filter
 import io, os, tarfile
 buf = io.BytesIO()
 with tarfile.open(fileobj=buf, mode="w") as t:
