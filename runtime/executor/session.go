@@ -55,6 +55,10 @@ type session struct {
 	// delegates are the tools each client runs itself for the session
 	// (OpenSession), by SessionOptions.Client.
 	delegates map[string]SessionOptions
+	// closed is set when CloseSession takes the session out of the table:
+	// a kernel evicted from it before and given back after is closed,
+	// not put back.
+	closed bool
 }
 
 // turn is a session's queue: calls hold it one at a time, in the order
@@ -68,6 +72,7 @@ type turn struct {
 
 // kernelEntry is one live kernel.
 type kernelEntry struct {
+	owner    *session // the session whose kernels map holds (or held) it
 	key      kernelKey
 	parent   string // the parent session of a subagent's kernel; "" for top level
 	k        engine.Kernel
@@ -418,6 +423,12 @@ func (t *sessionTable) takeTurn(ctx context.Context, session string, a *arrival)
 	}
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		cancel(nil)
+		a.turn.unlock()
+		return nil, nil, nil, ErrClosed
+	}
 	a.turn.interrupt = cancel
 	// The session's approvals as of now: a CloseSession between the
 	// arrival and the turn dropped the session's earlier ones.
@@ -595,52 +606,71 @@ func (e *Executor) Interrupt(session, reason string) bool {
 // closed kernels. Calls that already wait for a turn keep their order and
 // run afterwards in a fresh session.
 func (e *Executor) CloseSession(ctx context.Context, session string) {
-	t := e.sessions
-	// Taken first, then the calls holding the sessions' turns are
-	// interrupted, then the kernels closed: a call that takes a turn after
-	// the interrupt finds no kernel to be closed under it and starts a
-	// fresh one.
-	closing := t.detach(session)
-	for _, s := range closing {
-		e.Interrupt(s.name, "the session was closed")
+	// Taken out of the table first, with what they hold read under its
+	// lock; then the calls that held their turns then are interrupted
+	// (not one that takes a turn afterwards), then the kernels closed: a
+	// call that takes a turn after the detach finds no kernel to be closed
+	// under it and starts a fresh one.
+	closing := e.sessions.detach(session)
+	for _, interrupt := range closing.interrupts {
+		interrupt(&InterruptError{Reason: "the session was closed"})
 	}
-	for _, s := range closing {
-		for _, en := range s.kernels {
-			en.k.Close()
-		}
+	for _, en := range closing.kernels {
+		en.k.Close()
 	}
-	for _, s := range closing {
-		if s.backend != nil {
-			s.backend.close()
-		}
+	for _, be := range closing.backends {
+		be.close()
 	}
 }
 
+// detached is what detach took out of the table: the interrupts of the
+// calls holding the sessions' turns, their kernels and their backends.
+type detached struct {
+	interrupts []context.CancelCauseFunc
+	kernels    []*kernelEntry
+	backends   []*backendEntry
+}
+
 // detach removes session and its subagents from the table and returns
-// them. A session whose turn is held or awaited leaves a fresh session in
-// its place with only that turn, so that the calls in it keep their order
-// and Interrupt still reaches the one holding it.
-func (t *sessionTable) detach(name string) []*session {
+// what they held. A session whose turn is held or awaited leaves a fresh
+// session in its place with only that turn, so that the calls in it keep
+// their order and Interrupt still reaches the one holding it.
+func (t *sessionTable) detach(name string) detached {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.detachLocked(name)
+}
+
+// detachLocked is detach with t.mu held.
+func (t *sessionTable) detachLocked(name string) detached {
+	var out detached
 	if name == "" {
 		t.unnamed = &approval.SessionGrants{}
-		return nil
+		return out
 	}
-	var out []*session
+	var closing []*session
 	for _, s := range t.byName {
-		if s.name != name && s.parent != name && !slices.ContainsFunc(mapValues(s.kernels), func(en *kernelEntry) bool { return en.parent == name }) {
-			continue
+		if s.name == name || s.parent == name || slices.ContainsFunc(mapValues(s.kernels), func(en *kernelEntry) bool { return en.parent == name }) {
+			closing = append(closing, s)
 		}
-		out = append(out, s)
+	}
+	for _, s := range closing {
+		s.closed = true
 		delete(t.byName, s.name)
 		t.goneNotes -= len(s.gone)
+		if s.turn.interrupt != nil {
+			out.interrupts = append(out.interrupts, s.turn.interrupt)
+		}
+		out.kernels = append(out.kernels, mapValues(s.kernels)...)
+		if s.backend != nil {
+			out.backends = append(out.backends, s.backend)
+		}
 		if s.turn.busy() {
 			t.byName[s.name] = &session{name: s.name, turn: s.turn, kernels: map[kernelKey]*kernelEntry{}, gone: map[kernelKey]goneNote{},
 				grants: &approval.SessionGrants{Session: s.name}}
 		}
 	}
-	if len(out) > 0 {
+	if len(closing) > 0 {
 		t.grantLocked()
 	}
 	return out
@@ -760,7 +790,8 @@ func (ks *sessionTable) add(en *kernelEntry) bool {
 	en.running = true
 	en.count = 1
 	en.lastUsed = time.Now()
-	ks.sessionLocked(en.key.session).kernels[en.key] = en
+	en.owner = ks.sessionLocked(en.key.session)
+	en.owner.kernels[en.key] = en
 	return true
 }
 
@@ -804,7 +835,7 @@ func (ks *sessionTable) take(match func(*kernelEntry) bool, note string) []*kern
 // or is closed. The wait ends with ctx (its error), closeAll (ErrClosed)
 // or after limit (errNoSlot); waited is its length. The caller gives the
 // slot to add, or back with releaseSlot; it closes victim whatever the
-// error (with an error it is nil unless the set was closed).
+// error (with an error it is nil unless the set, or the victim's session, was closed).
 func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (victim *kernelEntry, waited time.Duration, err error) {
 	ks.mu.Lock()
 	if ks.closed {
@@ -863,8 +894,15 @@ func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (v
 	// Given back: the idle kernel evicted for it is not closed, so it
 	// stays (its session keeps its state), and the slot goes to the next
 	// waiter, which may evict it after all.
-	if v := w.victim; v != nil && ks.entryLocked(v.key) == nil {
-		s := ks.sessionLocked(v.key.session)
+	if v := w.victim; v != nil && v.owner != nil && v.owner.closed {
+		// Its session was closed meanwhile: the caller closes it.
+		ks.grantLocked()
+		return v, waited, err
+	} else if v != nil && ks.entryLocked(v.key) == nil {
+		s := v.owner
+		if s == nil {
+			s = ks.sessionLocked(v.key.session)
+		}
 		s.kernels[v.key] = v
 		ks.evictions.Add(^uint64(0))
 		if _, ok := s.gone[v.key]; ok {

@@ -225,6 +225,36 @@ func TestSlotGivenBackKeepsTheVictim(t *testing.T) {
 	require.Equal(t, uint64(1), ks.evictions.Load(), "one eviction, not two")
 }
 
+// TestSlotGivenBackToAClosedSession: the idle kernel evicted for a call
+// whose wait is interrupted goes back to its session only if that session
+// is still open; once CloseSession took the session away, the kernel is
+// handed back to be closed (before, it was put in a new session of the
+// same name, which kept the closed session's state).
+func TestSlotGivenBackToAClosedSession(t *testing.T) {
+	ks := newSessionTable(1)
+	a, _ := started(t, ks, "a", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	b := reserveAsync(ctx, ks, time.Minute)
+	waiting(t, ks, 1)
+
+	ks.mu.Lock()
+	a.running = false
+	ks.grantLocked() // b gets the slot, evicting a
+	cancel()         // and is interrupted at the same moment
+	got := ks.detachLocked("a")
+	ks.mu.Unlock()
+	require.Empty(t, got.kernels, "a's kernel was already evicted")
+
+	rb := <-b
+	require.ErrorIs(t, rb.err, context.Canceled)
+	require.Same(t, a, rb.victim, "handed back to be closed")
+	require.Nil(t, entry(ks, a.key))
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	require.NotContains(t, ks.byName, "a")
+	require.Zero(t, ks.starting)
+}
+
 // TestSlotGivenBackWithoutWaiterKeepsTheKernel: with no one else waiting,
 // the kernel evicted for an interrupted call stays in the set.
 func TestSlotGivenBackWithoutWaiterKeepsTheKernel(t *testing.T) {
