@@ -862,7 +862,10 @@ func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (v
 	case <-ks.stopReap:
 	case <-timer.C:
 	}
-	waited = time.Since(start)
+	// A call that queued waited, even when the clock did not move: on
+	// Windows it advances in steps of up to 15.6 ms, and a short wait can
+	// measure 0.
+	waited = max(time.Since(start), time.Nanosecond)
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	granted := false
