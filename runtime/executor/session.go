@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -650,7 +651,7 @@ func (t *sessionTable) detachLocked(name string) detached {
 	}
 	var closing []*session
 	for _, s := range t.byName {
-		if s.name == name || s.parent == name || slices.ContainsFunc(mapValues(s.kernels), func(en *kernelEntry) bool { return en.parent == name }) {
+		if s.name == name || s.parent == name || s.hasSubagentKernelOf(name) {
 			closing = append(closing, s)
 		}
 	}
@@ -661,7 +662,7 @@ func (t *sessionTable) detachLocked(name string) detached {
 		if s.turn.interrupt != nil {
 			out.interrupts = append(out.interrupts, s.turn.interrupt)
 		}
-		out.kernels = append(out.kernels, mapValues(s.kernels)...)
+		out.kernels = append(out.kernels, slices.Collect(maps.Values(s.kernels))...)
 		if s.backend != nil {
 			out.backends = append(out.backends, s.backend)
 		}
@@ -676,13 +677,15 @@ func (t *sessionTable) detachLocked(name string) detached {
 	return out
 }
 
-// mapValues is m's values.
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+// hasSubagentKernelOf reports whether s holds a kernel of a subagent of
+// parent.
+func (s *session) hasSubagentKernelOf(parent string) bool {
+	for _, en := range s.kernels {
+		if en.parent == parent {
+			return true
+		}
 	}
-	return out
+	return false
 }
 
 // closeEvicted closes victim, an idle kernel that reserveSlot evicted to
@@ -1022,7 +1025,7 @@ func (ks *sessionTable) closeAll() {
 		if s.turn.interrupt != nil {
 			s.turn.interrupt(&InterruptError{Reason: shutdownReason})
 		}
-		entries = append(entries, mapValues(s.kernels)...)
+		entries = append(entries, slices.Collect(maps.Values(s.kernels))...)
 		clear(s.kernels)
 		backends = append(backends, s.backend)
 		s.backend = nil
