@@ -72,6 +72,28 @@ func UnknownSandbox(what, v string) string {
 	return msg + didYouMean(fold(v), Sandboxes)
 }
 
+// Kinds are the session kinds, in the order messages list them.
+var Kinds = []string{KindCLI, KindGateway, KindAutomation}
+
+// NormalizeKind maps a session kind to [KindCLI], [KindGateway] or [KindAutomation],
+// trimmed and compared case-insensitively; "" is cli. Any other value gives [KindGateway],
+// whose scripts are approved as a whole before they run (the stricter rule), with ok false.
+func NormalizeKind(v string) (kind string, ok bool) {
+	switch k := fold(v); k {
+	case "":
+		return KindCLI, true
+	case KindCLI, KindGateway, KindAutomation:
+		return k, true
+	}
+	return KindGateway, false
+}
+
+// UnknownKind words the error for an unknown session kind v given as what ("kind",
+// "--kind"), with the valid kind nearest to v when one is within edit distance 2.
+func UnknownKind(what, v string) string {
+	return fmt.Sprintf("%s must be one of %s, not %q", what, strings.Join(Kinds, ", "), v) + didYouMean(fold(v), Kinds)
+}
+
 // NormalizeLandlock maps a code_execution.landlock value to [LandlockAuto] or
 // [LandlockOff], trimmed and compared case-insensitively; "" is auto. Any other value gives
 // [LandlockAuto], the safer value, with ok false.

@@ -21,3 +21,21 @@ func TestNormalizeMode(t *testing.T) {
 		require.Equal(t, want.ok, ok, in)
 	}
 }
+
+// TestNormalizeKind: session kinds are read case-insensitively and
+// trimmed, "" is cli; any other value is gateway (the stricter rule) with
+// ok false, and the error names the nearest kind.
+func TestNormalizeKind(t *testing.T) {
+	for in, want := range map[string]struct {
+		kind string
+		ok   bool
+	}{
+		"": {"cli", true}, "cli": {"cli", true}, " Gateway ": {"gateway", true}, "AUTOMATION": {"automation", true},
+		"tui": {"gateway", false}, "gatway": {"gateway", false},
+	} {
+		kind, ok := NormalizeKind(in)
+		require.Equal(t, want.kind, kind, in)
+		require.Equal(t, want.ok, ok, in)
+	}
+	require.Equal(t, `--kind must be one of cli, gateway, automation, not "gatway"; did you mean "gateway"?`, UnknownKind("--kind", "gatway"))
+}

@@ -125,7 +125,7 @@ func newRemoteTools(t *testing.T, opts Options) (*Tools, *fakeRemote, string) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "srv", "app"), 0o755))
 	b := &fakeRemote{fs: &prefixFS{t: t, root: root}, cwd: "/srv/app",
 		run: func(c backend.Command) (string, int) { return "remote output\n", 0 }}
-	opts.Backend = b
+	opts.backend = b
 	if opts.Workdir == "" {
 		opts.Workdir = t.TempDir() // the host's: not used by a remote backend
 	}
@@ -235,7 +235,7 @@ func TestRemoteFileSafety(t *testing.T) {
 
 func TestRemoteWorkdirMustBeAbsolute(t *testing.T) {
 	b := &fakeRemote{fs: &prefixFS{t: t, root: t.TempDir()}, cwd: "relative"}
-	_, err := New(Options{Workdir: t.TempDir(), Backend: b})
+	_, err := New(Options{Workdir: t.TempDir(), backend: b})
 	assert.ErrorContains(t, err, "not absolute")
 }
 

@@ -22,7 +22,7 @@ func TestHardLinksThroughFileAgent(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	require.Equal(t, e.home, b.Home())
-	tl, err := New(Options{Workdir: e.workdir, Backend: b})
+	tl, err := New(Options{Workdir: e.workdir, backend: b})
 	require.NoError(t, err)
 
 	env := writeTestFile(t, e.workdir, "api/.env.local.bak", "API_KEY=sk-secret\n")

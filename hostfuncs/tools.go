@@ -72,12 +72,19 @@ type Options struct {
 	// refuse any path that resolves (through symlinks) outside Workdir
 	// (code_execution.confine_tools_to_workdir). Default false.
 	ConfineToWorkdir bool
-	// Backend is where the file tools read and write and where terminal
+
+	// backend is where the file tools read and write and where terminal
 	// runs its commands. Nil means this host: backend.Local(Workdir). For
 	// a remote backend, paths are POSIX paths of the target and relative
-	// ones resolve against Backend.Cwd() instead of Workdir (see
-	// pathSyntax, and filesafety.go for the file-safety rules there).
-	Backend backend.Backend
+	// ones resolve against its Cwd() instead of Workdir (see pathSyntax,
+	// and filesafety.go for the file-safety rules there). Only the
+	// module's own packages set it (backend.SetToolsBackend): an embedder
+	// of this package runs the tools on this host.
+	backend backend.Backend
+}
+
+func init() {
+	backend.SetToolsBackend = func(opts any, b backend.Backend) { opts.(*Options).backend = b }
 }
 
 // Tools runs tool calls for one execution. It is safe for concurrent use.
@@ -111,7 +118,7 @@ func New(opts Options) (*Tools, error) {
 		return nil, fmt.Errorf("hostfuncs: the working dir %s is not absolute", humanpath.Quote(abs))
 	}
 	abs = filepath.Clean(abs)
-	b := opts.Backend
+	b := opts.backend
 	if b == nil {
 		b = backend.Local(abs)
 	}

@@ -62,10 +62,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hermes-wasm-exec run: --rpc-transport must be unix or tcp, not %q\n", *transport)
 		return cli.ExitUsage
 	}
-	switch *kind {
-	case config.KindCLI, config.KindGateway, config.KindAutomation:
-	default:
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: --kind must be cli, gateway or automation, not %q\n", *kind)
+	if k, ok := config.NormalizeKind(*kind); ok {
+		*kind = k
+	} else {
+		fmt.Fprintf(stderr, "hermes-wasm-exec run: %s\n", config.UnknownKind("--kind", *kind))
 		return cli.ExitUsage
 	}
 	if *mode != "" {

@@ -425,7 +425,7 @@ func TestServeFraming(t *testing.T) {
 	for i, tc := range []struct{ method, params, msg string }{
 		{"execute", `["print(1)"]`, "params must be an object"},
 		{"execute", `{"code": "1", "cod": "x"}`, `unknown parameter "cod"`},
-		{"execute", `{"code": "1", "kind": "root"}`, `kind must be "cli", "gateway" or "automation", not "root"`},
+		{"execute", `{"code": "1", "kind": "root"}`, `kind must be one of cli, gateway, automation, not "root"`},
 		{"execute", `{"code": "1", "tools": "terminal"}`, "tools must be a list of tool names"},
 		{"execute", `{"code": "1", "enabled_tools": {"terminal": true}}`, "enabled_tools must be a list of tool names"},
 		{"execute", `{"code": "1", "tools": [], "enabled_tools": []}`, "give tools or enabled_tools, not both"},
@@ -1132,7 +1132,7 @@ func TestRunApprovals(t *testing.T) {
 
 	var errb bytes.Buffer
 	require.Equal(t, 2, Run([]string{"run", "--kind", "tui", "-"}, strings.NewReader("print(1)"), io.Discard, &errb))
-	require.Contains(t, errb.String(), "--kind must be cli, gateway or automation")
+	require.Contains(t, errb.String(), "--kind must be one of cli, gateway, automation, not \"tui\"")
 }
 
 // promptedBuffer is a syncBuffer that sends on prompted (when it has

@@ -102,6 +102,13 @@ type SessionGrants struct {
 	commands map[string]bool
 }
 
+// Empty reports whether the session has no approvals.
+func (g *SessionGrants) Empty() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.scripts && len(g.commands) == 0
+}
+
 // scriptsApproved reports whether all of the session's scripts are approved.
 func (g *SessionGrants) scriptsApproved() bool {
 	g.mu.Lock()

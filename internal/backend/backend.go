@@ -119,3 +119,9 @@ type FS interface {
 	Rename(oldname, newname string) error
 	Remove(name string) error
 }
+
+// SetToolsBackend stores b as the backend of the hostfuncs.Options that opts points at
+// (package hostfuncs sets this function when it is loaded): the executor gives the file
+// tools and terminal a remote backend this way, through a field that embedders of the
+// public hostfuncs package, who cannot name this internal package's types, never see.
+var SetToolsBackend func(opts any, b Backend)

@@ -263,16 +263,6 @@ func notAvailableMessage(tool string, enabled []string) string {
 	return fmt.Sprintf("Tool '%s' is not available in execute_code. Available: %s", tool, availableList(enabled))
 }
 
-// availableList is enabled sorted and comma-joined, or "none".
-func availableList(enabled []string) string {
-	if len(enabled) == 0 {
-		return "none"
-	}
-	sorted := slices.Clone(enabled)
-	slices.Sort(sorted)
-	return strings.Join(sorted, ", ")
-}
-
 // safeCall turns a handler panic into an error result so one broken tool
 // cannot take the host down.
 func (b *Broker) safeCall(ctx context.Context, tool string, args json.RawMessage) (res map[string]any) {

@@ -160,8 +160,9 @@ func TestHint(t *testing.T) {
 		failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'delegate_task' from 'hermes_tools' (/hermes_tools.py)"), nil))
 	require.Equal(t, "Import helpers with `from hermes_tools import retry`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true.",
 		failureHint(config.ModeProject, exc("ImportError", "cannot import name 'retry' from 'hermes_tools' (/tmp/x/hermes_tools.py)"), nil))
-	// Only the enabled tools are importable; the attribute form gets the same hint.
-	enabled := []string{"terminal", "web_search", "vision_analyze"}
+	// Only the enabled tools are importable (the broker's set: a name that
+	// is not one of the seven is dropped); the attribute form gets the same hint.
+	enabled := NewBroker(nil, 0, []string{"terminal", "web_search", "vision_analyze"}).Enabled()
 	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",
 		failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'read_file' from 'hermes_tools' (/hermes_tools.py)"), enabled))
 	require.Equal(t, "'read_file' is not available inside the execute_code sandbox. Importable tools here: terminal, web_search. For anything else, use the normal tool call instead of execute_code.",

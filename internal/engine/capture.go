@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // captureLimits bounds what a [outputCapture] keeps of one output stream.
@@ -415,4 +418,53 @@ func skipContinuation(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
+}
+
+// truncatedWarning is the warning of a result whose stdout was truncated:
+// with the full output saved at spillPath, "execute_code stdout was
+// truncated (head/tail shown); the script did run. FULL output saved to
+// {path} — page it with read_file(path="{path}", offset=...) instead of
+// re-running." (the read_file call's path a Python literal: r"C:\..." on
+// Windows); without (spillPath ""), "execute_code stdout was
+// truncated; the script did run, but only the captured head/tail output is
+// included. Re-run only with narrower output if the omitted data is
+// required.".
+func truncatedWarning(spillPath string) string {
+	if spillPath == "" {
+		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
+	}
+	return "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to " + spillPath +
+		" — page it with read_file(path=" + humanpath.PyLiteral(spillPath) + ", offset=...) instead of re-running."
+}
+
+// resultOutput is a result's output: what the script printed, then, when
+// the run did not succeed, its stderr, and the line its status adds (the
+// error when nothing was printed, Hermes's timeout line, the interrupt
+// marker with reason).
+func resultOutput(out, errOut captureResult, status, errText, reason string) string {
+	output := out.Output
+	if status != config.StatusSuccess && errOut.Total > 0 {
+		output += "\n--- stderr ---\n" + errOut.Output
+	}
+	switch status {
+	case config.StatusError:
+		if output == "" {
+			output = errText
+		}
+	case config.StatusTimeout:
+		// As Hermes: the message goes in the output too (an empty result
+		// reads as "nothing happened"), after a blank line.
+		output = joinNonEmpty(output, "\n\n", "⏰ "+errText)
+	case config.StatusInterrupted:
+		output = joinNonEmpty(output, "\n", InterruptMarker(reason))
+	}
+	return output
+}
+
+// joinNonEmpty is output+sep+line, or line alone when output is empty.
+func joinNonEmpty(output, sep, line string) string {
+	if output == "" {
+		return line
+	}
+	return output + sep + line
 }

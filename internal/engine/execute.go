@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/humanpath"
 )
 
 // defaultTimeout is the run timeout when a request sets none.
@@ -98,23 +95,6 @@ func InterruptMarker(reason string) string {
 	return "[execution interrupted — " + cmp.Or(reason, DefaultInterruptReason) + "]"
 }
 
-// truncatedWarning is the warning of a result whose stdout was truncated:
-// with the full output saved at spillPath, "execute_code stdout was
-// truncated (head/tail shown); the script did run. FULL output saved to
-// {path} — page it with read_file(path="{path}", offset=...) instead of
-// re-running." (the read_file call's path a Python literal: r"C:\..." on
-// Windows); without (spillPath ""), "execute_code stdout was
-// truncated; the script did run, but only the captured head/tail output is
-// included. Re-run only with narrower output if the omitted data is
-// required.".
-func truncatedWarning(spillPath string) string {
-	if spillPath == "" {
-		return "execute_code stdout was truncated; the script did run, but only the captured head/tail output is included. Re-run only with narrower output if the omitted data is required."
-	}
-	return "execute_code stdout was truncated (head/tail shown); the script did run. FULL output saved to " + spillPath +
-		" — page it with read_file(path=" + humanpath.PyLiteral(spillPath) + ", offset=...) instead of re-running."
-}
-
 // Seconds renders d in seconds as the messages show them ("{N}s"), without
 // a fraction when it is whole.
 func Seconds(d time.Duration) string {
@@ -129,6 +109,17 @@ func Seconds(d time.Duration) string {
 // at all (for instance a missing interpreter); the result then says so too.
 func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	start := time.Now()
+	res := Result{Mode: req.Mode, ToolCalls: []ToolCall{}}
+	if req.Embedded && req.Mode == config.ModeProject {
+		res.Sandbox = config.SandboxWasm
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		res.Status = config.StatusError
+		res.Error = NoCodeMessage
+		res.Output = res.Error
+		res.DurationSeconds = RoundMillis(time.Since(start))
+		return res, nil
+	}
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout
@@ -139,24 +130,9 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		env = nil
 	}
 
+	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
 	stdout := newCapture(StdoutLimits(req.SpillDir))
 	stderr := newCapture(stderrLimits)
-	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
-
-	res := Result{Mode: req.Mode, ToolCalls: []ToolCall{}}
-	if req.Embedded && req.Mode == config.ModeProject {
-		res.Sandbox = config.SandboxWasm
-	}
-	if strings.TrimSpace(req.Code) == "" {
-		stdout.Discard()
-		stderr.Discard()
-		res.Status = config.StatusError
-		res.Error = NoCodeMessage
-		res.Output = res.Error
-		res.DurationSeconds = RoundMillis(time.Since(start))
-		return res, nil
-	}
-
 	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
 	outcome, runErr := eng.Run(runCtx, &Job{
@@ -173,9 +149,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 
 	out := stdout.Finish()
 	errOut := stderr.Finish()
-	made, calls := broker.Made()
-	res.ToolCallsMade = made
-	res.ToolCalls = calls
+	res.ToolCallsMade, res.ToolCalls = broker.Made()
 	res.StdoutTruncated = out.Truncated
 	res.StdoutBytesCaptured = out.Captured
 	res.StdoutBytesTotal = out.Total
@@ -192,6 +166,8 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	// it (one whose call never started is left as it was).
 	killed := isKernel && !kernel.Alive()
 	report := broker.Report()
+	reason := ""    // why it was interrupted
+	raised := false // ended by an uncaught exception
 	switch {
 	case errors.Is(context.Cause(runCtx), errTimedOut) && ctx.Err() == nil:
 		res.Status = config.StatusTimeout
@@ -201,9 +177,10 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 			res.Error = KernelTimeoutMessage(timeout)
 		}
 	case ctx.Err() != nil:
+		reason = interruptReason(ctx)
 		res.Status = config.StatusInterrupted
 		res.ExitCode = intPtr(-1)
-		res.Error = interruptedMessage(interruptReason(ctx))
+		res.Error = interruptedMessage(reason)
 		if killed {
 			res.Error = KernelInterruptedMessage
 		}
@@ -213,11 +190,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	case report != nil && report.Kind == "exception":
 		res.Status = config.StatusError
 		res.Error = strings.TrimRight(report.Traceback, "\n")
-		hintMode := req.Mode
-		if req.Embedded && req.Mode == config.ModeProject {
-			hintMode = modeProjectEmbedded
-		}
-		res.Hint = failureHint(hintMode, report, broker.Enabled())
+		raised = true
 		res.ExitCode = intPtr(outcome.ExitCode)
 	case outcome.Crash != "":
 		res.Status = config.StatusError
@@ -233,107 +206,10 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 			res.Error = fmt.Sprintf("Script exited with code %d", code)
 		}
 	}
-
-	if (res.Status == config.StatusError || res.Status == config.StatusTimeout) && res.Hint == "" {
-		res.Hint = limitHint(outcome, req.ProcessLimits)
-	}
-	if res.Status == config.StatusError && res.Hint == "" && report != nil && report.Kind == "exception" {
-		res.Hint = strictHint(req, report)
-	}
-	if len(outcome.Refused) > 0 {
-		res.Warning = strings.TrimSpace(res.Warning + " " + refusedWarning(outcome.Refused, outcome.RefusedTotal))
-		if res.Hint == "" && report != nil && report.Kind == "exception" && report.Type == "PermissionError" {
-			res.Hint = "The sandbox's file-safety rules refused it: " + outcome.Refused[len(outcome.Refused)-1]
-		}
-	}
-	if w := unseenWarning(req, outcome.Missing, broker.Notes()); w != "" {
-		switch {
-		case res.Status == config.StatusSuccess:
-			res.Warning = strings.TrimSpace(res.Warning + " " + w)
-		case res.Hint == "":
-			res.Hint = w
-		}
-	}
-	if l := outcome.Left; l != nil && len(l.Files) > 0 {
-		res.DiscardedFiles = l.Files
-		res.DiscardedFilesOmitted = l.More
-		res.Warning = strings.TrimSpace(res.Warning + " " + leftWarning(l))
-	}
-
-	output := out.Output
-	if res.Status != config.StatusSuccess && errOut.Total > 0 {
-		output += "\n--- stderr ---\n" + errOut.Output
-	}
-	switch res.Status {
-	case config.StatusError:
-		if output == "" {
-			output = res.Error
-		}
-	case config.StatusTimeout:
-		// As Hermes: the message goes in the output too (an empty result
-		// reads as "nothing happened"), after a blank line.
-		output = joinNonEmpty(output, "\n\n", "⏰ "+res.Error)
-	case config.StatusInterrupted:
-		output = joinNonEmpty(output, "\n", InterruptMarker(interruptReason(ctx)))
-	}
-	res.Output = output
+	res.Output = resultOutput(out, errOut, res.Status, res.Error, reason)
+	explain(&res, req, outcome, report, raised, broker)
 	res.DurationSeconds = RoundMillis(time.Since(start))
 	return res, runErr
-}
-
-// unseenWarning is the warning of a strict-mode run that looked for the
-// project's files in its private dir: paths it did not find there that the
-// working dir has (missing), or a listing of the private dir's root
-// (NoteListedPrivateDir) while the working dir has files. "" otherwise.
-func unseenWarning(req Request, missing, notes []string) string {
-	if req.Mode != config.ModeStrict || req.Workdir == "" {
-		return ""
-	}
-	var there []string
-	for _, p := range missing {
-		if _, err := os.Stat(filepath.Join(req.Workdir, filepath.FromSlash(p))); err == nil {
-			there = append(there, p)
-		}
-	}
-	listed := false
-	if slices.Contains(notes, NoteListedPrivateDir) {
-		if ents, err := os.ReadDir(req.Workdir); err == nil && len(ents) > 0 {
-			listed = true
-		}
-	}
-	if len(there) == 0 && !listed {
-		return ""
-	}
-	var what string
-	switch {
-	case len(there) == 1:
-		what = fmt.Sprintf("The script looked for %s, which is in the working dir but not in strict mode's private dir", there[0])
-	case len(there) > 1:
-		what = fmt.Sprintf("The script looked for %s and %d more, which are in the working dir but not in strict mode's private dir", there[0], len(there)-1)
-	default:
-		what = "The script listed strict mode's private dir, which holds only what the script itself wrote, not the working dir's files"
-	}
-	return what + ": strict mode does not see the project's files. Read them with read_file() or search_files() from hermes_tools, " +
-		"or run in project mode (with sandbox: wasm to keep the sandbox)."
-}
-
-// refusedWarning is the result's warning about the file accesses the
-// sandboxed project mode refused (the script saw PermissionError): how
-// many, and the distinct refusals (the first few).
-func refusedWarning(refused []string, total int) string {
-	w := fmt.Sprintf("The sandbox refused %d file access", total)
-	if total != 1 {
-		w += "es"
-	}
-	return w + " by the file tools' rules (the script got PermissionError): " + strings.Join(refused, " | ")
-}
-
-// joinNonEmpty is output+sep+line, or line alone when output is empty.
-func joinNonEmpty(output, sep, line string) string {
-	if output == "" {
-		return line
-	}
-	return output + sep + line
 }
 
 // interruptReason is the reason of ctx's interrupt: that of an Interrupt

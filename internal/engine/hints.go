@@ -19,6 +19,63 @@ var (
 	reMissingModule = regexp.MustCompile(`No module named '([^']+)'`)
 )
 
+// explain adds to res, the result of req's run that ended in outcome
+// with report (nil: none), the hint and warnings that say what went wrong
+// and what to do: a common agent mistake (failureHint), a process limit,
+// what strict mode's sandbox lacks, refused file accesses, the project's
+// files a strict-mode script looked for, files left in the private dir.
+// raised says whether the run's status is that of report's uncaught
+// exception; broker served the run's tool calls.
+func explain(res *Result, req Request, outcome Outcome, report *ExitReport, raised bool, broker *Broker) {
+	exception := report != nil && report.Kind == "exception"
+	if raised {
+		mode := req.Mode
+		if req.Embedded && req.Mode == config.ModeProject {
+			mode = modeProjectEmbedded
+		}
+		res.Hint = failureHint(mode, report, broker.Enabled())
+	}
+	if (res.Status == config.StatusError || res.Status == config.StatusTimeout) && res.Hint == "" {
+		res.Hint = limitHint(outcome, req.ProcessLimits)
+	}
+	if res.Status == config.StatusError && res.Hint == "" && exception {
+		res.Hint = strictHint(req, report)
+	}
+	if len(outcome.Refused) > 0 {
+		res.Warning = strings.TrimSpace(res.Warning + " " + refusedWarning(outcome.Refused, outcome.RefusedTotal))
+		if res.Hint == "" && exception && report.Type == "PermissionError" {
+			res.Hint = "The sandbox's file-safety rules refused it: " + outcome.Refused[len(outcome.Refused)-1]
+		}
+	}
+	if w := unseenWarning(req, outcome.Missing, broker.Notes()); w != "" {
+		switch {
+		case res.Status == config.StatusSuccess:
+			res.Warning = strings.TrimSpace(res.Warning + " " + w)
+		case res.Hint == "":
+			res.Hint = w
+		}
+	}
+	if l := outcome.Left; l != nil && len(l.Files) > 0 {
+		res.DiscardedFiles = l.Files
+		res.DiscardedFilesOmitted = l.More
+		res.Warning = strings.TrimSpace(res.Warning + " " + leftWarning(l))
+	}
+}
+
+// availableList is the tool set enabled (nil: all seven) sorted and
+// comma-joined, or "none".
+func availableList(enabled []string) string {
+	if enabled == nil {
+		enabled = toolNames
+	}
+	if len(enabled) == 0 {
+		return "none"
+	}
+	sorted := slices.Clone(enabled)
+	slices.Sort(sorted)
+	return strings.Join(sorted, ", ")
+}
+
 // helperNames are the helpers hermes_tools always defines.
 var helperNames = []string{"json_parse", "shell_quote", "retry"}
 
@@ -30,7 +87,7 @@ func badImportHint(name string, enabled []string) string {
 	if slices.Contains(helperNames, name) {
 		return "Import helpers with `from hermes_tools import " + name + "`. If that import failed, the generated module may be stale or another hermes_tools may be first on sys.path. Check hermes_tools.__file__ and retry with reset=true."
 	}
-	return "'" + name + "' is not available inside the execute_code sandbox. Importable tools here: " + availableList(ToolSet(enabled)) + ". For anything else, use the normal tool call instead of execute_code."
+	return "'" + name + "' is not available inside the execute_code sandbox. Importable tools here: " + availableList(enabled) + ". For anything else, use the normal tool call instead of execute_code."
 }
 
 // dictAsString matches error messages of code that treats a tool result (a
@@ -244,4 +301,51 @@ func leftWarning(l *LeftFiles) string {
 		what = fmt.Sprintf("This call wrote %d %s in the session kernel's private dir, which later calls of this kernel see but which is discarded when the kernel ends (see discarded_files): %s.", n, files, list)
 	}
 	return what + " To keep output, write it into the working dir with write_file() from hermes_tools (text), or use project mode (with sandbox: wasm to keep the sandbox)."
+}
+
+// unseenWarning is the warning of a strict-mode run that looked for the
+// project's files in its private dir: paths it did not find there that the
+// working dir has (missing), or a listing of the private dir's root
+// (NoteListedPrivateDir) while the working dir has files. "" otherwise.
+func unseenWarning(req Request, missing, notes []string) string {
+	if req.Mode != config.ModeStrict || req.Workdir == "" {
+		return ""
+	}
+	var there []string
+	for _, p := range missing {
+		if _, err := os.Stat(filepath.Join(req.Workdir, filepath.FromSlash(p))); err == nil {
+			there = append(there, p)
+		}
+	}
+	listed := false
+	if slices.Contains(notes, NoteListedPrivateDir) {
+		if ents, err := os.ReadDir(req.Workdir); err == nil && len(ents) > 0 {
+			listed = true
+		}
+	}
+	if len(there) == 0 && !listed {
+		return ""
+	}
+	var what string
+	switch {
+	case len(there) == 1:
+		what = fmt.Sprintf("The script looked for %s, which is in the working dir but not in strict mode's private dir", there[0])
+	case len(there) > 1:
+		what = fmt.Sprintf("The script looked for %s and %d more, which are in the working dir but not in strict mode's private dir", there[0], len(there)-1)
+	default:
+		what = "The script listed strict mode's private dir, which holds only what the script itself wrote, not the working dir's files"
+	}
+	return what + ": strict mode does not see the project's files. Read them with read_file() or search_files() from hermes_tools, " +
+		"or run in project mode (with sandbox: wasm to keep the sandbox)."
+}
+
+// refusedWarning is the result's warning about the file accesses the
+// sandboxed project mode refused (the script saw PermissionError): how
+// many, and the distinct refusals (the first few).
+func refusedWarning(refused []string, total int) string {
+	w := fmt.Sprintf("The sandbox refused %d file access", total)
+	if total != 1 {
+		w += "es"
+	}
+	return w + " by the file tools' rules (the script got PermissionError): " + strings.Join(refused, " | ")
 }

@@ -191,3 +191,29 @@ func TestExecuteCodeSchemaSandboxed(t *testing.T) {
 	require.Contains(t, ExecuteCodeSchema(cfg, config.ModeProject, nil).Description, "\n\n"+sandboxWorkdirNote+"\n\n")
 	require.Contains(t, ExecuteCodeSchema(cfg, config.ModeStrict, nil).Description, "\n\n"+hermesStrictNote+"\n\n")
 }
+
+// Request.Kind is read as the config's enums are (any case, trimmed); an
+// unknown kind is an error that names the kinds, before any approval is
+// asked or anything runs.
+func TestExecuteKind(t *testing.T) {
+	cfg := config.Default()
+	cfg.CodeExecution.Mode = config.ModeStrict
+	asked := 0
+	ex := New(Options{Config: &cfg, HermesHome: t.TempDir(), Environ: []string{},
+		Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
+			asked++
+			return Decision{Approved: true}, nil
+		})})
+	defer ex.Close(context.Background())
+
+	res, err := ex.Execute(context.Background(), Request{Code: "print(1)", Kind: " Gateway", Workdir: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, "1\n", res.Output)
+	require.Equal(t, 1, asked, "a gateway script is approved as a whole")
+
+	res, err = ex.Execute(context.Background(), Request{Code: "print(1)", Kind: "tui", Workdir: t.TempDir()})
+	require.Error(t, err)
+	require.Equal(t, config.StatusError, res.Status)
+	require.Equal(t, `Request.Kind must be one of cli, gateway, automation, not "tui"; did you mean "cli"?`, res.Error)
+	require.Equal(t, 1, asked, "not asked")
+}

@@ -3,7 +3,7 @@ package executor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -24,17 +24,14 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cmdcheck"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
-	"github.com/hermes-agent/hermes-wasm-exec/internal/nativeengine"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
-	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
-// A call, prepared: the step between the session and the engine. prepare
-// resolves everything one execution needs (mode, working dir, tools,
-// environment options, project mode's interpreter) from the request and
-// what its session step handed down; request and toolFunc build the
-// engine's request and its tool calls; finish adds what the executor
-// knows to the result.
+// A call, prepared: the step between the session and where it runs.
+// prepare resolves everything one execution needs (mode, working dir,
+// tools, environment options, project mode's interpreter) from the request
+// and what its session step handed down; runCall asks for its approval and
+// runs it (kernels.go); finish adds what the executor knows to the result.
 
 // call is one execution, prepared: everything both paths need.
 type call struct {
@@ -79,11 +76,27 @@ func (c *call) usesWasm() bool {
 	return c.mode == config.ModeStrict || c.sandbox || c.backend == nil && c.python.Path == ""
 }
 
+// runCall prepares req's call, with what it took from its session
+// (parts), asks for its approval, and runs it (kernels.go).
+func (e *Executor) runCall(ctx context.Context, req Request, m requestMode, parts sessionParts) (Result, error) {
+	c, res, err := e.prepare(ctx, req, m, parts)
+	if c == nil {
+		return res, err
+	}
+	if blocked := e.approvals.Script(ctx, policyApprover(c.approver), c.grants, c.kind, req.Code); blocked != "" {
+		return blockedResult(c.mode, blocked), nil
+	}
+	return e.runPrepared(ctx, c, req)
+}
+
 // prepare validates req, to run in mode m, and resolves everything a call
 // needs, with what it took from its session (parts). When it returns a
 // nil call, the result and error are the answer.
 func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, parts sessionParts) (*call, Result, error) {
 	mode, be, delegate := m.mode, parts.backend, parts.delegate
+	if !m.known {
+		e.log.Log(context.Background(), slog.LevelWarn, "unknown mode, falling back to strict", "mode", m.asked)
+	}
 	var err error
 	var wd string
 	if be != nil {
@@ -112,7 +125,12 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 			"use sandbox: none to run project-mode scripts on the backend, or terminal.backend: local", sandbox, e.cfg.Terminal.Backend)
 		return nil, failed(mode, err), err
 	}
-	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: req.Kind, approver: req.Approver, session: req.Session, enabled: engine.ToolSet(req.Tools)}
+	kind, ok := config.NormalizeKind(req.Kind)
+	if !ok {
+		err := errors.New(config.UnknownKind("Request.Kind", req.Kind))
+		return nil, failed(mode, err), err
+	}
+	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: kind, approver: req.Approver, grants: parts.grants, session: req.Session}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 || len(delegate) > 0 {
 		c.handlers = maps.Clone(e.tools)
@@ -122,19 +140,16 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		maps.Copy(c.handlers, delegate)
 		maps.Copy(c.handlers, req.ToolHandlers)
 	}
-	if c.kind == "" {
-		c.kind = config.KindCLI
-	}
 	if c.approver == nil {
 		c.approver = e.approver
 	}
 	web := e.cfg.Web
-	c.envOpts, c.envGen = e.envOptionsFor(req)
+	c.inject = e.inject(c.mode == config.ModeStrict)
+	c.envOpts, c.envGen = e.envOptionsFor(parts.skillEnv, parts.subagent)
 	if refused := e.newlyRefused(engine.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
 		e.log.Log(context.Background(), slog.LevelWarn, "passthrough refused",
 			"names", refused, "source", "terminal.env_passthrough")
 	}
-	c.inject = e.inject(c.mode == config.ModeStrict)
 	toolEnv, dropped := e.toolEnv.get(e.environ, c.envOpts, e.inject(false))
 	if len(dropped) > 0 && e.log.Enabled(context.Background(), slog.LevelDebug) {
 		e.log.Log(context.Background(), slog.LevelDebug, "dropped HERMES_* variables",
@@ -146,9 +161,8 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		// project-mode child.
 		tb = backend.LocalLandlocked(wd, e.landlock)
 	}
-	c.tools, err = hostfuncs.New(hostfuncs.Options{
+	toolOpts := hostfuncs.Options{
 		Workdir: wd,
-		Backend: tb,
 		Env:     toolEnv,
 		Web: hostfuncs.WebOptions{
 			Provider:             web.Search.Provider,
@@ -171,7 +185,9 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		// nor the package dirs every WASI run imports.
 		WasmCacheDir: e.cacheDir,
 		WasmPackages: e.cfg.CodeExecution.WasmPackages,
-	})
+	}
+	backend.SetToolsBackend(&toolOpts, tb)
+	c.tools, err = hostfuncs.New(toolOpts)
 	if err != nil {
 		return nil, failed(mode, err), err
 	}
@@ -188,7 +204,11 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 			e.log.Log(context.Background(), slog.LevelInfo, "python skipped", "candidate", s)
 		}
 		if c.python.Path == "" && !c.sandbox {
-			c.note = "No usable python on this host (" + pythonsTried(c.python) + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
+			tried := "no python3 or python on PATH"
+			if len(c.python.Skipped) > 0 {
+				tried = "skipped: " + strings.Join(c.python.Skipped, "; ")
+			}
+			c.note = "No usable python on this host (" + tried + "), so this project-mode run used the embedded WASI CPython over the working dir: standard library only, no processes. Install Python 3.8+ or activate a virtualenv for the project's own packages."
 			e.log.Log(context.Background(), slog.LevelWarn, "embedded interpreter fallback",
 				"skipped", len(c.python.Skipped))
 		} else if len(c.python.Skipped) > 0 && !c.sandbox {
@@ -205,6 +225,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		c.maxCalls = *req.MaxToolCalls
 	}
 	c.spillDir = e.spillDir()
+	c.enabled = engine.ToolSet(req.Tools)
 	return c, Result{}, nil
 }
 
@@ -338,106 +359,6 @@ func sameEnvOptions(a, b engine.EnvOptions) bool {
 		a.Windows == b.Windows && a.Delegated == b.Delegated
 }
 
-// projectOptions are the sandboxed project mode's options for c: the
-// file tools' rules, and the site dirs of the python project mode would
-// run (none when there is none).
-func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOptions {
-	opts := strict.ProjectOptions{Guard: c.tools, Packages: c.python.Sites}
-	if c.python.Path != "" {
-		opts.Packages = native.SiteDirs(ctx, c.python.Path, c.workdir, filepath.Join(e.cacheDir, native.ProbeCacheName))
-	}
-	return opts
-}
-
-// projectEngine is the engine of a project-mode call that does not use
-// the embedded interpreter.
-func (e *Executor) projectEngine(c *call) *nativeengine.Engine {
-	return &nativeengine.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
-}
-
-// oneShot runs code for c in a fresh interpreter: a call without a
-// session, or a session call that gets no kernel (standalone).
-func (e *Executor) oneShot(ctx context.Context, c *call, code string) (Result, error) {
-	// Choose the engine, and load (or compile) a wasm interpreter, before
-	// the script's clock starts: the timeout limits the script, not a
-	// first compile.
-	var eng engine.Engine = e.strict
-	if c.mode == config.ModeProject {
-		if c.usesWasm() {
-			eng = e.strict.Project(e.projectOptions(ctx, c))
-		} else {
-			eng = e.projectEngine(c)
-		}
-	}
-	if c.usesWasm() {
-		if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			return failed(c.mode, err), err
-		}
-	}
-	r := e.request(c, code)
-	if c.session != "" { // request leaves a session call's environment to its kernel
-		r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
-	}
-	res, err := engine.Execute(ctx, eng, r)
-	return fromEngine(res), err
-}
-
-// request is the shared layer's request for c. A one-shot run gets its
-// interpreter's environment here; a kernel's was built when it started
-// (kernelSpec), so a session call does not scrub the environment again.
-func (e *Executor) request(c *call, code string) engine.Request {
-	var env []string
-	if c.session == "" {
-		env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
-	}
-	return engine.Request{
-		Code:          code,
-		Mode:          c.mode,
-		Embedded:      c.mode == config.ModeProject && c.usesWasm(),
-		Workdir:       c.workdir,
-		Timeout:       c.timeout,
-		MaxToolCalls:  c.maxCalls,
-		Env:           env,
-		SpillDir:      c.spillDir,
-		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
-		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
-		ProcessLimits: e.processLimits(),
-		Tools:         e.toolFunc(c),
-		Enabled:       c.enabled,
-		Logger:        e.log,
-	}
-}
-
-// toolFunc runs c's tool calls; in a cli session a terminal command that
-// the dangerous-command check flags needs approval first (docs/behaviour.md §8).
-func (e *Executor) toolFunc(c *call) engine.ToolFunc {
-	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
-		if name == "terminal" && c.kind == config.KindCLI {
-			var a struct {
-				Command string  `json:"command"`
-				Stdin   *string `json:"_stdin_b64"` // hostfuncs.SubprocessStdinArg
-			}
-			if json.Unmarshal(args, &a) == nil && a.Command != "" {
-				check := e.approvals.Command
-				if a.Stdin != nil {
-					// The command reads what the script gives it: "sh" with
-					// "rm -rf ~" on its stdin (subprocess.run(["sh"],
-					// input=...)) ran without approval when only "sh" was
-					// checked.
-					check = e.approvals.CommandWithInput
-				}
-				if blocked := check(ctx, policyApprover(c.approver), c.grants, c.kind, a.Command, c.shell()); blocked != "" {
-					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
-				}
-			}
-		}
-		if h := c.handlers[name]; h != nil {
-			return h(ctx, args)
-		}
-		return c.tools.Call(ctx, name, args)
-	}
-}
-
 // finish adds what the executor knows to a result.
 func (e *Executor) finish(c *call, res Result, err error) (Result, error) {
 	if res.StdoutSpillPath != "" {
@@ -505,14 +426,6 @@ func failed(mode string, err error) Result {
 	}
 }
 
-// pythonsTried sums up what Resolve looked at, for the fallback warning.
-func pythonsTried(c native.Choice) string {
-	if len(c.Skipped) == 0 {
-		return "no python3 or python on PATH"
-	}
-	return "skipped: " + strings.Join(c.Skipped, "; ")
-}
-
 // SpillRetention is how long full-output spill files are kept: long enough
 // for an agent to page through one later in its session, short enough that
 // the cache does not grow without bound.
@@ -534,18 +447,14 @@ func pruneSpills(dir string, keep time.Duration, now time.Time) {
 	}
 }
 
-// envOptionsFor is the env layer's configuration for req, starting now:
+// envOptionsFor is the env layer's configuration for a call starting now:
 // the executor-wide passthrough (terminal.env_passthrough, skills) plus
-// the skill variables of req's session and parent session, and for a
-// one-shot call its own Request.SkillEnv. gen is the skill-env generation
-// it reflects, or -1 when the call passes names of its own, which no
+// the skill variables the call passes (own: its session's and parent's, or
+// its own Request.SkillEnv without a session), and for a subagent's call
+// the delegated marker. gen is the skill-env generation it reflects, or -1
+// when the call passes names of its own or is a subagent's, which no
 // warm-pool kernel has.
-func (e *Executor) envOptionsFor(req Request) (opts engine.EnvOptions, gen int) {
-	var own []string
-	if req.Session == "" && len(req.SkillEnv) > 0 {
-		own, _ = e.screenSkillNames("", req.SkillEnv)
-	}
-	own = append(own, e.sessions.skillEnv(req.Session, req.ParentSession)...)
+func (e *Executor) envOptionsFor(own []string, subagent bool) (opts engine.EnvOptions, gen int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	opts, gen = e.envOptionsLocked(), e.skillGen
@@ -553,24 +462,11 @@ func (e *Executor) envOptionsFor(req Request) (opts engine.EnvOptions, gen int) 
 		opts.Passthrough = append(opts.Passthrough, own...)
 		gen = -1
 	}
-	if req.ParentSession != "" {
+	if subagent {
 		// A subagent's scripts are a delegated child's, as in Hermes; warm-pool
 		// kernels start without the marker, so they are not used.
 		opts.Delegated = true
 		gen = -1
 	}
 	return opts, gen
-}
-
-// skillEnv is the skill variables registered for sessions, in order.
-func (t *sessionTable) skillEnv(sessions ...string) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []string
-	for _, name := range sessions {
-		if s := t.byName[name]; s != nil && name != "" {
-			out = append(out, s.skillEnv...)
-		}
-	}
-	return out
 }

@@ -2,10 +2,14 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend"
@@ -15,11 +19,11 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
-// Session kernels (docs/behaviour.md §7). A kernel is a live interpreter whose globals
-// and imports persist between calls; it is reused when session, mode,
-// interpreter, working dir and tool set all match. Calls of one session run
-// one at a time, in arrival order; calls of different sessions run
-// concurrently.
+// Where a call runs: its session's kernel, or a fresh interpreter; and the
+// table of session kernels with their slots (docs/behaviour.md §7). A
+// kernel is a live interpreter whose globals and imports persist between
+// calls; it is reused when session, mode, interpreter, working dir and tool
+// set all match. pools.go starts kernels.
 
 // kernelKey is what a kernel is reused for.
 type kernelKey struct {
@@ -69,9 +73,6 @@ const (
 	// noteIdle has kernel_idle_timeout in seconds.
 	noteIdle = "The session's kernel was closed after %ss idle (kernel_idle_timeout), so its state (variables, imports, loaded data) is lost; this call started a fresh kernel."
 )
-
-// projectPoolKey is what a project kernel from the pool was started for.
-type projectPoolKey struct{ python, workdir string }
 
 // startNote is the kernel note of a call that starts a new kernel for
 // key: why the state of the session's earlier calls is not there (its
@@ -129,236 +130,547 @@ func joinAnd(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
-// startKernel starts a kernel for c, before the call's clock starts (a
-// first compile or an interpreter start is not the script's time).
-func (e *Executor) startKernel(ctx context.Context, c *call) (engine.Kernel, error) {
-	spec := e.kernelSpec(c)
-	if !c.usesWasm() {
-		if k := e.fromProjectPool(ctx, c); k != nil {
-			return k, nil
-		}
-		return startNativeKernel(ctx, e.projectEngine(c), spec)
+// --- Where a call runs: its session's kernel, or a fresh interpreter ---
+
+// runPrepared runs c, the call prepared for req, in its session's kernel, or
+// without a session in a fresh interpreter.
+func (e *Executor) runPrepared(ctx context.Context, c *call, req Request) (Result, error) {
+	if req.Session == "" {
+		res, err := e.oneShot(ctx, c, req.Code)
+		return e.finish(c, res, err)
 	}
-	if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-		return nil, err
-	}
-	if c.mode == config.ModeProject {
-		opts := e.projectOptions(ctx, c)
-		return e.strict.StartKernel(ctx, spec, &opts)
-	}
-	e.sessions.mu.Lock()
-	pool := e.sessions.pool
-	if e.sessions.poolGen != c.envGen {
-		// Started before a skill registered a variable this call passes,
-		// or the call passes skill variables of its session (envGen -1).
-		pool = nil
-	}
-	if engine.ToolsInject(c.enabled) != "" {
-		// The pool's kernels have all seven tools' functions.
-		pool = nil
-	}
-	e.sessions.mu.Unlock()
-	if pool != nil {
-		k, _, err := pool.Get(ctx)
-		if !errors.Is(err, strict.ErrPoolClosed) {
-			return k, err
-		}
-		// Replaced (RegisterSkillEnv) or closed (Close) meanwhile: start
-		// one; after Close, that fails with the strict engine's error.
-	}
-	return e.strict.StartKernel(ctx, spec, nil)
+	return e.sessionCall(ctx, c, req)
 }
 
-// fromProjectPool returns a ready project kernel for c from the warm pool,
-// when the pool's kernels are what c would start (same interpreter and
-// working dir, this host, the same environment, all seven tools); nil
-// otherwise.
-func (e *Executor) fromProjectPool(ctx context.Context, c *call) engine.Kernel {
+// sessionCall runs req in its session's kernel.
+// The caller holds the session's turn (takeTurn).
+func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Result, error) {
 	ks := e.sessions
+
+	interp := "wasm"
+	if c.sandbox {
+		interp = "wasm+" + c.python.Path // its packages
+	}
+	if !c.usesWasm() {
+		interp = c.python.Path
+		if c.backend != nil {
+			interp = "python3"
+		}
+	}
+	// c.enabled is canonical (engine.ToolSet): equal sets give equal keys.
+	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ","),
+		backend: backendID(c.backend)}
+
+	stateReset := false
+	if req.Reset {
+		stateReset = true
+		for _, old := range ks.take(func(en *kernelEntry) bool { return en.key.session == req.Session }, "") {
+			old.k.Close()
+		}
+		ks.forgetGone(req.Session) // state_reset says why the state is gone
+	}
+	// Found and pinned (running) in one step, so that neither another
+	// session's eviction nor the idle reaper can close it under the call.
+	en := ks.pin(key)
+	reused := en != nil
+	var startNote string
+	var waited time.Duration
+	if en == nil {
+		top := req.ParentSession == "" // a subagent's kernel takes no slot
+		if top {
+			victim, w, err := ks.reserveSlot(ctx, c.timeout)
+			e.closeEvicted(victim)
+			waited = w
+			switch {
+			case errors.Is(err, errNoSlot):
+				e.log.Log(context.Background(), slog.LevelWarn, "no kernel slot", "session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
+				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
+					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
+			case errors.Is(err, ErrClosed):
+				return failed(c.mode, err), err
+			case err != nil:
+				return interruptedBeforeStart(ctx, c.mode)
+			}
+		}
+		startNote = ks.startNote(key)
+		k, err := e.startKernel(ctx, c)
+		if err != nil && ctx.Err() == nil && reviveBackend(ctx, c.backend) {
+			// The target was gone (a container removed under the session)
+			// and is back: try once more.
+			k, err = e.startKernel(ctx, c)
+		}
+		if err != nil && top {
+			ks.releaseSlot()
+		}
+		if err != nil && ctx.Err() != nil {
+			return interruptedBeforeStart(ctx, c.mode)
+		}
+		if err != nil && c.backend != nil && !c.usesWasm() {
+			return e.standaloneRemote(ctx, c, req, err)
+		}
+		if err != nil {
+			err = errors.Join(errors.New("starting the session kernel"), err)
+			return failed(c.mode, err), err
+		}
+		en = &kernelEntry{key: key, parent: req.ParentSession, k: k}
+		if !ks.add(en) {
+			k.Close()
+			return failed(c.mode, ErrClosed), ErrClosed
+		}
+		e.startReaper()
+	}
+
+	eres, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
+	res := fromEngine(eres)
+	alive := en.k.Alive()
+	if alive {
+		ks.unpin(en)
+	} else {
+		// Removed while still pinned: an eviction never picks a dead
+		// kernel (and never says it made room with it).
+		ks.remove(en)
+		en.k.Close()
+	}
+
+	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,
+		WaitedSeconds: waitedSeconds(waited)}
+	if !alive {
+		info.Ended = true
+		switch {
+		case res.Status == config.StatusTimeout || res.Status == config.StatusInterrupted:
+			// The error says so too (engine.KernelTimeoutMessage,
+			// engine.KernelInterruptedMessage).
+			info.Note = noteKilled
+		case res.Status == config.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
+			info.Note = noteExited
+		default:
+			info.Note = noteDied
+		}
+	}
+	res.Kernel = info
+	return e.finish(c, res, err)
+}
+
+// interruptedBeforeStart answers a call whose context ended while it
+// waited for its session's earlier calls, for a kernel or for its
+// interpreter to start.
+func interruptedBeforeStart(ctx context.Context, mode string) (Result, error) {
+	reason := engine.DefaultInterruptReason
+	var ie *InterruptError
+	if errors.As(context.Cause(ctx), &ie) && ie.Reason != "" {
+		reason = ie.Reason
+	}
+	msg := "Execution interrupted before it started: " + reason
+	exit := -1
+	return Result{
+		Status:    config.StatusInterrupted,
+		Output:    engine.InterruptMarker(reason),
+		Error:     msg,
+		ExitCode:  &exit,
+		Mode:      mode,
+		ToolCalls: []ToolCall{},
+	}, nil
+}
+
+// standaloneRemote runs a session call whose remote kernel could not
+// start as a one-shot script in the backend, and says so (docs/behaviour.md
+// §12): its state does not persist.
+func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
+	e.log.Log(context.Background(), slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
+	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
+}
+
+// standalone runs a session call that gets no kernel as a one-shot script
+// in a fresh interpreter, with note (one of the noteStandalone kind) in
+// its kernel object and warning: its state does not persist. info, when
+// not nil, is the kernel object to fill.
+func (e *Executor) standalone(ctx context.Context, c *call, req Request, note string, info *KernelInfo) (Result, error) {
+	res, err := e.oneShot(ctx, c, req.Code)
+	if info == nil {
+		info = &KernelInfo{}
+	}
+	info.Ended, info.Note = true, note
+	res.Kernel = info
+	c.note = strings.TrimSpace(c.note + " " + note + ".")
+	return e.finish(c, res, err)
+}
+
+// oneShot runs code for c in a fresh interpreter: a call without a
+// session, or a session call that gets no kernel (standalone).
+func (e *Executor) oneShot(ctx context.Context, c *call, code string) (Result, error) {
+	// Choose the engine, and load (or compile) a wasm interpreter, before
+	// the script's clock starts: the timeout limits the script, not a
+	// first compile.
+	var eng engine.Engine = e.strict
+	if c.mode == config.ModeProject {
+		if c.usesWasm() {
+			eng = e.strict.Project(e.projectOptions(ctx, c))
+		} else {
+			eng = e.projectEngine(c)
+		}
+	}
+	if c.usesWasm() {
+		if err := e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err != nil {
+			return failed(c.mode, err), err
+		}
+	}
+	r := e.request(c, code)
+	if c.session != "" { // request leaves a session call's environment to its kernel
+		r.Env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+	}
+	res, err := engine.Execute(ctx, eng, r)
+	return fromEngine(res), err
+}
+
+// projectOptions are the sandboxed project mode's options for c: the
+// file tools' rules, and the site dirs of the python project mode would
+// run (none when there is none).
+func (e *Executor) projectOptions(ctx context.Context, c *call) strict.ProjectOptions {
+	opts := strict.ProjectOptions{Guard: c.tools, Packages: c.python.Sites}
+	if c.python.Path != "" {
+		opts.Packages = native.SiteDirs(ctx, c.python.Path, c.workdir, filepath.Join(e.cacheDir, native.ProbeCacheName))
+	}
+	return opts
+}
+
+// projectEngine is the engine of a project-mode call that does not use
+// the embedded interpreter.
+func (e *Executor) projectEngine(c *call) *nativeengine.Engine {
+	return &nativeengine.Engine{Python: c.python.Path, Transport: e.transport, Backend: c.backend, Landlock: e.landlock}
+}
+
+// request is the shared layer's request for c. A one-shot run gets its
+// interpreter's environment here; a kernel's was built when it started
+// (kernelSpec), so a session call does not scrub the environment again.
+func (e *Executor) request(c *call, code string) engine.Request {
+	var env []string
+	if c.session == "" {
+		env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+	}
+	return engine.Request{
+		Code:          code,
+		Mode:          c.mode,
+		Embedded:      c.mode == config.ModeProject && c.usesWasm(),
+		Workdir:       c.workdir,
+		Timeout:       c.timeout,
+		MaxToolCalls:  c.maxCalls,
+		Env:           env,
+		SpillDir:      c.spillDir,
+		MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
+		DiskLimitMB:   e.cfg.CodeExecution.DiskLimitMB,
+		ProcessLimits: e.processLimits(),
+		Tools:         e.toolFunc(c),
+		Enabled:       c.enabled,
+		Logger:        e.log,
+	}
+}
+
+// toolFunc runs c's tool calls; in a cli session a terminal command that
+// the dangerous-command check flags needs approval first (docs/behaviour.md §8).
+func (e *Executor) toolFunc(c *call) engine.ToolFunc {
+	return func(ctx context.Context, name string, args json.RawMessage) map[string]any {
+		if name == "terminal" && c.kind == config.KindCLI {
+			var a struct {
+				Command string  `json:"command"`
+				Stdin   *string `json:"_stdin_b64"` // hostfuncs.SubprocessStdinArg
+			}
+			if json.Unmarshal(args, &a) == nil && a.Command != "" {
+				check := e.approvals.Command
+				if a.Stdin != nil {
+					// The command reads what the script gives it: "sh" with
+					// "rm -rf ~" on its stdin (subprocess.run(["sh"],
+					// input=...)) ran without approval when only "sh" was
+					// checked.
+					check = e.approvals.CommandWithInput
+				}
+				if blocked := check(ctx, policyApprover(c.approver), c.grants, c.kind, a.Command, c.shell()); blocked != "" {
+					return map[string]any{"output": "", "exit_code": -1, "error": blocked}
+				}
+			}
+		}
+		if h := c.handlers[name]; h != nil {
+			return h(ctx, args)
+		}
+		return c.tools.Call(ctx, name, args)
+	}
+}
+
+// --- The table of session kernels, and their slots ---
+
+// closeEvicted closes victim, an idle kernel that reserveSlot evicted to
+// make room (nil: none).
+func (e *Executor) closeEvicted(victim *kernelEntry) {
+	if victim == nil {
+		return
+	}
+	max := e.sessions.max
+	e.log.Log(context.Background(), slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
+	victim.k.Close()
+}
+
+// entryLocked is the kernel for key, if any. ks.mu is held.
+func (ks *sessionTable) entryLocked(key kernelKey) *kernelEntry {
+	if s := ks.byName[key.session]; s != nil {
+		return s.kernels[key]
+	}
+	return nil
+}
+
+// pin returns the live kernel for key, if any, pinned: marked running,
+// in the same step that finds it, so that no eviction or reaper closes
+// it until unpin. A kernel found dead is removed and closed.
+func (ks *sessionTable) pin(key kernelKey) *kernelEntry {
 	ks.mu.Lock()
-	pool := ks.projectPool
-	if pool == nil || c.backend != nil || ks.projectPoolFor != (projectPoolKey{c.python.Path, c.workdir}) ||
-		ks.poolGen != c.envGen || engine.ToolsInject(c.enabled) != "" {
-		pool = nil
+	en := ks.entryLocked(key)
+	if en != nil {
+		en.running = true
+		en.count++
+		en.lastUsed = time.Now()
 	}
 	ks.mu.Unlock()
-	if pool == nil {
+	if en != nil && !en.k.Alive() {
+		ks.remove(en)
+		en.k.Close()
 		return nil
 	}
-	k, _, err := pool.Get(ctx)
-	if err != nil {
-		// Closed or replaced meanwhile, or the start failed: the caller
-		// starts one itself.
-		return nil
-	}
-	return k
+	return en
 }
 
-// projectPoolTarget is what a project-mode warm pool is for: the host
-// python for workdir (empty: this process's; a session on another dir, or
-// with a remote backend, starts its own kernel). Empty unless project is
-// the configured mode, without the sandbox, the backend is local and there
-// is a host python.
-func (e *Executor) projectPoolTarget(ctx context.Context, workdir string) projectPoolKey {
-	if e.cfg.CodeExecution.Mode != config.ModeProject {
-		return projectPoolKey{} // calls are strict unless they say otherwise
-	}
-	if sandbox, _ := config.NormalizeSandbox(e.cfg.CodeExecution.Sandbox); sandbox == config.SandboxWasm {
-		// Project-mode calls run in the embedded interpreter unless they
-		// say otherwise: no native kernel to keep ready, and the working
-		// dir's python, which a sandboxed script may have made a program
-		// of its own, is not run (the pool started it at every start of
-		// serve or mcp).
-		return projectPoolKey{}
-	}
-	if b := e.cfg.Terminal.Backend; b != "" && b != config.BackendLocal {
-		return projectPoolKey{}
-	}
-	wd, err := ResolveWorkdir(workdir)
-	if err != nil {
-		return projectPoolKey{}
-	}
-	py := native.ResolveIn(ctx, e.getenv, wd, filepath.Join(e.cacheDir, native.ProbeCacheName))
-	if py.Path == "" {
-		return projectPoolKey{}
-	}
-	return projectPoolKey{py.Path, wd}
-}
-
-// newProjectPool starts n project kernels for target, with the current
-// environment; nil for an empty target. e.mu is held.
-func (e *Executor) newProjectPool(n int, target projectPoolKey) *engine.KernelPool {
-	if target.python == "" {
-		return nil
-	}
-	spec := e.spec(e.envOptionsLocked(), e.inject(false), nil, target.workdir)
-	eng := &nativeengine.Engine{Python: target.python, Transport: e.transport, Landlock: e.landlock}
-	return engine.NewKernelPool(n, func(ctx context.Context) (engine.Kernel, error) {
-		return startNativeKernel(ctx, eng, spec)
-	}, func(error) bool { return false })
-}
-
-// kernelSpec is the frozen environment of a kernel started for c: the
-// scrubbed env plus the injected variables, as of now (docs/behaviour.md §4: a kernel's
-// environment is frozen when it starts).
-func (e *Executor) kernelSpec(c *call) engine.KernelSpec {
-	return e.spec(c.envOpts, c.inject, c.enabled, c.workdir)
-}
-
-func (e *Executor) spec(opts engine.EnvOptions, inject, enabled []string, workdir string) engine.KernelSpec {
-	env := engine.ChildEnv(e.environ, opts, inject, enabled)
-	return engine.KernelSpec{Env: env, Workdir: workdir, MemoryLimitMB: e.cfg.CodeExecution.MemoryLimitMB,
-		DiskLimitMB: e.cfg.CodeExecution.DiskLimitMB, ProcessLimits: e.processLimits()}
-}
-
-// processLimits are the limits of a project-mode run's processes.
-func (e *Executor) processLimits() engine.ProcessLimits {
-	return engine.ProcessLimits{MemoryMB: e.cfg.CodeExecution.ProjectMemoryLimitMB, Processes: e.cfg.CodeExecution.ProcessLimit}
-}
-
-// Stats are an executor's session kernels at one moment (for a service's
-// metrics).
-type Stats struct {
-	// Kernels is the number of live session kernels; Running those of them
-	// running a call now.
-	Kernels, Running int
-	// PoolIdle is the number of ready kernels in the warm pools, and
-	// PoolTarget the number they keep ready (0 until StartWarmPool has
-	// made them).
-	PoolIdle, PoolTarget int
-	// Evictions counts the kernels closed since the executor started to
-	// make room (max_session_kernels) or for being idle
-	// (kernel_idle_timeout).
-	Evictions uint64
-	// Waiting is the number of calls waiting for a kernel: every one of
-	// the max_session_kernels top-level kernels runs a call.
-	Waiting int
-}
-
-// Stats returns the executor's kernel counts.
-func (e *Executor) Stats() Stats {
-	ks := e.sessions
+// unpin marks en idle again after its call.
+func (ks *sessionTable) unpin(en *kernelEntry) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	st := Stats{Evictions: ks.evictions.Load(), Waiting: len(ks.slotWait)}
+	en.running = false
+	en.lastUsed = time.Now()
+	ks.grantLocked()
+}
+
+// add adds en, a kernel just started for a call, pinned (its first call
+// running), to its session; a top-level kernel takes over the slot its
+// call reserved. It reports false after closeAll.
+func (ks *sessionTable) add(en *kernelEntry) bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if en.parent == "" {
+		ks.starting--
+	}
+	if ks.closed {
+		return false
+	}
+	en.running = true
+	en.count = 1
+	en.lastUsed = time.Now()
+	en.owner = ks.sessionLocked(en.key.session)
+	en.owner.kernels[en.key] = en
+	return true
+}
+
+func (ks *sessionTable) remove(en *kernelEntry) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if s := ks.byName[en.key.session]; s != nil && s.kernels[en.key] == en {
+		delete(s.kernels, en.key)
+		ks.grantLocked()
+	}
+}
+
+// take removes and returns the kernels that match (running ones too: the
+// caller interrupts their calls); with a note, their sessions' next
+// kernels say it (why the state is gone).
+func (ks *sessionTable) take(match func(*kernelEntry) bool, note string) []*kernelEntry {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	var out []*kernelEntry
 	for _, s := range ks.byName {
-		for _, en := range s.kernels {
-			st.Kernels++
-			if en.running {
-				st.Running++
+		for k, en := range s.kernels {
+			if match(en) {
+				delete(s.kernels, k)
+				out = append(out, en)
+				if note != "" {
+					ks.noteGoneLocked(en, note)
+				}
 			}
 		}
 	}
-	if ks.pool != nil {
-		st.PoolIdle += ks.pool.Idle()
-		st.PoolTarget += ks.poolSize
+	if len(out) > 0 {
+		ks.grantLocked()
 	}
-	if ks.projectPool != nil {
-		st.PoolIdle += ks.projectPool.Idle()
-		st.PoolTarget += ks.poolSize
-	}
-	return st
+	return out
 }
 
-// StartWarmPool keeps code_execution.warm_pool initialized strict
-// interpreters ready and, when project is the configured mode without the
-// sandbox (code_execution.sandbox: none), as many project kernels of the
-// host python for the executor's own working dir,
-// so that a new session's first call does not pay interpreter start-up (a
-// project session on another dir, or with a remote backend, starts its
-// own). It returns at once; the pools fill in
-// the background and refill as sessions take from them, until Close. A
-// size of 0 does nothing. Registering a skill variable
-// ([Executor.RegisterSkillEnv]) replaces the pools' interpreters, whose
-// environment is frozen.
-func (e *Executor) StartWarmPool(ctx context.Context) { e.StartWarmPoolIn(ctx, "") }
-
-// StartWarmPoolIn is StartWarmPool with the project kernels started in
-// workdir (empty: this process's working dir): the dir the front end's
-// calls use, such as mcp's --workdir.
-func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
-	n := e.cfg.CodeExecution.WarmPool
-	if n <= 0 {
-		return
+// reserveSlot holds a slot for a top-level kernel the caller is about to
+// start: a free one, or that of the least recently used idle kernel, which
+// it evicts and returns for the caller to close. When every kernel runs a
+// call it waits, behind the calls that waited first, until one goes idle
+// or is closed. The wait ends with ctx (its error), closeAll (ErrClosed)
+// or after limit (errNoSlot); waited is its length. The caller gives the
+// slot to add, or back with releaseSlot; it closes victim whatever the
+// error (with an error it is nil unless the set, or the victim's session, was closed).
+func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (victim *kernelEntry, waited time.Duration, err error) {
+	ks.mu.Lock()
+	if ks.closed {
+		ks.mu.Unlock()
+		return nil, 0, ErrClosed
 	}
-	go func() {
-		// The host python (a probe, before the locks), and compile (or
-		// load) first, so the pools' kernels start fast.
-		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
-		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.log.Log(context.Background(), slog.LevelError, "warm pool failed", "error", err.Error())
-			return
+	if len(ks.slotWait) == 0 {
+		if v, ok := ks.freeSlotLocked(); ok {
+			ks.starting++
+			ks.mu.Unlock()
+			return v, 0, nil
 		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		ks := e.sessions
-		ks.mu.Lock()
-		defer ks.mu.Unlock()
-		if ks.closed || ks.pool != nil {
-			return
-		}
-		ks.poolSize = n
-		ks.pool = e.strict.NewKernelPool(n, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
-		ks.projectPool, ks.projectPoolFor = e.newProjectPool(n, target), target
-		ks.poolGen = e.skillGen
-	}()
-}
+	}
+	w := &slotWaiter{granted: make(chan struct{})}
+	ks.slotWait = append(ks.slotWait, w)
+	ks.mu.Unlock()
 
-// refreshPool replaces the warm pool, if any, with one whose kernels have
-// the environment of the current skill-env generation. e.mu is held.
-func (e *Executor) refreshPool() {
-	ks := e.sessions
+	start := time.Now()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-w.granted:
+	case <-ctx.Done():
+	case <-ks.stopReap:
+	case <-timer.C:
+	}
+	// A call that queued waited, even when the clock did not move: on
+	// Windows it advances in steps of up to 15.6 ms, and a short wait can
+	// measure 0.
+	waited = max(time.Since(start), time.Nanosecond)
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	if ks.closed || ks.pool == nil {
-		return
+	granted := false
+	select {
+	case <-w.granted:
+		granted = true
+	default:
 	}
-	old, oldProject := ks.pool, ks.projectPool
-	ks.pool = e.strict.NewKernelPool(ks.poolSize, e.spec(e.envOptionsLocked(), e.inject(true), nil, ""))
-	ks.projectPool = e.newProjectPool(ks.poolSize, ks.projectPoolFor)
-	ks.poolGen = e.skillGen
-	ks.background.Go(old.Close)
-	if oldProject != nil {
-		ks.background.Go(oldProject.Close)
+	switch {
+	case ctx.Err() != nil:
+		// An interrupt says why (Close interrupts the calls before it
+		// closes the set), even when a slot came at the same moment.
+		err = ctx.Err()
+	case ks.closed:
+		err = ErrClosed
+	case granted:
+		return w.victim, waited, nil // granted, perhaps as time ran out: take it
+	default:
+		err = errNoSlot
+	}
+	if !granted {
+		ks.slotWait = slices.DeleteFunc(ks.slotWait, func(x *slotWaiter) bool { return x == w })
+		return nil, waited, err
+	}
+	ks.starting--
+	if ks.closed {
+		return w.victim, waited, err // closeAll no longer sees it: the caller closes it
+	}
+	// Given back: the idle kernel evicted for it is not closed, so it
+	// stays (its session keeps its state), and the slot goes to the next
+	// waiter, which may evict it after all.
+	if v := w.victim; v != nil && v.owner != nil && v.owner.closed {
+		// Its session was closed meanwhile: the caller closes it.
+		ks.grantLocked()
+		return v, waited, err
+	} else if v != nil && ks.entryLocked(v.key) == nil {
+		s := v.owner
+		if s == nil {
+			s = ks.sessionLocked(v.key.session)
+		}
+		s.kernels[v.key] = v
+		ks.evictions.Add(^uint64(0))
+		if _, ok := s.gone[v.key]; ok {
+			delete(s.gone, v.key)
+			ks.goneNotes--
+		}
+	}
+	ks.grantLocked()
+	return nil, waited, err
+}
+
+func (ks *sessionTable) releaseSlot() {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.starting--
+	ks.grantLocked()
+}
+
+// freeSlotLocked reports whether a slot can be had now: when all are
+// held, it evicts the least recently used idle top-level kernel and
+// returns it (nil when a slot was free). ks.mu is held.
+func (ks *sessionTable) freeSlotLocked() (victim *kernelEntry, ok bool) {
+	held := ks.starting
+	for _, s := range ks.byName {
+		for _, en := range s.kernels {
+			if en.parent != "" {
+				continue
+			}
+			held++
+			if !en.running && (victim == nil || en.lastUsed.Before(victim.lastUsed)) {
+				victim = en
+			}
+		}
+	}
+	if held < ks.max {
+		return nil, true
+	}
+	if victim == nil {
+		return nil, false
+	}
+	delete(ks.byName[victim.key.session].kernels, victim.key)
+	ks.evictions.Add(1)
+	ks.noteGoneLocked(victim, fmt.Sprintf(noteEvicted, ks.max))
+	return victim, true
+}
+
+// grantLocked hands the slots that can be had to the waiting calls, first
+// come first served. ks.mu is held.
+func (ks *sessionTable) grantLocked() {
+	for len(ks.slotWait) > 0 && !ks.closed {
+		victim, ok := ks.freeSlotLocked()
+		if !ok {
+			return
+		}
+		w := ks.slotWait[0]
+		ks.slotWait = ks.slotWait[1:]
+		ks.starting++
+		w.victim = victim
+		close(w.granted)
+	}
+}
+
+// noteGoneLocked records, on its session, why en was closed. ks.mu is
+// held.
+func (ks *sessionTable) noteGoneLocked(en *kernelEntry, note string) {
+	s := ks.sessionLocked(en.key.session)
+	if _, ok := s.gone[en.key]; !ok {
+		if ks.goneNotes >= maxGoneNotes {
+			var oldest *session
+			var key kernelKey
+			var at time.Time
+			for _, o := range ks.byName {
+				for k, g := range o.gone {
+					if at.IsZero() || g.at.Before(at) {
+						oldest, key, at = o, k, g.at
+					}
+				}
+			}
+			if oldest != nil {
+				delete(oldest.gone, key)
+				ks.goneNotes--
+			}
+		}
+		ks.goneNotes++
+	}
+	s.gone[en.key] = goneNote{note: note, at: time.Now()}
+}
+
+// forgetGone drops the notes of session's closed kernels (a reset: its
+// next kernel is fresh for that reason).
+func (ks *sessionTable) forgetGone(session string) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if s := ks.byName[session]; s != nil {
+		ks.goneNotes -= len(s.gone)
+		clear(s.gone)
 	}
 }

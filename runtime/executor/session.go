@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +23,8 @@ import (
 // Sessions (docs/behaviour.md §7). Calls naming one Request.Session share a
 // session: they run one at a time, in arrival order, in the session's
 // persistent kernels; calls of different sessions run concurrently. This
-// file is what a session is and does; kernels.go starts its kernels.
+// file is what a session is and does: its table, its turn, what a call
+// takes from it, closing it; kernels.go runs calls in its kernels.
 
 // session is everything the executor holds for one session name. It lives
 // in the executor's session table (sessionTable.byName) from its first
@@ -246,6 +246,7 @@ func (e *Executor) OpenSession(session string, opts SessionOptions) error {
 	s := t.sessionLocked(session)
 	if len(opts.Delegate) == 0 {
 		delete(s.delegates, opts.Client)
+		t.dropIfEmptyLocked(s)
 		return nil
 	}
 	if s.delegates == nil {
@@ -276,6 +277,18 @@ func (e *Executor) ForgetClient(client string) {
 	defer t.mu.Unlock()
 	for _, s := range t.byName {
 		delete(s.delegates, client)
+		t.dropIfEmptyLocked(s)
+	}
+}
+
+// dropIfEmptyLocked takes s out of the table when it holds nothing that
+// its absence would not give back (a session is made on first use): no
+// call waits for or holds its turn, it has no kernel, gone-note, backend,
+// approval, skill variable, parent or delegation. t.mu is held.
+func (t *sessionTable) dropIfEmptyLocked(s *session) {
+	if len(s.kernels) == 0 && len(s.gone) == 0 && s.backend == nil && s.grants.Empty() && len(s.skillEnv) == 0 &&
+		s.parent == "" && len(s.delegates) == 0 && s.turn.interrupt == nil && !s.turn.busy() {
+		delete(t.byName, s.name)
 	}
 }
 
@@ -285,10 +298,13 @@ type arrival struct {
 	turn     *turn
 	place    chan struct{} // nil once the turn was taken or given up
 	delegate map[string]ToolHandler
+	// session is the session as the turn was taken (takeTurn): a
+	// CloseSession between the arrival and the turn replaced it.
+	session *session
 }
 
-// arrive reserves req's place in its session's turn and takes the
-// delegation in effect for its client.
+// arrive reserves req's place in its session's turn, records a subagent's
+// parent and takes the delegation in effect for its client.
 func (t *sessionTable) arrive(req Request) (*arrival, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -296,6 +312,11 @@ func (t *sessionTable) arrive(req Request) (*arrival, error) {
 		return nil, ErrClosed
 	}
 	s := t.sessionLocked(req.Session)
+	if req.ParentSession != "" {
+		// Recorded on arrival, so that closing the parent closes the
+		// subagent too, even before it has a kernel.
+		s.parent = req.ParentSession
+	}
 	a := &arrival{turn: s.turn, place: s.turn.reserve()}
 	if d, ok := s.delegates[req.Client]; ok && req.ToolHandlers == nil {
 		a.delegate = make(map[string]ToolHandler, len(d.Delegate))
@@ -318,93 +339,70 @@ func (a *arrival) withdraw() {
 
 // --- A session call, top to bottom ---
 
-// sessionExecute runs req in its session; a call without one has neither
-// turn nor kernel. It registers what the request says of its session,
-// takes what the call needs from it (the delegation of its client, its
-// backend: sessionParts), prepares the call (call.go), waits for the
-// session's turn, asks for approval, and runs the script in the session's
-// kernel, or, without a session, in a fresh interpreter.
+// sessionExecute runs req in its session; a call without one has no turn
+// to wait for and no kernel. It takes the session's turn (registering a
+// subagent's parent and the delegation of its client on arrival), then
+// what the call takes from its session (sessionParts: its approvals,
+// delegated tools, backend and skill variables), and hands the call to
+// call.go, which prepares it, asks for its approval and runs it in the
+// session's kernel or a fresh interpreter (kernels.go).
 func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMode, a *arrival) (Result, error) {
-	if req.Session != "" {
-		if a == nil {
-			var err error
-			if a, err = e.sessions.arrive(req); err != nil {
-				return failed(m.mode, err), err
-			}
-			defer a.withdraw() // given back unless the turn was taken
+	if req.Session != "" && a == nil {
+		var err error
+		if a, err = e.sessions.arrive(req); err != nil {
+			return failed(m.mode, err), err
 		}
-		e.registerRequest(req)
-	}
-	if !m.known {
-		e.log.Log(context.Background(), slog.LevelWarn, "unknown mode, falling back to strict", "mode", m.asked)
-	}
-	parts, err := e.sessionParts(ctx, req, a)
-	if err != nil {
-		return failed(m.mode, err), err
-	}
-	c, res, err := e.prepare(ctx, req, m, parts)
-	if c == nil {
-		return res, err
+		defer a.withdraw() // given back unless the turn was taken
 	}
 	turnCtx, end, grants, err := e.sessions.takeTurn(ctx, req.Session, a)
 	if errors.Is(err, ErrClosed) {
-		return failed(c.mode, err), err
+		return failed(m.mode, err), err
 	}
 	if err != nil {
-		return e.interruptedBeforeStart(ctx, c)
+		return interruptedBeforeStart(ctx, m.mode)
 	}
 	defer end()
-	c.grants = grants
-	if blocked := e.approvals.Script(turnCtx, policyApprover(c.approver), grants, c.kind, req.Code); blocked != "" {
-		return blockedResult(c.mode, blocked), nil
+	parts, err := e.sessionParts(turnCtx, req, a, grants)
+	if err != nil {
+		return failed(m.mode, err), err
 	}
-	if req.Session != "" {
-		return e.sessionCall(turnCtx, c, req)
-	}
-	res, err = e.oneShot(turnCtx, c, req.Code)
-	return e.finish(c, res, err)
+	return e.runCall(turnCtx, req, m, parts)
 }
 
-// sessionParts is what a call takes from its session before it is
-// prepared.
+// sessionParts is what a call takes from its session, as its turn starts.
 type sessionParts struct {
+	// grants are the session's approvals (those of the calls without a
+	// session for one without).
+	grants *approval.SessionGrants
 	// delegate are the tools the session's client runs itself, as the
 	// call arrived.
 	delegate map[string]ToolHandler
 	// backend is the remote backend the tools act in, and where a
 	// project-mode script runs; nil for this host.
 	backend backend.Backend
+	// skillEnv are the skill variables the call passes through: its
+	// session's and its parent's, or a call's own without a session.
+	skillEnv []string
+	// subagent: the call is a subagent's (Request.ParentSession).
+	subagent bool
 }
 
-// sessionParts finds (or makes) the backend of req's session and takes the
-// delegation its arrival a carried (nil a: a call without a session).
-func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival) (sessionParts, error) {
-	var p sessionParts
+// sessionParts finds (or makes) the backend of req's session, takes the
+// delegation its arrival a carried (nil a: a call without a session), and
+// registers the skill variables req names.
+func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival, grants *approval.SessionGrants) (sessionParts, error) {
+	p := sessionParts{grants: grants, subagent: req.ParentSession != ""}
+	var s *session
 	if a != nil {
-		p.delegate = a.delegate
+		p.delegate, s = a.delegate, a.session
 	}
 	be, err := e.remoteBackend(ctx, req.Session)
 	if err != nil {
 		return p, fmt.Errorf("terminal.backend %s: %w", e.cfg.Terminal.Backend, err)
 	}
 	p.backend = be
+	p.skillEnv = e.callSkillEnv(req, s)
 	return p, nil
-}
-
-// registerRequest records what req says of its session before the call
-// builds its environment: a subagent's parent, so that closing the parent
-// closes the subagent too, even when it has no live kernel, and the skill
-// variables of Request.SkillEnv, which its later calls keep.
-func (e *Executor) registerRequest(req Request) {
-	if req.ParentSession != "" {
-		t := e.sessions
-		t.mu.Lock()
-		t.sessionLocked(req.Session).parent = req.ParentSession
-		t.mu.Unlock()
-	}
-	if len(req.SkillEnv) > 0 {
-		_, _ = e.RegisterSessionSkillEnv(req.Session, req.SkillEnv...)
-	}
 }
 
 // takeTurn waits for the turn of session at a's place and returns the
@@ -431,9 +429,10 @@ func (t *sessionTable) takeTurn(ctx context.Context, session string, a *arrival)
 		return nil, nil, nil, ErrClosed
 	}
 	a.turn.interrupt = cancel
-	// The session's approvals as of now: a CloseSession between the
-	// arrival and the turn dropped the session's earlier ones.
-	grants := t.sessionLocked(session).grants
+	// The session as of now: a CloseSession between the arrival and the
+	// turn dropped its earlier approvals and skill variables.
+	a.session = t.sessionLocked(session)
+	grants := a.session.grants
 	t.mu.Unlock()
 	return turnCtx, func() {
 		t.mu.Lock()
@@ -442,136 +441,6 @@ func (t *sessionTable) takeTurn(ctx context.Context, session string, a *arrival)
 		cancel(nil)
 		a.turn.unlock()
 	}, grants, nil
-}
-
-// sessionCall runs req in its session's kernel.
-// The caller holds the session's turn (takeTurn).
-func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Result, error) {
-	ks := e.sessions
-
-	interp := "wasm"
-	if c.sandbox {
-		interp = "wasm+" + c.python.Path // its packages
-	}
-	if !c.usesWasm() {
-		interp = c.python.Path
-		if c.backend != nil {
-			interp = "python3"
-		}
-	}
-	// c.enabled is canonical (engine.ToolSet): equal sets give equal keys.
-	key := kernelKey{session: req.Session, mode: c.mode, interpreter: interp, workdir: c.workdir, tools: strings.Join(c.enabled, ","),
-		backend: backendID(c.backend)}
-
-	stateReset := false
-	if req.Reset {
-		stateReset = true
-		for _, old := range ks.take(func(en *kernelEntry) bool { return en.key.session == req.Session }, "") {
-			old.k.Close()
-		}
-		ks.forgetGone(req.Session) // state_reset says why the state is gone
-	}
-	// Found and pinned (running) in one step, so that neither another
-	// session's eviction nor the idle reaper can close it under the call.
-	en := ks.pin(key)
-	reused := en != nil
-	var startNote string
-	var waited time.Duration
-	if en == nil {
-		top := req.ParentSession == "" // a subagent's kernel takes no slot
-		if top {
-			victim, w, err := ks.reserveSlot(ctx, c.timeout)
-			e.closeEvicted(victim)
-			waited = w
-			switch {
-			case errors.Is(err, errNoSlot):
-				e.log.Log(context.Background(), slog.LevelWarn, "no kernel slot", "session", req.Session, "max_session_kernels", ks.max, "timeout", c.timeout, "waited", waited)
-				return e.standalone(ctx, c, req, fmt.Sprintf(noteBusy, ks.max, engine.Seconds(c.timeout)),
-					&KernelInfo{StateReset: stateReset, WaitedSeconds: waitedSeconds(waited)})
-			case errors.Is(err, ErrClosed):
-				return failed(c.mode, err), err
-			case err != nil:
-				return e.interruptedBeforeStart(ctx, c)
-			}
-		}
-		startNote = ks.startNote(key)
-		k, err := e.startKernel(ctx, c)
-		if err != nil && ctx.Err() == nil && reviveBackend(ctx, c.backend) {
-			// The target was gone (a container removed under the session)
-			// and is back: try once more.
-			k, err = e.startKernel(ctx, c)
-		}
-		if err != nil && top {
-			ks.releaseSlot()
-		}
-		if err != nil && ctx.Err() != nil {
-			return e.interruptedBeforeStart(ctx, c)
-		}
-		if err != nil && c.backend != nil && !c.usesWasm() {
-			return e.standaloneRemote(ctx, c, req, err)
-		}
-		if err != nil {
-			err = errors.Join(errors.New("starting the session kernel"), err)
-			return failed(c.mode, err), err
-		}
-		en = &kernelEntry{key: key, parent: req.ParentSession, k: k}
-		if !ks.add(en) {
-			k.Close()
-			return failed(c.mode, ErrClosed), ErrClosed
-		}
-		e.startReaper()
-	}
-
-	eres, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
-	res := fromEngine(eres)
-	alive := en.k.Alive()
-	if alive {
-		ks.unpin(en)
-	} else {
-		// Removed while still pinned: an eviction never picks a dead
-		// kernel (and never says it made room with it).
-		ks.remove(en)
-		en.k.Close()
-	}
-
-	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,
-		WaitedSeconds: waitedSeconds(waited)}
-	if !alive {
-		info.Ended = true
-		switch {
-		case res.Status == config.StatusTimeout || res.Status == config.StatusInterrupted:
-			// The error says so too (engine.KernelTimeoutMessage,
-			// engine.KernelInterruptedMessage).
-			info.Note = noteKilled
-		case res.Status == config.StatusSuccess || strings.HasPrefix(res.Error, "Script exited with code"):
-			info.Note = noteExited
-		default:
-			info.Note = noteDied
-		}
-	}
-	res.Kernel = info
-	return e.finish(c, res, err)
-}
-
-// interruptedBeforeStart answers a call whose context ended while it
-// waited for its session's earlier calls, for a kernel or for its
-// interpreter to start.
-func (e *Executor) interruptedBeforeStart(ctx context.Context, c *call) (Result, error) {
-	reason := engine.DefaultInterruptReason
-	var ie *InterruptError
-	if errors.As(context.Cause(ctx), &ie) && ie.Reason != "" {
-		reason = ie.Reason
-	}
-	msg := "Execution interrupted before it started: " + reason
-	exit := -1
-	return Result{
-		Status:    config.StatusInterrupted,
-		Output:    engine.InterruptMarker(reason),
-		Error:     msg,
-		ExitCode:  &exit,
-		Mode:      c.mode,
-		ToolCalls: []ToolCall{},
-	}, nil
 }
 
 // --- Interrupt and close ---
@@ -688,17 +557,6 @@ func (s *session) hasSubagentKernelOf(parent string) bool {
 	return false
 }
 
-// closeEvicted closes victim, an idle kernel that reserveSlot evicted to
-// make room (nil: none).
-func (e *Executor) closeEvicted(victim *kernelEntry) {
-	if victim == nil {
-		return
-	}
-	max := e.sessions.max
-	e.log.Log(context.Background(), slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
-	victim.k.Close()
-}
-
 // startReaper starts the idle reaper once.
 func (e *Executor) startReaper() {
 	ks := e.sessions
@@ -739,274 +597,7 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 	}
 }
 
-// --- Kernels of the sessions, and their slots ---
-
-// entryLocked is the kernel for key, if any. ks.mu is held.
-func (ks *sessionTable) entryLocked(key kernelKey) *kernelEntry {
-	if s := ks.byName[key.session]; s != nil {
-		return s.kernels[key]
-	}
-	return nil
-}
-
-// pin returns the live kernel for key, if any, pinned: marked running,
-// in the same step that finds it, so that no eviction or reaper closes
-// it until unpin. A kernel found dead is removed and closed.
-func (ks *sessionTable) pin(key kernelKey) *kernelEntry {
-	ks.mu.Lock()
-	en := ks.entryLocked(key)
-	if en != nil {
-		en.running = true
-		en.count++
-		en.lastUsed = time.Now()
-	}
-	ks.mu.Unlock()
-	if en != nil && !en.k.Alive() {
-		ks.remove(en)
-		en.k.Close()
-		return nil
-	}
-	return en
-}
-
-// unpin marks en idle again after its call.
-func (ks *sessionTable) unpin(en *kernelEntry) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	en.running = false
-	en.lastUsed = time.Now()
-	ks.grantLocked()
-}
-
-// add adds en, a kernel just started for a call, pinned (its first call
-// running), to its session; a top-level kernel takes over the slot its
-// call reserved. It reports false after closeAll.
-func (ks *sessionTable) add(en *kernelEntry) bool {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	if en.parent == "" {
-		ks.starting--
-	}
-	if ks.closed {
-		return false
-	}
-	en.running = true
-	en.count = 1
-	en.lastUsed = time.Now()
-	en.owner = ks.sessionLocked(en.key.session)
-	en.owner.kernels[en.key] = en
-	return true
-}
-
-func (ks *sessionTable) remove(en *kernelEntry) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	if s := ks.byName[en.key.session]; s != nil && s.kernels[en.key] == en {
-		delete(s.kernels, en.key)
-		ks.grantLocked()
-	}
-}
-
-// take removes and returns the kernels that match (running ones too: the
-// caller interrupts their calls); with a note, their sessions' next
-// kernels say it (why the state is gone).
-func (ks *sessionTable) take(match func(*kernelEntry) bool, note string) []*kernelEntry {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	var out []*kernelEntry
-	for _, s := range ks.byName {
-		for k, en := range s.kernels {
-			if match(en) {
-				delete(s.kernels, k)
-				out = append(out, en)
-				if note != "" {
-					ks.noteGoneLocked(en, note)
-				}
-			}
-		}
-	}
-	if len(out) > 0 {
-		ks.grantLocked()
-	}
-	return out
-}
-
-// reserveSlot holds a slot for a top-level kernel the caller is about to
-// start: a free one, or that of the least recently used idle kernel, which
-// it evicts and returns for the caller to close. When every kernel runs a
-// call it waits, behind the calls that waited first, until one goes idle
-// or is closed. The wait ends with ctx (its error), closeAll (ErrClosed)
-// or after limit (errNoSlot); waited is its length. The caller gives the
-// slot to add, or back with releaseSlot; it closes victim whatever the
-// error (with an error it is nil unless the set, or the victim's session, was closed).
-func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (victim *kernelEntry, waited time.Duration, err error) {
-	ks.mu.Lock()
-	if ks.closed {
-		ks.mu.Unlock()
-		return nil, 0, ErrClosed
-	}
-	if len(ks.slotWait) == 0 {
-		if v, ok := ks.freeSlotLocked(); ok {
-			ks.starting++
-			ks.mu.Unlock()
-			return v, 0, nil
-		}
-	}
-	w := &slotWaiter{granted: make(chan struct{})}
-	ks.slotWait = append(ks.slotWait, w)
-	ks.mu.Unlock()
-
-	start := time.Now()
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case <-w.granted:
-	case <-ctx.Done():
-	case <-ks.stopReap:
-	case <-timer.C:
-	}
-	// A call that queued waited, even when the clock did not move: on
-	// Windows it advances in steps of up to 15.6 ms, and a short wait can
-	// measure 0.
-	waited = max(time.Since(start), time.Nanosecond)
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	granted := false
-	select {
-	case <-w.granted:
-		granted = true
-	default:
-	}
-	switch {
-	case ctx.Err() != nil:
-		// An interrupt says why (Close interrupts the calls before it
-		// closes the set), even when a slot came at the same moment.
-		err = ctx.Err()
-	case ks.closed:
-		err = ErrClosed
-	case granted:
-		return w.victim, waited, nil // granted, perhaps as time ran out: take it
-	default:
-		err = errNoSlot
-	}
-	if !granted {
-		ks.slotWait = slices.DeleteFunc(ks.slotWait, func(x *slotWaiter) bool { return x == w })
-		return nil, waited, err
-	}
-	ks.starting--
-	if ks.closed {
-		return w.victim, waited, err // closeAll no longer sees it: the caller closes it
-	}
-	// Given back: the idle kernel evicted for it is not closed, so it
-	// stays (its session keeps its state), and the slot goes to the next
-	// waiter, which may evict it after all.
-	if v := w.victim; v != nil && v.owner != nil && v.owner.closed {
-		// Its session was closed meanwhile: the caller closes it.
-		ks.grantLocked()
-		return v, waited, err
-	} else if v != nil && ks.entryLocked(v.key) == nil {
-		s := v.owner
-		if s == nil {
-			s = ks.sessionLocked(v.key.session)
-		}
-		s.kernels[v.key] = v
-		ks.evictions.Add(^uint64(0))
-		if _, ok := s.gone[v.key]; ok {
-			delete(s.gone, v.key)
-			ks.goneNotes--
-		}
-	}
-	ks.grantLocked()
-	return nil, waited, err
-}
-
-func (ks *sessionTable) releaseSlot() {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.starting--
-	ks.grantLocked()
-}
-
-// freeSlotLocked reports whether a slot can be had now: when all are
-// held, it evicts the least recently used idle top-level kernel and
-// returns it (nil when a slot was free). ks.mu is held.
-func (ks *sessionTable) freeSlotLocked() (victim *kernelEntry, ok bool) {
-	held := ks.starting
-	for _, s := range ks.byName {
-		for _, en := range s.kernels {
-			if en.parent != "" {
-				continue
-			}
-			held++
-			if !en.running && (victim == nil || en.lastUsed.Before(victim.lastUsed)) {
-				victim = en
-			}
-		}
-	}
-	if held < ks.max {
-		return nil, true
-	}
-	if victim == nil {
-		return nil, false
-	}
-	delete(ks.byName[victim.key.session].kernels, victim.key)
-	ks.evictions.Add(1)
-	ks.noteGoneLocked(victim, fmt.Sprintf(noteEvicted, ks.max))
-	return victim, true
-}
-
-// grantLocked hands the slots that can be had to the waiting calls, first
-// come first served. ks.mu is held.
-func (ks *sessionTable) grantLocked() {
-	for len(ks.slotWait) > 0 && !ks.closed {
-		victim, ok := ks.freeSlotLocked()
-		if !ok {
-			return
-		}
-		w := ks.slotWait[0]
-		ks.slotWait = ks.slotWait[1:]
-		ks.starting++
-		w.victim = victim
-		close(w.granted)
-	}
-}
-
-// noteGoneLocked records, on its session, why en was closed. ks.mu is
-// held.
-func (ks *sessionTable) noteGoneLocked(en *kernelEntry, note string) {
-	s := ks.sessionLocked(en.key.session)
-	if _, ok := s.gone[en.key]; !ok {
-		if ks.goneNotes >= maxGoneNotes {
-			var oldest *session
-			var key kernelKey
-			var at time.Time
-			for _, o := range ks.byName {
-				for k, g := range o.gone {
-					if at.IsZero() || g.at.Before(at) {
-						oldest, key, at = o, k, g.at
-					}
-				}
-			}
-			if oldest != nil {
-				delete(oldest.gone, key)
-				ks.goneNotes--
-			}
-		}
-		ks.goneNotes++
-	}
-	s.gone[en.key] = goneNote{note: note, at: time.Now()}
-}
-
-// forgetGone drops the notes of session's closed kernels (a reset: its
-// next kernel is fresh for that reason).
-func (ks *sessionTable) forgetGone(session string) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	if s := ks.byName[session]; s != nil {
-		ks.goneNotes -= len(s.gone)
-		clear(s.gone)
-	}
-}
+// --- Shutdown, and the turn's lock ---
 
 // closeAll interrupts running calls, closes every kernel, the pools and
 // then the backends, and waits for the reaper and for replaced pools to
@@ -1165,76 +756,4 @@ func (e *Executor) remoteBackend(ctx context.Context, session string) (backend.B
 		return nil, context.Cause(ctx)
 	}
 	return en.be, en.err
-}
-
-// RegisterSessionSkillEnv adds environment variables that a skill declares
-// (see [SkillEnvFromMarkdown], [ParseSkillFile]) for one session: they
-// pass through the env layer for calls of that session, and of its
-// subagents (Request.ParentSession), exactly like the names in
-// terminal.env_passthrough, in both modes. Other sessions do not see them;
-// [Executor.RegisterSkillEnv] registers names for every session.
-// [Executor.CloseSession] forgets them.
-//
-// As with RegisterSkillEnv, host-managed credentials and invalid names are
-// not added: they are returned in refused and logged as a warning event.
-// A session kernel that is already running keeps the environment it was
-// started with: its scripts see the new variables after a reset
-// (Request.Reset), as in Hermes; terminal() commands see them at once. With
-// an empty session nothing is registered and err is [ErrNoSession]. It is
-// safe for concurrent use.
-func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (refused []string, err error) {
-	if session == "" {
-		return nil, ErrNoSession
-	}
-	ok, refused := e.screenSkillNames(session, names)
-	var added []string
-	t := e.sessions
-	t.mu.Lock()
-	s := t.sessionLocked(session)
-	for _, n := range ok {
-		if !slices.Contains(s.skillEnv, n) && !slices.Contains(added, n) {
-			added = append(added, n)
-		}
-	}
-	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
-	t.mu.Unlock()
-	if len(added) > 0 {
-		e.log.Log(context.Background(), slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
-	}
-	return refused, nil
-}
-
-// SessionSkillEnv returns the variables registered for session with
-// [Executor.RegisterSessionSkillEnv] (not those registered executor-wide).
-func (e *Executor) SessionSkillEnv(session string) []string {
-	t := e.sessions
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.byName[session]; s != nil {
-		return slices.Clone(s.skillEnv)
-	}
-	return nil
-}
-
-// standaloneRemote runs a session call whose remote kernel could not
-// start as a one-shot script in the backend, and says so (docs/behaviour.md
-// §12): its state does not persist.
-func (e *Executor) standaloneRemote(ctx context.Context, c *call, req Request, startErr error) (Result, error) {
-	e.log.Log(context.Background(), slog.LevelWarn, "remote kernel unavailable", "session", req.Session, "backend", c.backend.Name(), "error", startErr.Error())
-	return e.standalone(ctx, c, req, fmt.Sprintf(noteStandalone, c.backend.Name()), nil)
-}
-
-// standalone runs a session call that gets no kernel as a one-shot script
-// in a fresh interpreter, with note (one of the noteStandalone kind) in
-// its kernel object and warning: its state does not persist. info, when
-// not nil, is the kernel object to fill.
-func (e *Executor) standalone(ctx context.Context, c *call, req Request, note string, info *KernelInfo) (Result, error) {
-	res, err := e.oneShot(ctx, c, req.Code)
-	if info == nil {
-		info = &KernelInfo{}
-	}
-	info.Ended, info.Note = true, note
-	res.Kernel = info
-	c.note = strings.TrimSpace(c.note + " " + note + ".")
-	return e.finish(c, res, err)
 }

@@ -346,7 +346,7 @@ func TestRegisterSessionSkillEnv(t *testing.T) {
 
 			// A subagent whose kernel is gone (idle timeout, eviction) is
 			// still forgotten with its parent.
-			ex.registerRequest(Request{Session: "a-idle", ParentSession: "a", SkillEnv: []string{"SKILL_TOKEN"}})
+			recordArrival(t, ex, Request{Session: "a-idle", ParentSession: "a", SkillEnv: []string{"SKILL_TOKEN"}})
 			require.Equal(t, []string{"SKILL_TOKEN"}, ex.SessionSkillEnv("a-idle"))
 			ex.CloseSession(context.Background(), "a")
 			require.Empty(t, ex.SessionSkillEnv("a"))
@@ -407,7 +407,7 @@ func TestSessionSkillEnvConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for j := range 50 {
 				_, _ = ex.RegisterSessionSkillEnv(session, fmt.Sprintf("SKILL_%d_%d", i, j))
-				opts, gen := ex.envOptionsFor(Request{Session: session})
+				opts, gen := ex.envOptionsFor(ex.SessionSkillEnv(session), false)
 				if len(opts.Passthrough) > 0 && gen != -1 {
 					panic("a call with session variables took the executor-wide generation")
 				}
@@ -418,4 +418,16 @@ func TestSessionSkillEnvConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// recordArrival records what req's call records of its session (its parent
+// on arrival, its skill variables as its turn starts) without running it.
+func recordArrival(t *testing.T, e *Executor, req Request) {
+	t.Helper()
+	a, err := e.sessions.arrive(req)
+	require.NoError(t, err)
+	_, end, _, err := e.sessions.takeTurn(context.Background(), req.Session, a)
+	require.NoError(t, err)
+	e.callSkillEnv(req, a.session)
+	end()
 }

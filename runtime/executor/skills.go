@@ -195,6 +195,32 @@ func pyStr(v any) string {
 	return fmt.Sprint(v)
 }
 
+// callSkillEnv registers the skill variables req names (Request.SkillEnv)
+// with its session s, which keeps them for its later calls, and returns
+// the names req's call passes through: its session's and its parent's, or,
+// without a session (nil s), its own.
+func (e *Executor) callSkillEnv(req Request, s *session) []string {
+	var ok []string
+	if len(req.SkillEnv) > 0 {
+		ok, _ = e.screenSkillNames(req.Session, req.SkillEnv)
+	}
+	if s == nil {
+		return ok
+	}
+	t := e.sessions
+	t.mu.Lock()
+	added := s.addSkillEnvLocked(ok)
+	pass := slices.Clone(s.skillEnv)
+	if p := t.byName[req.ParentSession]; p != nil && req.ParentSession != "" {
+		pass = append(pass, p.skillEnv...)
+	}
+	t.mu.Unlock()
+	if len(added) > 0 {
+		e.log.Log(context.Background(), slog.LevelInfo, "skill environment variables registered", "names", added, "session", req.Session)
+	}
+	return pass
+}
+
 // screenSkillNames splits names a skill registers into those that may pass
 // (valid, not host-managed, without duplicates, in order) and the refused
 // ones, and logs the refusals as warning events. session is "" for
@@ -234,3 +260,57 @@ func (e *Executor) screenSkillNames(session string, names []string) (ok, refused
 // envName is what Hermes accepts as a skill's variable name: a shell
 // identifier. Others ("A=B", names with a newline) are refused.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// RegisterSessionSkillEnv adds environment variables that a skill declares
+// (see [SkillEnvFromMarkdown], [ParseSkillFile]) for one session: they
+// pass through the env layer for calls of that session, and of its
+// subagents (Request.ParentSession), exactly like the names in
+// terminal.env_passthrough, in both modes. Other sessions do not see them;
+// [Executor.RegisterSkillEnv] registers names for every session.
+// [Executor.CloseSession] forgets them.
+//
+// As with RegisterSkillEnv, host-managed credentials and invalid names are
+// not added: they are returned in refused and logged as a warning event.
+// A session kernel that is already running keeps the environment it was
+// started with: its scripts see the new variables after a reset
+// (Request.Reset), as in Hermes; terminal() commands see them at once. With
+// an empty session nothing is registered and err is [ErrNoSession]. It is
+// safe for concurrent use.
+func (e *Executor) RegisterSessionSkillEnv(session string, names ...string) (refused []string, err error) {
+	if session == "" {
+		return nil, ErrNoSession
+	}
+	ok, refused := e.screenSkillNames(session, names)
+	t := e.sessions
+	t.mu.Lock()
+	added := t.sessionLocked(session).addSkillEnvLocked(ok)
+	t.mu.Unlock()
+	if len(added) > 0 {
+		e.log.Log(context.Background(), slog.LevelInfo, "skill environment variables registered", "names", added, "session", session)
+	}
+	return refused, nil
+}
+
+// addSkillEnvLocked adds the names of ok that s does not have yet to its
+// skill variables and returns them; the table's lock is held.
+func (s *session) addSkillEnvLocked(ok []string) (added []string) {
+	for _, n := range ok {
+		if !slices.Contains(s.skillEnv, n) && !slices.Contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	s.skillEnv = append(slices.Clone(s.skillEnv), added...)
+	return added
+}
+
+// SessionSkillEnv returns the variables registered for session with
+// [Executor.RegisterSessionSkillEnv] (not those registered executor-wide).
+func (e *Executor) SessionSkillEnv(session string) []string {
+	t := e.sessions
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byName[session]; s != nil {
+		return slices.Clone(s.skillEnv)
+	}
+	return nil
+}

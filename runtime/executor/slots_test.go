@@ -289,7 +289,7 @@ func TestSessionClosedLeavesNothing(t *testing.T) {
 		_, err := e.RegisterSessionSkillEnv(s, "SKILL_TOKEN")
 		require.NoError(t, err)
 	}
-	e.registerRequest(Request{Session: "a-sub", ParentSession: "a", SkillEnv: []string{"SUB_TOKEN"}})
+	recordArrival(t, e, Request{Session: "a-sub", ParentSession: "a", SkillEnv: []string{"SUB_TOKEN"}})
 	a, _ := started(t, ks, "a", "")
 	sub, _ := started(t, ks, "a-sub", "a")
 	b, _ := started(t, ks, "b", "")
@@ -307,6 +307,10 @@ func TestSessionClosedLeavesNothing(t *testing.T) {
 	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "1"))
 	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "2"))
 	require.Equal(t, 1, asked)
+	// The subagent's own approval and delegation.
+	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a-sub"), config.KindGateway, "1"))
+	require.Equal(t, 2, asked)
+	require.NoError(t, e.OpenSession("a-sub", SessionOptions{Client: "c1", Delegate: []string{"web_search"}, Run: run}))
 	ks.mu.Lock()
 	ks.byName["a"].backend = &backendEntry{ready: make(chan struct{})}
 	close(ks.byName["a"].backend.ready)
@@ -332,14 +336,24 @@ func TestSessionClosedLeavesNothing(t *testing.T) {
 	require.Equal(t, []string{"terminal"}, e.DelegatedTools("b", "c1"))
 	require.Equal(t, 1, e.Stats().Kernels)
 
-	// A session of the same name starts without a's approvals.
+	require.Empty(t, e.DelegatedTools("a-sub", "c1"))
+	// Sessions of the same names start without their approvals.
 	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a"), config.KindGateway, "3"))
-	require.Equal(t, 2, asked, "asked again")
+	require.Equal(t, 3, asked, "asked again")
+	require.Empty(t, e.approvals.Script(context.Background(), policyApprover(ap), grants("a-sub"), config.KindGateway, "3"))
+	require.Equal(t, 4, asked, "the subagent is asked again too")
 	e.CloseSession(context.Background(), "a")
+	e.CloseSession(context.Background(), "a-sub")
 
-	// A client that goes away takes its delegations with it.
+	// A client that goes away takes its delegations with it, and a session
+	// that held nothing else goes with them.
+	require.NoError(t, e.OpenSession("d", SessionOptions{Client: "c1", Delegate: []string{"terminal"}, Run: run}))
+	require.NoError(t, e.OpenSession("e", SessionOptions{Client: "c1"}))
 	e.ForgetClient("c1")
 	require.Empty(t, e.DelegatedTools("b", "c1"))
+	ks.mu.Lock()
+	require.Equal(t, []string{"b"}, mapKeys(ks.byName), "b keeps its kernel; d and e held nothing")
+	ks.mu.Unlock()
 }
 
 // mapKeys is m's keys, sorted.

@@ -174,11 +174,11 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 	if req.Kind, rerr = stringParam(p, "kind", false); rerr != nil {
 		return req, rerr
 	}
-	switch req.Kind {
-	case "", config.KindCLI, config.KindGateway, config.KindAutomation:
-	default:
-		return req, jsonrpc.InvalidParams("kind must be \"cli\", \"gateway\" or \"automation\", not %q", req.Kind)
+	kind, ok := config.NormalizeKind(req.Kind)
+	if !ok {
+		return req, jsonrpc.InvalidParams("%s", config.UnknownKind("kind", req.Kind))
 	}
+	req.Kind = kind
 	if req.Tools, rerr = toolsParam(p); rerr != nil {
 		return req, rerr
 	}
