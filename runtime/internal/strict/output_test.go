@@ -15,9 +15,13 @@ import (
 )
 
 // keptScript prints to stdout (a whole line, then a line's start) and to
-// stderr without flushing, calls a tool (whose handler may stop the run:
-// an event to synchronise on), prints again, and spins until it is
-// stopped. Everything it printed must be in the result.
+// stderr without flushing, calls a tool, prints again, calls a tool once
+// more (whose handler may stop the run: an event to synchronise on, after
+// everything was printed) and spins until it is stopped. Everything it
+// printed must be in the result. (With the stop in the first call, the
+// interpreter's next loop check could come before the second print: the
+// stop lands at any check after it, and one fell in the tool result's
+// decoding under load.)
 const keptScript = `import sys
 from hermes_tools import web_search
 print("first line")
@@ -25,6 +29,7 @@ print("no newline yet", end="")
 sys.stderr.write("err text")
 web_search("x")
 print(" and after the call", end="")
+web_search("stop")
 while True:
     pass
 `
@@ -36,11 +41,13 @@ func requireKept(t *testing.T, res engine.Result) {
 	require.Contains(t, res.Output, "--- stderr ---\nerr text")
 }
 
-// interruptingTools returns tools whose web_search interrupts the run
-// (cancel is the context's): the script is then spinning.
+// interruptingTools returns tools whose web_search("stop") interrupts the
+// run (cancel is the context's): the script has printed everything then.
 func interruptingTools(cancel context.CancelCauseFunc) engine.ToolFunc {
-	return func(_ context.Context, tool string, _ json.RawMessage) map[string]any {
-		cancel(&engine.InterruptError{})
+	return func(_ context.Context, tool string, args json.RawMessage) map[string]any {
+		if bytes.Contains(args, []byte(`"stop"`)) {
+			cancel(&engine.InterruptError{})
+		}
 		return map[string]any{"tool": tool}
 	}
 }
