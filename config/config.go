@@ -338,6 +338,12 @@ type CodeExecution struct {
 	// imports, read-only, in strict mode and the sandboxed project mode. Each must be an
 	// absolute path ("~/" is expanded). Default none. YAML key: wasm_packages.
 	WasmPackages []string
+	// SessionStore is a dir where session kernels are suspended instead of closed when the
+	// kernel limit evicts them, the idle timeout ends them or the executor shuts down, and
+	// resumed from on their session's next call (strict-mode kernels; docs/service.md).
+	// An absolute path ("~/" is expanded); "" (the default) is off. YAML key:
+	// session_store.
+	SessionStore string
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
 	Timeout int

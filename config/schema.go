@@ -282,6 +282,9 @@ var keyTable = []Setting{
 		"absolute paths of package dirs", checkAbsPath).ours().
 		accepts("absolute paths (`~/` expanded)").
 		doc("dirs of pure-Python packages the WASI interpreter imports read-only (strict and sandboxed), at `/.hermes-packages/N`; fill one with `hermes-wasm-exec packages install --dir DIR WHEEL.whl...`"),
+	stringKey("code_execution.session_store", func(c *Config) *string { return &c.CodeExecution.SessionStore }, "", checkStorePath).ours().
+		accepts("an absolute path (`~/` expanded); empty: off").
+		doc("a dir where session kernels are suspended when evicted, idle or at shutdown, and resumed on their next call ([service.md](service.md#durable-session-kernels))"),
 	intKey("code_execution.timeout", func(c *Config) *int { return &c.CodeExecution.Timeout }, MinTimeout, MaxTimeout, "seconds").
 		doc("seconds one execution may run"),
 	intKey("code_execution.max_tool_calls", func(c *Config) *int { return &c.CodeExecution.MaxToolCalls }, 0, -1, "").

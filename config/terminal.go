@@ -116,6 +116,14 @@ func checkVolume(v string) (string, string) {
 
 // checkAbsPath is checkPath for a path that must be absolute once "~/" is
 // expanded.
+// checkStorePath is checkAbsPath, with "" for off.
+func checkStorePath(v string) (string, string) {
+	if strings.TrimSpace(v) == "" {
+		return "", ""
+	}
+	return checkAbsPath(v)
+}
+
 func checkAbsPath(v string) (string, string) {
 	p, problem := checkPath(v)
 	if problem != "" {

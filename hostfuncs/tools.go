@@ -68,6 +68,10 @@ type Options struct {
 	// whose modules every strict and sandboxed run imports: write_file and
 	// patch never write in them (see filesafety.go).
 	WasmPackages []string
+	// SessionStore is the executor's session store dir
+	// (code_execution.session_store), which holds suspended kernels'
+	// images: write_file and patch never write in it. Empty: none.
+	SessionStore string
 	// ConfineToWorkdir makes read_file, write_file, patch and search_files
 	// refuse any path that resolves (through symlinks) outside Workdir
 	// (code_execution.confine_tools_to_workdir). Default false.
@@ -140,8 +144,9 @@ func New(opts Options) (*Tools, error) {
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,
 		wasmCacheDir:  opts.WasmCacheDir,
-		wasmPackages:  slices.Clone(opts.WasmPackages),
-		confine:       opts.ConfineToWorkdir,
+		// The package dirs and the session store are protected alike.
+		wasmPackages: append(slices.Clone(opts.WasmPackages), nonEmpty(opts.SessionStore)...),
+		confine:      opts.ConfineToWorkdir,
 	}
 	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })
 	t.webCache = sync.OnceValues(func() (*filecache.Cache, error) { return newWebCache(opts.Web) })
@@ -200,4 +205,12 @@ func decodeArgs(tool string, raw json.RawMessage, dst any) result {
 		return result{"error": fmt.Sprintf("Invalid arguments for %s: %v", tool, err)}
 	}
 	return nil
+}
+
+// nonEmpty is [s], or nothing when s is "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

@@ -46,10 +46,10 @@ const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources)
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "e5679b0eb7a8e200b60102ac8dd4b75a0e750fb32b6ac1b081dce712841329d0"
+const SHA256 = "323e44d109f66f3392d66069619f279490ebb6949d446d7e9add94925d907bda"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8445986
+const Size = 8446496
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
@@ -63,7 +63,7 @@ const StdlibSize = 5031720
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "19f341e6fd2f60a1e72cbbe9eed6d65d74bd7a9c63d96510dcf7e4fed932014a"
+const RecipeSHA256 = "c839fd18839f8d63c78b4f92829bcd753e68dd30c792121755c88125b1ccd6f6"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.

@@ -112,6 +112,9 @@ type wireRequest struct {
 	Note string `json:"note"`
 	// Calls are the tool calls of Op "batch", run concurrently.
 	Calls []wireCall `json:"calls"`
+	// Open are the descriptors a kernel holds open, with Op "fds" (the
+	// answer to Dispatcher.Probe).
+	Open []int `json:"open"`
 }
 
 // wireCall is one tool call of a batch.

@@ -227,4 +227,8 @@ type KernelInfo struct {
 	// not wait). The wait does not count against the script's timeout,
 	// which it is bounded by.
 	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
+	// Resumed is true when the kernel was resumed from the session store
+	// before the call ran; ResumeSeconds is how long that took.
+	Resumed       bool    `json:"resumed,omitempty"`
+	ResumeSeconds float64 `json:"resume_seconds,omitempty"`
 }

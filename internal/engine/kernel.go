@@ -15,9 +15,15 @@ import (
 // generated hermes_tools module.
 const KernelName = "_hermes_kernel.py"
 
-// KernelEntry is the -c program that starts a kernel (strict mode):
-// `python -c KernelEntry`. Project mode runs `python -u DIR/_hermes_kernel.py`.
+// KernelEntry is the -c program that starts a kernel's loop: `python -c
+// KernelEntry`. Project mode runs `python -u DIR/_hermes_kernel.py`.
 const KernelEntry = "import _hermes_kernel; _hermes_kernel.main()"
+
+// KernelStart is the -c program that starts a kernel run in steps (strict
+// mode): it sets the loop up and returns; the host then has the
+// interpreter run _hermes_kernel.step() once per cell (see
+// [Dispatcher.Take]).
+const KernelStart = "import _hermes_kernel; _hermes_kernel.start()"
 
 // Kernel is a live interpreter that runs cells in one persistent
 // namespace (docs/behaviour.md §7). It implements [Engine] so that [Execute] applies the
@@ -81,7 +87,9 @@ type Dispatcher struct {
 
 	mu  sync.Mutex
 	cur *dispatchCell
-	n   int
+	// held is the cell Take took for the next step (nil: none).
+	held *dispatchCell
+	n    int
 }
 
 type dispatchCell struct {
@@ -91,6 +99,10 @@ type dispatchCell struct {
 	nonce  string
 	broker *Broker
 	done   chan struct{}
+	// probe, for Probe: the first descriptor to look at (0: a cell); open
+	// is the kernel's answer.
+	probe int
+	open  []int
 }
 
 // NewDispatcher returns a dispatcher with no cell.
@@ -101,6 +113,78 @@ func NewDispatcher() *Dispatcher {
 // Ready is closed when the kernel first asks for a cell: it has started
 // and imported everything.
 func (d *Dispatcher) Ready() <-chan struct{} { return d.ready }
+
+// Cells is how many cells the dispatcher has handed out (the last one's
+// number).
+func (d *Dispatcher) Cells() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// SetCells numbers the next cell n+1: a resumed kernel goes on from the
+// suspended one's count. Call it before the first Send.
+func (d *Dispatcher) SetCells(n int) {
+	d.mu.Lock()
+	d.n = n
+	d.mu.Unlock()
+}
+
+// MarkReady marks the kernel ready without its asking for a cell: a kernel
+// run in steps is ready once its start has returned.
+func (d *Dispatcher) MarkReady() { d.readyOnce.Do(func() { close(d.ready) }) }
+
+// Take waits for the next cell (Send) and holds it for the kernel's next
+// request; it returns false once the dispatcher is closed or ctx is done.
+// A kernel run in steps calls it between cells, outside the interpreter,
+// and then runs one step, whose request for a cell gets the one held.
+func (d *Dispatcher) Take(ctx context.Context) bool {
+	select {
+	case c := <-d.cells:
+		d.mu.Lock()
+		d.held = c
+		d.mu.Unlock()
+		return true
+	case <-d.closed:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Probe asks a kernel run in steps, between cells, which descriptors from
+// first up it holds open (files, database connections, directory
+// iterators): a step runs no cell but answers {"op": "fds", "open": [...]}.
+// It waits for the running cell to end like Send (the caller holds the
+// kernel's turn), and returns ErrKernelClosed after Close.
+func (d *Dispatcher) Probe(ctx context.Context, first int) ([]int, error) {
+	c := &dispatchCell{ctx: ctx, probe: first, done: make(chan struct{})}
+	select {
+	case d.cells <- c:
+	case <-d.closed:
+		return nil, ErrKernelClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	select {
+	case <-c.done:
+		return c.open, nil
+	case <-d.closed:
+		return nil, ErrKernelClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Finish reports the running cell done: a kernel run in steps calls it
+// when its step has returned.
+func (d *Dispatcher) Finish() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur != nil {
+		close(d.cur.done)
+		d.cur = nil
+	}
+}
 
 // ErrKernelClosed is returned by Send after Close.
 var ErrKernelClosed = errors.New("the kernel is closed")
@@ -160,6 +244,14 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 			close(d.cur.done)
 			d.cur = nil
 		}
+		if c := d.held; c != nil {
+			d.held, d.cur = nil, c
+			d.mu.Unlock()
+			if c.probe > 0 {
+				return encodeResponse(map[string]any{"op": "fds", "first": c.probe})
+			}
+			return cellResponse(c)
+		}
 		d.mu.Unlock()
 		d.readyOnce.Do(func() { close(d.ready) })
 		select {
@@ -175,6 +267,11 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 	}
 	d.mu.Lock()
 	c := d.cur
+	if req.Op == "fds" && c != nil && c.probe > 0 {
+		c.open = req.Open
+		d.mu.Unlock()
+		return encodeResponse(map[string]any{})
+	}
 	d.mu.Unlock()
 	if c == nil {
 		return encodeResponse(map[string]any{"error": "No call is running in this kernel: tools can be called only while a call runs (a thread left running by an earlier call cannot use them)."})

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +45,49 @@ func TestCellResponse(t *testing.T) {
 		want := encodeResponse(map[string]any{"op": "cell", "n": c.n, "code": c.code, "nonce": c.nonce})
 		require.Equal(t, string(want), string(cellResponse(&c)))
 	}
+}
+
+// A kernel run in steps: Take holds the cell Send handed over until the
+// step asks for it, Finish reports it done, and Probe gets the kernel's
+// answer about its descriptors without numbering a cell.
+func TestDispatcherSteps(t *testing.T) {
+	d := NewDispatcher()
+	d.SetCells(4)
+	d.MarkReady()
+	<-d.Ready()
+	ctx := context.Background()
+	next := []byte(`{"op":"next","done":null}` + "\n")
+
+	stepped := make(chan string, 1)
+	go func() {
+		for d.Take(ctx) {
+			resp := d.Serve(ctx, next, nil)
+			var m map[string]any
+			_ = json.Unmarshal(resp, &m)
+			if m["op"] == "fds" {
+				d.Serve(ctx, []byte(`{"op":"fds","open":[9,12]}`+"\n"), nil)
+			}
+			stepped <- string(resp)
+			d.Finish()
+		}
+		close(stepped)
+	}()
+
+	n, done, err := d.Send(ctx, "x = 1", "", NewBroker(nil, 10, nil))
+	require.NoError(t, err)
+	require.Equal(t, 5, n, "numbered on from SetCells")
+	require.Contains(t, <-stepped, `"code":"x = 1"`)
+	<-done
+
+	open, err := d.Probe(ctx, 7)
+	require.NoError(t, err)
+	require.Equal(t, []int{9, 12}, open)
+	require.JSONEq(t, `{"op":"fds","first":7}`, <-stepped)
+	require.Equal(t, 5, d.Cells(), "a probe is not a cell")
+
+	d.Close()
+	_, ok := <-stepped
+	require.False(t, ok, "Take returns false once closed")
+	_, err = d.Probe(ctx, 7)
+	require.ErrorIs(t, err, ErrKernelClosed)
 }

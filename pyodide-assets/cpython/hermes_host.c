@@ -104,7 +104,7 @@ times(struct tms *buf)
  * the instance's arguments, then exit.
  *
  * hermes_preinit and hermes_run split that in two around a snapshot (see
- * runtime/strict/snapshot.go). hermes_preinit initialises the interpreter
+ * runtime/internal/strict/snapshot.go). hermes_preinit initialises the interpreter
  * from the instance's arguments (python [options] -c CODE), runs CODE (the
  * imports worth keeping) and returns with the interpreter alive. The host
  * then copies the linear memory. Nothing else needs saving: the only
@@ -272,9 +272,11 @@ set_fixup_inputs(int argc, char **argv, int cmd, int safe_path)
     return ok ? 0 : -1;
 }
 
-__attribute__((export_name("hermes_run")))
-void
-hermes_run(void)
+/* restored_setup prepares an interpreter restored from a snapshot for
+ * this instance (hermes_run's first part) and returns the index of its
+ * -c command in argv. */
+static int
+restored_setup(int *argc_out, char ***argv_out)
 {
     /* The environment libc read in the snapshot's instance is not this
      * one's, nor is the locale the interpreter's start set from it. */
@@ -306,12 +308,97 @@ hermes_run(void)
     if (PyRun_SimpleString(run_fixup) != 0) {
         fatal("hermes_run: cannot set up the restored interpreter");
     }
-    PyCompilerFlags cf = _PyCompilerFlags_INIT;
-    int status = PyRun_SimpleStringFlags(argv[cmd], &cf) != 0;
+    *argc_out = argc;
+    *argv_out = argv;
+    return cmd;
+}
+
+/* finish finalises the interpreter and exits with status (120 when the
+ * finalisation fails), as the interpreter's own main does. */
+static void
+finish(int status)
+{
     if (Py_FinalizeEx() < 0) {
         status = 120;
     }
     exit(status);
+}
+
+__attribute__((export_name("hermes_run")))
+void
+hermes_run(void)
+{
+    int argc;
+    char **argv;
+    int cmd = restored_setup(&argc, &argv);
+    PyCompilerFlags cf = _PyCompilerFlags_INIT;
+    finish(PyRun_SimpleStringFlags(argv[cmd], &cf) != 0);
+}
+
+/* A session kernel runs in steps (runtime/internal/strict/kernel.go), so
+ * that between its cells no call into the module is in progress: the
+ * instance is then described by its linear memory alone, as a snapshot
+ * is, and can be suspended and resumed.
+ *
+ * hermes_keep is hermes_run whose -c command (the kernel's start) leaves
+ * the interpreter alive: it returns when the command succeeded, and
+ * finalises and exits with status 1 when it raised. (A kernel started in
+ * full, not from the snapshot, runs its loop in hermes_main instead.) */
+__attribute__((export_name("hermes_keep")))
+void
+hermes_keep(void)
+{
+    int argc;
+    char **argv;
+    int cmd = restored_setup(&argc, &argv);
+    PyCompilerFlags cf = _PyCompilerFlags_INIT;
+    if (PyRun_SimpleStringFlags(argv[cmd], &cf) != 0) {
+        finish(1);
+    }
+}
+
+/* kernel_step is _hermes_kernel.step, looked up at the first step (a
+ * suspended kernel's memory keeps it). */
+static PyObject *kernel_step;
+
+/* hermes_step runs one step of the kernel: _hermes_kernel.step(), which
+ * takes the cell the host holds, runs it and returns True, or returns
+ * False when the host said close. hermes_step returns 1 or 0 for them.
+ * An exception out of step itself (not a cell's: the step reports those)
+ * is printed and ends the instance with status 1; a cell's SystemExit
+ * ends it with the cell's status (os._exit in the step). */
+__attribute__((export_name("hermes_step")))
+int
+hermes_step(void)
+{
+    if (kernel_step == NULL) {
+        PyObject *mod = PyImport_ImportModule("_hermes_kernel");
+        if (mod != NULL) {
+            kernel_step = PyObject_GetAttrString(mod, "step");
+            Py_DECREF(mod);
+        }
+        if (kernel_step == NULL) {
+            PyErr_Print();
+            finish(1);
+        }
+    }
+    PyObject *more = PyObject_CallNoArgs(kernel_step);
+    if (more == NULL) {
+        PyErr_Print();
+        finish(1);
+    }
+    int ret = PyObject_IsTrue(more);
+    Py_DECREF(more);
+    return ret > 0;
+}
+
+/* hermes_end ends a kernel run in steps: it finalises the interpreter (its
+ * atexit functions run) and exits with status 0. */
+__attribute__((export_name("hermes_end")))
+void
+hermes_end(void)
+{
+    finish(0);
 }
 
 static PyMethodDef hermes_host_methods[] = {

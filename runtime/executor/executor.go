@@ -22,6 +22,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/approval"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
 )
 
@@ -167,6 +168,9 @@ type Executor struct {
 	getenv    func(string) string
 	log       *slog.Logger // Options.Logger, or one that discards
 	strict    *strict.Engine
+	// store holds suspended session kernels (code_execution.session_store;
+	// nil: off; durable.go).
+	store     *sessionstore.Dir
 	transport string
 	toolEnv   toolEnvMemo
 	landlock  *landlock.Policy // what local processes of a run may write (nil: off); see landlockPolicy
@@ -229,7 +233,17 @@ func New(opts Options) *Executor {
 		sessions:  newSessionTable(cfg.CodeExecution.MaxSessionKernels),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
-	e.landlock = landlockPolicy(cfg, home, cacheDir, opts.StatePaths)
+	if dir := cfg.CodeExecution.SessionStore; dir != "" {
+		if store, err := sessionstore.Open(dir); err != nil {
+			e.log.Log(context.Background(), slog.LevelWarn, "session store off", "error", err.Error())
+		} else {
+			e.store = store
+			e.sessions.end = func(en *kernelEntry, why string) { e.endKernel(en, why) }
+		}
+	}
+	// A run's processes never write the session store: it holds every
+	// session's kernels.
+	e.landlock = landlockPolicy(cfg, home, cacheDir, append(slices.Clone(opts.StatePaths), nonEmpty(cfg.CodeExecution.SessionStore)...))
 	e.clientEnv = e.newClientEnv()
 	if len(opts.SkillEnv) > 0 {
 		e.RegisterSkillEnv(opts.SkillEnv...)

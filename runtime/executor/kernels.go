@@ -168,13 +168,15 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			old.k.Close()
 		}
 		ks.forgetGone(req.Session) // state_reset says why the state is gone
+		e.forgetImages(req.Session)
 	}
 	// Found and pinned (running) in one step, so that neither another
 	// session's eviction nor the idle reaper can close it under the call.
 	en := ks.pin(key)
 	reused := en != nil
 	var startNote string
-	var waited time.Duration
+	var waited, resumeTook time.Duration
+	resumed := false
 	if en == nil {
 		top := req.ParentSession == "" // a subagent's kernel takes no slot
 		if top {
@@ -193,7 +195,17 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 		}
 		startNote = ks.startNote(key)
-		k, err := e.startKernel(ctx, c)
+		k, prior, took, resumeNote := e.resumeKernel(ctx, c, key)
+		if k != nil {
+			// Suspended, not lost: the note of its eviction does not hold.
+			startNote, resumed, resumeTook = "", true, took
+		} else if resumeNote != "" {
+			startNote = resumeNote
+		}
+		var err error
+		if k == nil {
+			k, err = e.startKernel(ctx, c)
+		}
 		if err != nil && ctx.Err() == nil && reviveBackend(ctx, c.backend) {
 			// The target was gone (a container removed under the session)
 			// and is back: try once more.
@@ -212,7 +224,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			err = errors.Join(errors.New("starting the session kernel"), err)
 			return failed(c.mode, err), err
 		}
-		en = &kernelEntry{key: key, parent: req.ParentSession, k: k}
+		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior}
 		if !ks.add(en) {
 			k.Close()
 			return failed(c.mode, ErrClosed), ErrClosed
@@ -233,7 +245,10 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	}
 
 	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,
-		WaitedSeconds: waitedSeconds(waited)}
+		WaitedSeconds: waitedSeconds(waited), Resumed: resumed}
+	if resumed {
+		info.ResumeSeconds = engine.RoundMillis(resumeTook)
+	}
 	if !alive {
 		info.Ended = true
 		switch {
@@ -405,7 +420,7 @@ func (e *Executor) closeEvicted(victim *kernelEntry) {
 	}
 	max := e.sessions.max
 	e.log.Log(context.Background(), slog.LevelInfo, "kernel evicted", "session", victim.key.session, "mode", victim.key.mode, "reason", "lru", "max_session_kernels", max)
-	victim.k.Close()
+	e.endKernel(victim, "lru")
 }
 
 // entryLocked is the kernel for key, if any. ks.mu is held.
@@ -458,7 +473,7 @@ func (ks *sessionTable) add(en *kernelEntry) bool {
 		return false
 	}
 	en.running = true
-	en.count = 1
+	en.count = en.prior + 1
 	en.lastUsed = time.Now()
 	en.owner = ks.sessionLocked(en.key.session)
 	en.owner.kernels[en.key] = en

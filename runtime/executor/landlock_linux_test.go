@@ -71,11 +71,15 @@ func newLandlockEnv(t *testing.T) landlockEnv {
 	return e
 }
 
+// store is the session store's dir.
+func (e landlockEnv) store() string { return filepath.Join(e.root, "sessions") }
+
 func (e landlockEnv) executor(t *testing.T, confine bool) *executor.Executor {
 	t.Helper()
 	cfg, err := config.Load(filepath.Join(e.home, "config.yaml"))
 	require.NoError(t, err)
 	cfg.CodeExecution.ConfineToolsToWorkdir = confine
+	cfg.CodeExecution.SessionStore = e.store()
 	ex := executor.New(executor.Options{Config: &cfg, HermesHome: e.home, StatePaths: []string{e.token}})
 	t.Cleanup(func() { ex.Close(context.Background()) })
 	return ex
@@ -180,6 +184,7 @@ func TestProjectRunsCannotWriteExecutorState(t *testing.T) {
 		},
 		"create": map[string]string{
 			"compiled cache":  filepath.Join(e.cache, "planted"),
+			"session store":   filepath.Join(e.store(), "planted.img"),
 			"new profile":     filepath.Join(e.home, "profiles", "new", "config.yaml"),
 			"workdir":         filepath.Join(e.wd, "out", "result.txt"),
 			"user cache":      filepath.Join(e.user, ".cache", "other", "x"),

@@ -163,6 +163,10 @@ type Stats struct {
 	// Waiting is the number of calls waiting for a kernel: every one of
 	// the max_session_kernels top-level kernels runs a call.
 	Waiting int
+	// Suspended and Resumed count the kernels suspended into the session
+	// store and resumed from it; ResumeFailures the images that did not
+	// resume (code_execution.session_store).
+	Suspended, Resumed, ResumeFailures uint64
 }
 
 // Stats returns the executor's kernel counts.
@@ -170,7 +174,8 @@ func (e *Executor) Stats() Stats {
 	ks := e.sessions
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	st := Stats{Evictions: ks.evictions.Load(), Waiting: len(ks.slotWait)}
+	st := Stats{Evictions: ks.evictions.Load(), Waiting: len(ks.slotWait),
+		Suspended: ks.suspended.Load(), Resumed: ks.resumed.Load(), ResumeFailures: ks.resumeFailures.Load()}
 	for _, s := range ks.byName {
 		for _, en := range s.kernels {
 			st.Kernels++

@@ -99,6 +99,11 @@ type KernelInfo struct {
 	// WaitedSeconds is how long the call waited for a kernel because every
 	// one of max_session_kernels ran a call (absent when it did not wait).
 	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
+	// Resumed is true when the call's kernel was resumed from the session
+	// store (code_execution.session_store) before it ran: its state is
+	// the suspended kernel's. ResumeSeconds is how long that took.
+	Resumed       bool    `json:"resumed,omitempty"`
+	ResumeSeconds float64 `json:"resume_seconds,omitempty"`
 }
 
 // fromEngine is the engine layer's result as this package's.

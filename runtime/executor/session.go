@@ -73,11 +73,14 @@ type turn struct {
 
 // kernelEntry is one live kernel.
 type kernelEntry struct {
-	owner    *session // the session whose kernels map holds (or held) it
-	key      kernelKey
-	parent   string // the parent session of a subagent's kernel; "" for top level
-	k        engine.Kernel
-	count    int
+	owner  *session // the session whose kernels map holds (or held) it
+	key    kernelKey
+	parent string // the parent session of a subagent's kernel; "" for top level
+	k      engine.Kernel
+	count  int
+	// prior is how many calls a resumed kernel had run before it was
+	// suspended.
+	prior    int
 	lastUsed time.Time
 	// running is true while a call holds the kernel (pin to unpin): no
 	// eviction or idle reaper closes it then.
@@ -113,6 +116,13 @@ type sessionTable struct {
 	// evictions counts the kernels closed to make room (LRU) or for being
 	// idle (the reaper): Stats.
 	evictions atomic.Uint64
+	// suspended, resumed and resumeFailures count the kernels suspended
+	// into the session store, resumed from it, and whose image did not
+	// resume (durable.go).
+	suspended, resumed, resumeFailures atomic.Uint64
+	// end ends a kernel that closeAll finds idle: the executor's endKernel
+	// (suspended when it can be), else closed.
+	end func(en *kernelEntry, why string)
 
 	// The slots of code_execution.max_session_kernels: every top-level
 	// kernel of a session holds one, and so does every call starting one
@@ -491,11 +501,15 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 	for _, be := range closing.backends {
 		be.close()
 	}
+	// A session suspended before a restart has no entry: its name is
+	// enough.
+	e.forgetImages(append(closing.names, session)...)
 }
 
 // detached is what detach took out of the table: the interrupts of the
 // calls holding the sessions' turns, their kernels and their backends.
 type detached struct {
+	names      []string // the sessions, the one named and its subagents
 	interrupts []context.CancelCauseFunc
 	kernels    []*kernelEntry
 	backends   []*backendEntry
@@ -525,6 +539,7 @@ func (t *sessionTable) detachLocked(name string) detached {
 		}
 	}
 	for _, s := range closing {
+		out.names = append(out.names, s.name)
 		s.closed = true
 		delete(t.byName, s.name)
 		t.goneNotes -= len(s.gone)
@@ -593,7 +608,7 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 	for _, en := range ks.take(func(en *kernelEntry) bool { return !en.running && now.Sub(en.lastUsed) >= idle }, note) {
 		ks.evictions.Add(1)
 		e.log.Log(context.Background(), slog.LevelInfo, "idle kernel closed", "session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
-		en.k.Close()
+		e.endKernel(en, "idle")
 	}
 }
 
@@ -610,13 +625,19 @@ func (ks *sessionTable) closeAll() {
 	}
 	ks.closed = true
 	close(ks.stopReap)
-	var entries []*kernelEntry
+	var entries, idle []*kernelEntry
 	backends := []*backendEntry{ks.sharedBackend}
 	for _, s := range ks.byName {
 		if s.turn.interrupt != nil {
 			s.turn.interrupt(&InterruptError{Reason: shutdownReason})
 		}
-		entries = append(entries, slices.Collect(maps.Values(s.kernels))...)
+		for _, en := range s.kernels {
+			if en.running || ks.end == nil {
+				entries = append(entries, en)
+			} else {
+				idle = append(idle, en)
+			}
+		}
 		clear(s.kernels)
 		backends = append(backends, s.backend)
 		s.backend = nil
@@ -627,6 +648,9 @@ func (ks *sessionTable) closeAll() {
 	var wg sync.WaitGroup
 	for _, en := range entries {
 		wg.Go(func() { en.k.Close() })
+	}
+	for _, en := range idle {
+		wg.Go(func() { ks.end(en, "shutdown") })
 	}
 	for _, pool := range pools {
 		if pool != nil {

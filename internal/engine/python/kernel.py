@@ -92,7 +92,14 @@ def _flush_function():
     return flush
 
 
-def main():
+_loop = {}  # what start() set up, for step()
+
+
+def start():
+    """The loop's start: imports what the cells need and sets up the
+    namespace. main() runs the loop after it; strict mode's host calls
+    step() for each cell instead (hermes_step), so that between cells no
+    call is in progress in the interpreter."""
     import os
     import _hermes_runner
     _hermes_runner._install_quit()
@@ -100,38 +107,87 @@ def main():
     _end_threads[0] = getattr(hermes_tools, "_run_pending_threads", _end_threads[0])
 
     _hermes_runner._session_dir_first(__name__ == "__main__")
-    namespace = _fresh_main().__dict__
+    _loop["namespace"] = _fresh_main().__dict__
     # The first compile() builds CPython's AST types (~30 ms in the WASI
     # build): pay it at start, so a pooled kernel's first cell is fast.
     compile("", "<cell 0>", "exec", dont_inherit=True)
-    next_cell, report_exit = _next_cell_function(hermes_tools), hermes_tools._report_exit
-    pid = os.getpid()
-    flush = _flush_function()
+    _loop["next_cell"] = _next_cell_function(hermes_tools)
+    _loop["report_exit"] = hermes_tools._report_exit
+    _loop["request"] = hermes_tools._request
+    _loop["pid"] = os.getpid()
+    _loop["flush"] = _flush_function()
+
+
+def _run(cell):
+    """Runs the cell the host gave, as the loop does: its output flushed,
+    its end marked with its nonce, its exception reported, its SystemExit
+    ending the process."""
+    import os
+    n = cell["n"]
+    report, exit_code = _run_cell(_loop["namespace"], n, cell["code"])
+    _loop["flush"]()
+    if os.getpid() != _loop["pid"]:
+        # A process the cell forked ran to the cell's end: it must not
+        # take over the loop.
+        os._exit(exit_code if exit_code is not None else (1 if report else 0))
+    nonce = cell.get("nonce")
+    if nonce:
+        mark = nonce.encode("ascii")
+        for fd in (1, 2):
+            try:
+                os.write(fd, mark)
+            except OSError:
+                pass
+    if report is not None:
+        _loop["report_exit"](report)
+    if exit_code is not None:
+        os._exit(exit_code)
+    return n
+
+
+def _open_fds(first):
+    """The descriptors from first up that are open: WASI numbers them
+    lowest first, so the search ends after a run of closed ones."""
+    import os
+    out, fd, misses = [], first, 0
+    while misses < 64:
+        try:
+            os.fstat(fd)
+        except OSError:
+            misses += 1
+        else:
+            out.append(fd)
+            misses = 0
+        fd += 1
+    return out
+
+
+def step():
+    """One cell: asks the host for it (which the host already holds: it
+    calls step only then) and runs it. Returns False when the host said
+    close instead. The host knows the cell is done when step returns. The
+    host may ask instead which descriptors the kernel holds open ("fds",
+    before it suspends the kernel)."""
+    cell = _loop["next_cell"](None)
+    op = cell.get("op")
+    if op == "fds":
+        _loop["request"]({"op": "fds", "open": _open_fds(cell["first"])})
+        return True
+    if op != "cell":
+        return False
+    _run(cell)
+    return True
+
+
+def main():
+    start()
+    next_cell = _loop["next_cell"]
     done = None
     while True:
         cell = next_cell(done)
         if cell.get("op") != "cell":
             break
-        n = cell["n"]
-        report, exit_code = _run_cell(namespace, n, cell["code"])
-        flush()
-        if os.getpid() != pid:
-            # A process the cell forked ran to the cell's end: it must not
-            # take over the loop.
-            os._exit(exit_code if exit_code is not None else (1 if report else 0))
-        nonce = cell.get("nonce")
-        if nonce:
-            mark = nonce.encode("ascii")
-            for fd in (1, 2):
-                try:
-                    os.write(fd, mark)
-                except OSError:
-                    pass
-        if report is not None:
-            report_exit(report)
-        if exit_code is not None:
-            os._exit(exit_code)
-        done = n
+        done = _run(cell)
 
 
 if __name__ == "__main__":

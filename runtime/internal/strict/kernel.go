@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // closeGrace is how long Close lets an idle kernel's loop end by itself
@@ -32,9 +34,19 @@ const maxStartStderr = 16 << 10
 // start: the kernel lives until Close, a cell's sys.exit, or a cell's
 // context ending.
 func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions) (engine.Kernel, error) {
+	return s.startKernel(ctx, spec, project, nil)
+}
+
+// startKernel is StartKernel, or with img ResumeKernel.
+func (s *Engine) startKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions, img *Image) (engine.Kernel, error) {
 	c, err := s.get(ctx, spec.MemoryLimitMB)
 	if err != nil {
 		return nil, err
+	}
+	if img != nil {
+		if err := img.fits(c, s.snap.Load()); err != nil {
+			return nil, err
+		}
 	}
 	var root *projectRoot
 	if project != nil {
@@ -46,11 +58,17 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, projec
 	// The kernel's life is its own, not the caller's; values still pass.
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d := engine.NewDispatcher()
+	var restored []ImageFile
+	if img != nil {
+		restored = img.Files
+		d.SetCells(img.Cells)
+	}
 	box, err := s.newSandbox(kctx, c, sandboxSpec{
-		modules: stagedNames,
-		project: root,
-		env:     spec.Env,
-		serve:   func(ctx context.Context, line []byte) []byte { return d.Serve(ctx, line, nil) },
+		modules:  stagedNames,
+		restored: restored,
+		project:  root,
+		env:      spec.Env,
+		serve:    func(ctx context.Context, line []byte) []byte { return d.Serve(ctx, line, nil) },
 
 		diskLimitMB: spec.DiskLimitMB,
 	})
@@ -68,12 +86,20 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, projec
 		turn:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
 	}
+	k.sums.wasm, k.sums.stdlib = c.wasmSum, c.stdlibSum
 	startErr := &boundedBuffer{max: maxStartStderr}
 	k.stderr.set(startErr)
+	// From the snapshot the kernel runs in steps (and can be suspended);
+	// started in full, its loop runs in the interpreter (hermes_main).
+	opts := instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK, resume: img, started: k.started}
+	entry := engine.KernelEntry
+	if img != nil || s.startsFromSnapshot(c, box) {
+		opts.steps, entry = k.steps, engine.KernelStart
+	}
 	mc := box.moduleConfig(&k.stdout, &k.stderr).
-		WithArgs(box.args("-c", engine.KernelEntry)...)
+		WithArgs(box.args("-c", entry)...)
 	go func() {
-		err := s.startWith(box.ctx, c, mc, instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK})
+		err := s.startWith(box.ctx, c, mc, opts)
 		// What the instance wrote last reaches the running cell's writers
 		// (or the start error) before anyone sees it gone.
 		k.stdout.flush()
@@ -109,6 +135,38 @@ func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, projec
 		k.kill()
 		return nil, context.Cause(ctx)
 	}
+}
+
+// steps runs the kernel's cells once its start has returned: it waits,
+// outside the interpreter, for the next cell (Dispatcher.Take), has the
+// interpreter run it (hermes_step) and reports it done when that returns.
+// Between cells no call into the module is in progress. When the kernel
+// is closed the interpreter is finalised (hermes_end): its atexit
+// functions run, as at the end of a one-shot run.
+func (k *strictKernel) steps(ctx context.Context, mod api.Module) error {
+	step, end := mod.ExportedFunction("hermes_step"), mod.ExportedFunction("hermes_end")
+	k.mu.Lock()
+	k.mod = mod
+	k.mu.Unlock()
+	k.d.MarkReady()
+	for k.d.Take(ctx) {
+		res, err := step.Call(ctx)
+		if err != nil {
+			// The instance is gone (exit, crash, stopped): Run learns it
+			// from exited, not from a cell reported done.
+			return err
+		}
+		k.d.Finish()
+		if res[0] == 0 {
+			break // the step found the dispatcher closed
+		}
+	}
+	if ctx.Err() != nil {
+		// Killed, or suspended: not finalised.
+		return errStopped
+	}
+	_, err := end.Call(ctx)
+	return err
 }
 
 // startFailure describes a kernel that exited before it was ready.
@@ -155,6 +213,22 @@ type strictKernel struct {
 
 	exited chan struct{}  // closed once the instance is gone and cleaned up
 	end    engine.Outcome // how the instance ended; read after exited
+
+	// For a suspension (suspend.go): the instance's module once its
+	// cells run, the snapshot it started from (nil: in full) and its
+	// monotonic clock, guarded by mu; and the interpreter's sums.
+	mu    sync.Mutex
+	mod   api.Module
+	base  *snapshot
+	clock sys.Nanotime
+	sums  struct{ wasm, stdlib string }
+}
+
+// started records the snapshot the instance starts from and its clock.
+func (k *strictKernel) started(snap *snapshot, clock sys.Nanotime) {
+	k.mu.Lock()
+	k.base, k.clock = snap, clock
+	k.mu.Unlock()
 }
 
 var _ engine.Kernel = (*strictKernel)(nil)

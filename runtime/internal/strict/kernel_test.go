@@ -55,6 +55,9 @@ func TestStrictKernel(t *testing.T) {
 		{"OverWorkdir", testKernelOverWorkdir},
 		{"StartFailure", testKernelStartFailure},
 		{"Pool", testKernelPool},
+		{"SuspendResume", testKernelSuspendResume},
+		{"SuspendRefused", testKernelSuspendRefused},
+		{"ImageRefused", testKernelImageRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,6 +79,10 @@ func startKernel(t testing.TB, e *Engine, spec engine.KernelSpec, overWorkdir bo
 }
 
 var kernelEnv = []string{"PATH=/usr/bin", "PYTHONUTF8=1", "PYTHONIOENCODING=utf-8"}
+
+// snapEnv is an environment whose kernels start from the snapshot (and can
+// be suspended).
+var snapEnv = append([]string{"PATH=/usr/bin"}, engine.BaseInject()...)
 
 // cell runs code as the kernel's next cell through engine.Execute.
 func cell(t testing.TB, k engine.Kernel, code string, mod func(*engine.Request)) (engine.Result, error) {

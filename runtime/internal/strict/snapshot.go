@@ -134,6 +134,11 @@ type snapshot struct {
 	// engine keeps its snapshot for the process's life.
 	sharedOnce sync.Once
 	shared     *os.File
+
+	// sum is the SHA-256 of image, hex (digest), which a suspended
+	// kernel's image names.
+	digestOnce sync.Once
+	sum        string
 }
 
 func newSnapshot(image []byte) *snapshot {

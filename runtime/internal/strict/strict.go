@@ -459,6 +459,18 @@ type instanceOptions struct {
 	// entry, when not nil, replaces both: it is called with the
 	// instantiated module.
 	entry func(ctx context.Context, mod api.Module) error
+	// steps, when not nil, makes an instance that starts from the snapshot
+	// a kernel run in steps: its -c command (the kernel's start) leaves
+	// the interpreter alive (hermes_keep), and steps then runs its cells
+	// (see kernel.go).
+	steps func(ctx context.Context, mod api.Module) error
+	// resume, with steps, makes the instance a suspended kernel's: the
+	// snapshot's memory with the image's chunks written over, its clock
+	// going on from the image's, and its cells run at once (no start).
+	resume *Image
+	// started, when not nil, is told the snapshot the instance starts
+	// from (nil: in full) and its monotonic clock.
+	started func(snap *snapshot, clock sys.Nanotime)
 }
 
 // start instantiates the interpreter and runs it to the end under ctx,
@@ -520,9 +532,20 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	defer mem.done()
 	var snap *snapshot
-	if sn := s.snap.Load(); opts.snapshot && opts.entry == nil && sn != nil && uint64(len(sn.image)) <= c.limit {
+	var clock sys.Nanotime
+	sn := s.snap.Load()
+	if opts.resume != nil {
+		if err := opts.resume.fits(c, sn); err != nil {
+			return err
+		}
+	}
+	if opts.snapshot && opts.entry == nil && sn.fits(c) || opts.resume != nil {
 		snap = sn
-		mc = mc.WithNanotime(snap.clock(), nanotimeResolution)
+		clock = snap.clock()
+		if opts.resume != nil {
+			clock = clockFrom(opts.resume.Nanotime)
+		}
+		mc = mc.WithNanotime(clock, nanotimeResolution)
 		if share := !s.opts.noSharedSnapshot; share {
 			snap.sharedOnce.Do(func() { snap.shared = newSharedImage(snap) })
 			if snap.shared != nil {
@@ -532,6 +555,9 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 			}
 		}
 	}
+	if opts.started != nil {
+		opts.started(snap, clock)
+	}
 	mod, err := c.rt.InstantiateModule(ctx, c.mod, mc)
 	if err != nil {
 		return err
@@ -540,7 +566,27 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	if opts.entry != nil {
 		return opts.entry(ctx, mod)
 	}
-	return exitZeroIsNil(s.runInstance(ctx, mod, mem, snap))
+	if opts.resume != nil {
+		if err := snap.restore(mod.Memory(), mem, !s.opts.noSharedSnapshot); err != nil {
+			return err
+		}
+		if err := opts.resume.restore(mod.Memory()); err != nil {
+			return err
+		}
+		return exitZeroIsNil(opts.steps(ctx, mod))
+	}
+	return exitZeroIsNil(s.runInstance(ctx, mod, mem, snap, opts.steps))
+}
+
+// startsFromSnapshot reports whether an instance of box on c starts from
+// the engine's snapshot (as startWith decides it).
+func (s *Engine) startsFromSnapshot(c *compiled, box *sandbox) bool {
+	return box.snapshotOK && s.snap.Load().fits(c)
+}
+
+// fits reports whether snap (nil: none) fits c's memory cap.
+func (snap *snapshot) fits(c *compiled) bool {
+	return snap != nil && uint64(len(snap.image)) <= c.limit
 }
 
 // exitZeroIsNil maps the interpreter's exit with status 0 (the entry
@@ -555,11 +601,19 @@ func exitZeroIsNil(err error) error {
 }
 
 // runInstance runs an instantiated interpreter from snap, or in full when
-// snap is nil.
-func (s *Engine) runInstance(ctx context.Context, mod api.Module, mem *instanceMemory, snap *snapshot) error {
+// snap is nil; from snap with steps, as a kernel run in steps
+// (instanceOptions.steps).
+func (s *Engine) runInstance(ctx context.Context, mod api.Module, mem *instanceMemory, snap *snapshot, steps func(context.Context, api.Module) error) error {
 	if snap != nil {
 		if err := snap.restore(mod.Memory(), mem, !s.opts.noSharedSnapshot); err != nil {
 			return err
+		}
+		if steps != nil {
+			// Returns only when the start succeeded (it exits otherwise).
+			if _, err := mod.ExportedFunction("hermes_keep").Call(ctx); err != nil {
+				return err
+			}
+			return steps(ctx, mod)
 		}
 		_, err := mod.ExportedFunction("hermes_run").Call(ctx)
 		return err
@@ -577,6 +631,9 @@ type sandboxSpec struct {
 	modules []string
 	// extra are more files to stage, by path relative to the staging dir.
 	extra map[string][]byte
+	// restored are the files and dirs of a resumed kernel's private dir
+	// (ImageFile), written before the disk budget counts what it holds.
+	restored []ImageFile
 	// project, when not nil, makes the guest's root the sandboxed
 	// project mode's (projectFS); nil: the staging dir.
 	project *projectRoot
@@ -615,6 +672,11 @@ type sandbox struct {
 	missing *missingPaths
 	// wasmPackages are the engine's package dirs (Options.Packages).
 	wasmPackages []string
+	// generated are the staged files (the generated modules and their
+	// bytecode), by path relative to staging: a suspended kernel's image
+	// leaves them out.
+	generated map[string]bool
+
 	// snapshotOK: the instance may start from the snapshot (see
 	// snapshotEligible).
 	snapshotOK bool
@@ -680,7 +742,22 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 			}
 		}
 	}
+	box.generated = make(map[string]bool, len(files))
+	for rel := range files {
+		box.generated[rel] = true
+	}
+	if err := restoreFiles(staging, spec.restored); err != nil {
+		return nil, err
+	}
+	for _, f := range spec.restored {
+		if !f.Dir {
+			files[f.Path] = nil // known to the left-file scan: not new
+		}
+	}
 	for rel, content := range files {
+		if !box.generated[rel] {
+			continue
+		}
 		path := filepath.Join(staging, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("staging %s: %w", rel, err)

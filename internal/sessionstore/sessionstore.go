@@ -1,0 +1,126 @@
+// Package sessionstore keeps the images of suspended session kernels
+// (code_execution.session_store): a dir on a local or shared file system,
+// one subdir per session, one file per kernel. Writes are atomic (a
+// temporary file renamed over the old one), so a reader sees a whole image
+// or the previous one, never part of one.
+package sessionstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotFound: the store holds no image for that kernel.
+var ErrNotFound = errors.New("no suspended kernel")
+
+// Dir is a store in a dir. It is safe for concurrent use by several
+// goroutines and processes.
+type Dir struct {
+	root string
+}
+
+// Open opens (making it, 0700) the store at root.
+func Open(root string) (*Dir, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("session store %q: not an absolute path", root)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	return &Dir{root: root}, nil
+}
+
+// Root is the store's dir.
+func (d *Dir) Root() string { return d.root }
+
+// name is a file-name-safe, fixed-length name for s.
+func name(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+func (d *Dir) sessionDir(session string) string { return filepath.Join(d.root, name(session)) }
+
+func (d *Dir) path(session, kernel string) string {
+	return filepath.Join(d.sessionDir(session), name(kernel)+".img")
+}
+
+// Put stores data as the image of session's kernel named kernel, over any
+// earlier one.
+func (d *Dir) Put(session, kernel string, data []byte) error {
+	dir := d.sessionDir(session)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), d.path(session, kernel))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("session store: writing an image: %w", err)
+	}
+	return nil
+}
+
+// Take returns the image of session's kernel named kernel and removes it
+// from the store: a kernel resumes from its image once. It returns
+// ErrNotFound when there is none.
+func (d *Dir) Take(session, kernel string) ([]byte, error) {
+	path := d.path(session, kernel)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	return data, nil
+}
+
+// Has reports whether the store holds an image of session's kernel.
+func (d *Dir) Has(session, kernel string) bool {
+	_, err := os.Stat(d.path(session, kernel))
+	return err == nil
+}
+
+// Delete removes every image of session.
+func (d *Dir) Delete(session string) error {
+	if err := os.RemoveAll(d.sessionDir(session)); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	return nil
+}
+
+// Images counts the images in the store and their bytes.
+func (d *Dir) Images() (n int, bytes int64) {
+	filepath.WalkDir(d.root, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".img") {
+			if fi, err := e.Info(); err == nil {
+				n++
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, bytes
+}

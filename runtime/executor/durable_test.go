@@ -1,0 +1,127 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore"
+)
+
+// durableExecutor is a strict-mode executor with a session store and room
+// for max kernels.
+func durableExecutor(t *testing.T, store string, max int) *Executor {
+	t.Helper()
+	cfg := config.Default()
+	cfg.CodeExecution.Mode = config.ModeStrict
+	cfg.CodeExecution.MaxSessionKernels = max
+	cfg.CodeExecution.SessionStore = store
+	e := New(Options{Config: &cfg, HermesHome: t.TempDir(), Environ: []string{}})
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+// With one kernel for eight sessions, every call evicts another session's
+// kernel: each is suspended, and resumed at its session's next call, which
+// finds its state.
+func TestDurableKernelsAtTheLimit(t *testing.T) {
+	sessions, calls := 8, 20
+	if testing.Short() {
+		sessions, calls = 4, 5
+	}
+	e := durableExecutor(t, t.TempDir(), 1)
+	wd := t.TempDir()
+	for i := range calls {
+		for s := range sessions {
+			res, err := e.Execute(context.Background(), Request{Session: fmt.Sprint("s", s), Workdir: wd,
+				Code: fmt.Sprintf("n = globals().get('n', 0) + 1\nprint(n, %d)", s)})
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("%d %d\n", i+1, s), res.Output, "session %d, call %d", s, i)
+			require.Equal(t, i+1, res.Kernel.ExecutionCount)
+			if i > 0 && sessions > 1 {
+				require.True(t, res.Kernel.Resumed, "session %d, call %d: %+v", s, i, res.Kernel)
+				require.Empty(t, res.Kernel.Note)
+			}
+		}
+	}
+	st := e.Stats()
+	require.Equal(t, 1, st.Kernels)
+	require.EqualValues(t, (calls-1)*sessions, st.Resumed)
+}
+
+// The idle timeout and Close suspend a kernel too: a new executor on the
+// same store (a restart) resumes it. CloseSession and a reset drop the
+// image.
+func TestDurableKernelsIdleAndRestart(t *testing.T) {
+	store := t.TempDir()
+	wd := t.TempDir()
+	run := func(e *Executor, session, code string, reset bool) Result {
+		t.Helper()
+		res, err := e.Execute(context.Background(), Request{Session: session, Workdir: wd, Code: code, Reset: reset})
+		require.NoError(t, err)
+		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+		return res
+	}
+	e := durableExecutor(t, store, 4)
+	run(e, "a", "x = 'kept'\nopen('f.txt', 'w').write('file kept')", false)
+	run(e, "b", "y = 2", false)
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	require.Zero(t, e.Stats().Kernels)
+	res := run(e, "a", "print(x, open('f.txt').read())", false)
+	require.Equal(t, "kept file kept\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 2, res.Kernel.ExecutionCount)
+
+	require.NoError(t, e.Close(context.Background()))
+	dir, err := sessionstore.Open(store)
+	require.NoError(t, err)
+	n, _ := dir.Images()
+	require.Equal(t, 2, n, "a suspended at Close, b still suspended")
+
+	e2 := durableExecutor(t, store, 4)
+	res = run(e2, "a", "print(x)", false)
+	require.Equal(t, "kept\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 3, res.Kernel.ExecutionCount)
+
+	e2.CloseSession(context.Background(), "b")
+	res = run(e2, "b", "print('y' in globals())", false)
+	require.Equal(t, "False\n", res.Output, "closed: its image is gone")
+	e2.reapIdle(time.Now().Add(time.Hour), time.Second)
+	res = run(e2, "a", "print('x' in globals())", true)
+	require.Equal(t, "False\n", res.Output, "reset: a fresh kernel, not the image")
+	require.False(t, res.Kernel.Resumed)
+}
+
+// A kernel that holds an open file is closed, not suspended, and its next
+// call says its state is lost.
+func TestDurableKernelNotSuspendable(t *testing.T) {
+	e := durableExecutor(t, t.TempDir(), 1)
+	wd := t.TempDir()
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "f = open('x', 'w')"})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status)
+	_, err = e.Execute(context.Background(), Request{Session: "b", Workdir: wd, Code: "pass"})
+	require.NoError(t, err)
+	res, err = e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print('f' in globals())"})
+	require.NoError(t, err)
+	require.Equal(t, "False\n", res.Output)
+	require.False(t, res.Kernel.Resumed)
+	require.Contains(t, res.Kernel.Note, "closed to make room")
+}
+
+// The file tools never write the session store: it holds every session's
+// kernels.
+func TestDurableStoreProtected(t *testing.T) {
+	store := t.TempDir()
+	e := durableExecutor(t, store, 1)
+	res, err := e.Execute(context.Background(), Request{Workdir: t.TempDir(), Code: fmt.Sprintf(
+		"from hermes_tools import write_file\nprint(write_file(%q, 'x'))", store+"/planted.img")})
+	require.NoError(t, err)
+	require.Contains(t, res.Output, "error")
+	require.NoFileExists(t, store+"/planted.img")
+}

@@ -1,0 +1,381 @@
+package strict
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+	"github.com/klauspost/compress/s2"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Suspending a session kernel between its cells, and resuming it in a new
+// instance. A kernel runs in steps (kernel.go): between cells no call into
+// the module is in progress and its stack pointer is back at its initial
+// value, so the interpreter's whole state is its linear memory, as a
+// snapshot's is (the module's other mutable global, the loop budget, needs
+// no value in particular; its table never changes). The host side adds
+// the private dir's files and the cell counter. An image is that memory as
+// the 4 KiB chunks that differ from the engine's snapshot (the kernel's
+// start), the files, and the counters; gob-encoded and compressed with
+// zstd (fast at both ends, and a kernel's chunks are mostly Python's heap,
+// which compresses 3-5x), with a CRC-32C over the whole file.
+//
+// What is not kept, and so refuses a suspension (the kernel is then closed
+// as before): open files and directory iterators (the WASI descriptor
+// table lives in wazero, out of reach), and a kernel that did not start
+// from the snapshot or runs over a working dir (the sandboxed project
+// mode, whose memory holds host paths).
+
+// imageFormat opens every image file; a change to Image or its encoding
+// changes it.
+const imageFormat = "hermes-wasm-exec kernel image 1\n"
+
+// imageChunk is the unit of an image's memory: smaller than a wasm page,
+// since a kernel's cells write Python's heap here and there.
+const imageChunk = 4096
+
+// Image is a strict session kernel suspended between cells (see
+// [Engine.SuspendKernel], [Engine.ResumeKernel]).
+type Image struct {
+	// WasmSum and StdlibSum name the interpreter and standard library the
+	// kernel ran; BaseSum the snapshot its memory is a difference from.
+	WasmSum, StdlibSum, BaseSum string
+	// Size is the linear memory's size in bytes.
+	Size uint64
+	// Nanotime is the guest's monotonic clock when it was suspended.
+	Nanotime int64
+	// Cells is how many cells the kernel had been sent.
+	Cells int
+	// Chunks are the indexes of the imageChunk-sized pieces of memory that
+	// differ from the snapshot (zero past its end); Data their bytes, in
+	// that order.
+	Chunks []uint32
+	Data   []byte
+	// Files are the private dir's files and dirs but the generated
+	// modules, parents first.
+	Files []ImageFile
+}
+
+// ImageFile is a file or dir of a suspended kernel's private dir.
+type ImageFile struct {
+	Path  string // relative, with slashes
+	Dir   bool
+	Mode  fs.FileMode
+	MTime int64 // Unix nanoseconds
+	Data  []byte
+}
+
+// Errors of a suspension or a resume.
+var (
+	// ErrNotSuspendable: the kernel holds what an image cannot keep.
+	ErrNotSuspendable = errors.New("the kernel cannot be suspended")
+	// ErrImageDamaged: the image fails its checksum or does not decode.
+	ErrImageDamaged = errors.New("the suspended kernel's image is damaged")
+	// ErrImageStale: the image was made by another interpreter build.
+	ErrImageStale = errors.New("the suspended kernel's image was made by another interpreter build")
+)
+
+// SuspendKernel suspends k, a kernel of this engine that is not running a
+// cell (it waits for the one running), and returns its image, encoded. k
+// is then closed without its interpreter being finalised: its atexit
+// functions run when it ends for good, not here. When k cannot be
+// suspended the error wraps ErrNotSuspendable and says why, and k is left
+// as it was.
+func (s *Engine) SuspendKernel(ctx context.Context, k engine.Kernel) ([]byte, error) {
+	sk, ok := k.(*strictKernel)
+	if !ok {
+		return nil, fmt.Errorf("%w: not a strict-mode kernel", ErrNotSuspendable)
+	}
+	img, err := sk.suspend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return img.marshal()
+}
+
+// ResumeKernel starts a kernel from an image SuspendKernel made, with spec
+// as the suspended kernel's (its environment is in the image's memory and
+// stays as it was). It fails with ErrImageDamaged or ErrImageStale, and
+// then starts nothing.
+func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data []byte) (engine.Kernel, error) {
+	img, err := unmarshalImage(data)
+	if err != nil {
+		return nil, err
+	}
+	return s.startKernel(ctx, spec, nil, img)
+}
+
+// suspend captures k's state and closes its instance.
+func (k *strictKernel) suspend(ctx context.Context) (*Image, error) {
+	select {
+	case k.turn <- struct{}{}:
+		defer func() { <-k.turn }()
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	k.mu.Lock()
+	mod, base, clock := k.mod, k.base, k.clock
+	k.mu.Unlock()
+	switch {
+	case !k.Alive() || mod == nil:
+		return nil, fmt.Errorf("%w: it has ended", ErrNotSuspendable)
+	case k.box.project != nil:
+		return nil, fmt.Errorf("%w: it runs over a working dir (sandbox: wasm)", ErrNotSuspendable)
+	case base == nil:
+		return nil, fmt.Errorf("%w: it did not start from the interpreter snapshot", ErrNotSuspendable)
+	}
+	// The guest's descriptors past stdio and the preopened mounts: wazero
+	// keeps their table, which an image cannot.
+	open, err := k.d.Probe(ctx, 3+len(k.box.mounts))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotSuspendable, err)
+	}
+	if len(open) > 0 {
+		return nil, fmt.Errorf("%w: it holds %d open files (an open file, a database connection or a directory iterator; close them to keep the kernel)", ErrNotSuspendable, len(open))
+	}
+	// The loop waits in Take, outside the interpreter, and the turn keeps
+	// any cell from starting: nothing runs in the instance while its
+	// memory is read.
+	mem := mod.Memory()
+	size := mem.Size()
+	buf, ok := mem.Read(0, size)
+	if !ok {
+		return nil, errors.New("suspending the kernel: reading its memory failed")
+	}
+	img := &Image{WasmSum: k.sums.wasm, StdlibSum: k.sums.stdlib, BaseSum: base.digest(), Size: uint64(size),
+		Nanotime: clock(), Cells: k.d.Cells()}
+	var zero [imageChunk]byte
+	for off := uint32(0); off < size; off += imageChunk {
+		was := zero[:]
+		if int(off)+imageChunk <= len(base.image) {
+			was = base.image[off : off+imageChunk]
+		}
+		if !bytes.Equal(buf[off:off+imageChunk], was) {
+			img.Chunks = append(img.Chunks, off/imageChunk)
+		}
+	}
+	img.Data = make([]byte, 0, len(img.Chunks)*imageChunk)
+	for _, c := range img.Chunks {
+		img.Data = append(img.Data, buf[c*imageChunk:(c+1)*imageChunk]...)
+	}
+	files, err := imageFiles(k.staging, k.box.generated)
+	if err != nil {
+		return nil, fmt.Errorf("suspending the kernel: %w", err)
+	}
+	img.Files = files
+	// Gone without finalising: the interpreter lives on in the image.
+	k.dead.Store(true)
+	k.cancel()
+	<-k.exited
+	return img, nil
+}
+
+// imageFiles reads the files and dirs under dir but those of generated.
+func imageFiles(dir string, generated map[string]bool) ([]ImageFile, error) {
+	var out []ImageFile
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if generated[rel] {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		f := ImageFile{Path: rel, Dir: d.IsDir(), Mode: fi.Mode().Perm(), MTime: fi.ModTime().UnixNano()}
+		switch {
+		case d.IsDir():
+		case fi.Mode().IsRegular():
+			if f.Data, err = os.ReadFile(path); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: its dir holds %s, which is not a regular file", ErrNotSuspendable, rel)
+		}
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+// restoreFiles writes an image's files and dirs under dir, with their
+// modes and times.
+func restoreFiles(dir string, files []ImageFile) error {
+	for _, f := range files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return fmt.Errorf("%w: a file outside the private dir (%q)", ErrImageDamaged, f.Path)
+		}
+		path := filepath.Join(dir, filepath.FromSlash(f.Path))
+		var err error
+		if f.Dir {
+			err = os.MkdirAll(path, 0o700)
+		} else {
+			err = os.WriteFile(path, f.Data, 0o600)
+		}
+		if err == nil {
+			err = os.Chmod(path, f.Mode|0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("restoring the kernel's private dir: %w", err)
+		}
+	}
+	// Times last: writing a file changes its dir's.
+	for i := len(files) - 1; i >= 0; i-- {
+		t := time.Unix(0, files[i].MTime)
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(files[i].Path)), t, t); err != nil {
+			return fmt.Errorf("restoring the kernel's private dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// fits checks that img can resume on c with sn, the engine's snapshot.
+func (img *Image) fits(c *compiled, sn *snapshot) error {
+	if img.WasmSum != c.wasmSum || img.StdlibSum != c.stdlibSum || sn == nil || img.BaseSum != sn.digest() {
+		return ErrImageStale
+	}
+	if img.Size > c.limit+graceBytes {
+		return fmt.Errorf("resuming the kernel: its memory (%d MiB) is above the memory limit", img.Size>>20)
+	}
+	return nil
+}
+
+// restore writes img's memory over mem, an instance's memory restored from
+// the snapshot img was made against.
+func (img *Image) restore(mem api.Memory) error {
+	if cur := uint64(mem.Size()); cur < img.Size {
+		if _, ok := mem.Grow(uint32((img.Size - cur) / wasmPage)); !ok {
+			return fmt.Errorf("resuming the kernel: cannot grow its memory to %d MiB", img.Size>>20)
+		}
+	}
+	buf, ok := mem.Read(0, uint32(img.Size))
+	if !ok {
+		return errors.New("resuming the kernel: memory read failed")
+	}
+	if uint64(len(img.Data)) != uint64(len(img.Chunks))*imageChunk {
+		return ErrImageDamaged
+	}
+	for i, c := range img.Chunks {
+		off := uint64(c) * imageChunk
+		if off+imageChunk > img.Size {
+			return ErrImageDamaged
+		}
+		copy(buf[off:off+imageChunk], img.Data[i*imageChunk:(i+1)*imageChunk])
+	}
+	return nil
+}
+
+// clockFrom is a monotonic clock that goes on from ns.
+func clockFrom(ns int64) sys.Nanotime {
+	start := time.Now()
+	return func() int64 { return ns + int64(time.Since(start)) }
+}
+
+// The file: imageFormat, then an s2 stream (klauspost/compress: several
+// times faster than zstd at its fastest level, for images about 1.6x
+// larger: a suspension waits for it, the store only keeps it) of the
+// Image but its Data as a gob, length first (uint32), then Data; then the
+// CRC-32C of all before it (uint32). Little-endian. The checksum catches
+// damage; an image is the session's own data, trusted as the store that
+// holds it is (docs/service.md).
+func (img *Image) marshal() ([]byte, error) {
+	var head bytes.Buffer
+	data := img.Data
+	img.Data = nil
+	err := gob.NewEncoder(&head).Encode(img)
+	img.Data = data
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.Grow(len(data)/2 + head.Len() + 64)
+	out.WriteString(imageFormat)
+	zw := s2.NewWriter(&out, s2.WriterConcurrency(1))
+	for _, part := range [][]byte{binary.LittleEndian.AppendUint32(nil, uint32(head.Len())), head.Bytes(), data} {
+		if _, err := zw.Write(part); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return binary.LittleEndian.AppendUint32(out.Bytes(), crc32.Checksum(out.Bytes(), castagnoli)), nil
+}
+
+func unmarshalImage(data []byte) (*Image, error) {
+	body, ok := bytes.CutPrefix(data, []byte(imageFormat))
+	if !ok {
+		if bytes.HasPrefix(data, []byte("hermes-wasm-exec kernel image ")) {
+			return nil, ErrImageStale
+		}
+		return nil, fmt.Errorf("%w: not a kernel image", ErrImageDamaged)
+	}
+	if len(body) < 4 {
+		return nil, fmt.Errorf("%w: truncated", ErrImageDamaged)
+	}
+	n := len(data) - 4
+	if crc32.Checksum(data[:n], castagnoli) != binary.LittleEndian.Uint32(data[n:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrImageDamaged)
+	}
+	zr := s2.NewReader(bytes.NewReader(body[:len(body)-4]))
+	var size [4]byte
+	if _, err := io.ReadFull(zr, size[:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
+	}
+	head := make([]byte, binary.LittleEndian.Uint32(size[:]))
+	if len(head) > maxImageHead {
+		return nil, fmt.Errorf("%w: header too large", ErrImageDamaged)
+	}
+	var img Image
+	if _, err := io.ReadFull(zr, head); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
+	}
+	if err := gob.NewDecoder(bytes.NewReader(head)).Decode(&img); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
+	}
+	if uint64(len(img.Chunks))*imageChunk > img.Size || img.Size > maxImageMemory {
+		return nil, fmt.Errorf("%w: chunks past its memory", ErrImageDamaged)
+	}
+	img.Data = make([]byte, len(img.Chunks)*imageChunk)
+	if _, err := io.ReadFull(zr, img.Data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
+	}
+	return &img, nil
+}
+
+// maxImageHead bounds an image's header (its files: a disk budget's
+// worth), and maxImageMemory its memory (wazero's 4 GiB).
+const (
+	maxImageHead   = 1 << 31
+	maxImageMemory = 4 << 30
+)
+
+// digest is the SHA-256 of the snapshot's image, computed once.
+func (s *snapshot) digest() string {
+	s.digestOnce.Do(func() {
+		sum := sha256.Sum256(s.image)
+		s.sum = hex.EncodeToString(sum[:])
+	})
+	return s.sum
+}

@@ -1,0 +1,148 @@
+package strict
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
+)
+
+// A suspended kernel resumes with its variables, imports, functions,
+// private files, cell numbers and clock; the resumed instance starts
+// nothing again; the suspended one is gone without running its atexit
+// functions, which the resumed one runs when it ends.
+func testKernelSuspendResume(t *testing.T, e *Engine) {
+	spec := engine.KernelSpec{Env: snapEnv}
+	k := startKernel(t, e, spec, false)
+	okCell(t, k, `
+import json, re, sqlite3, time, atexit, os
+data = "x" * (1 << 20)
+def double(n):
+    return 2 * n
+os.mkdir("d")
+with open("d/notes.txt", "w") as f:
+    f.write("kept")
+t0 = time.monotonic()
+atexit.register(lambda: open("/atexit-ran", "w").close())
+`)
+	image, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err)
+	t.Logf("image: %d bytes", len(image))
+	requireGone(t, k)
+	require.Less(t, len(image), 5<<20, "the image is the difference from the snapshot, compressed")
+
+	r, err := e.ResumeKernel(context.Background(), spec, image)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	require.Equal(t, "1048576 42 kept True True\n",
+		okCell(t, r, `print(len(data), double(21), open("d/notes.txt").read(), time.monotonic() >= t0, "json" in dir())`))
+	require.NotContains(t, okCell(t, r, `print(os.listdir("/"))`), "atexit-ran", "the suspended kernel was not finalised")
+	res, err := cell(t, r, `raise ValueError("x")`, nil)
+	require.NoError(t, err)
+	require.Contains(t, res.Error, `File "<cell 4>"`, "cells go on being numbered from the suspended kernel's")
+
+	// Resumed twice from one image: two kernels that then diverge.
+	r2, err := e.ResumeKernel(context.Background(), spec, image)
+	require.NoError(t, err)
+	defer r2.Close()
+	okCell(t, r2, `data = "y"`)
+	require.Equal(t, "1048576 1\n", okCell(t, r, `print(len(data), len(__import__("sys").modules["__main__"].data[:1]))`))
+	require.Equal(t, "y\n", okCell(t, r2, `print(data)`))
+}
+
+// A kernel holding an open file is not suspended, and goes on as it was.
+func testKernelSuspendRefused(t *testing.T, e *Engine) {
+	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
+	okCell(t, k, `import sqlite3; db = sqlite3.connect("x.db"); db.execute("create table t(x)")`)
+	_, err := e.SuspendKernel(context.Background(), k)
+	require.ErrorIs(t, err, ErrNotSuspendable)
+	require.Contains(t, err.Error(), "open files")
+	require.True(t, k.Alive())
+	require.Equal(t, "[]\n", okCell(t, k, `print(db.execute("select * from t").fetchall()); db.close()`))
+	image, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err, "closed, it can be")
+	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image)
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, "[('t',)]\n", okCell(t, r, `import sqlite3; print(sqlite3.connect("x.db").execute("select name from sqlite_master").fetchall())`))
+
+	over := startKernel(t, e, engine.KernelSpec{Env: snapEnv, Workdir: t.TempDir()}, true)
+	_, err = e.SuspendKernel(context.Background(), over)
+	require.ErrorIs(t, err, ErrNotSuspendable)
+	require.True(t, over.Alive())
+}
+
+// A damaged or foreign image is refused, and nothing starts.
+func testKernelImageRefused(t *testing.T, e *Engine) {
+	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
+	okCell(t, k, `x = 1`)
+	image, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err)
+	for name, bad := range map[string][]byte{
+		"flipped":   flip(image, len(image)/2),
+		"truncated": image[:len(image)-10],
+		"empty":     nil,
+		"other":     []byte("PK\x03\x04"),
+	} {
+		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, bad)
+		require.ErrorIs(t, err, ErrImageDamaged, name)
+	}
+	stale := []byte(strings.Replace(string(image), "image 1\n", "image 0\n", 1))
+	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, stale)
+	require.ErrorIs(t, err, ErrImageStale)
+}
+
+func flip(b []byte, i int) []byte {
+	out := append([]byte(nil), b...)
+	out[i] ^= 0x40
+	return out
+}
+
+// benchKernelState is the issue's idle kernel: the usual imports and 1 MB
+// of data.
+const benchKernelState = "import json, re, sqlite3\nimport random\ndata = [random.random() for _ in range(40000)]\nblob = json.dumps(data)[:1 << 20]"
+
+// BenchmarkStrictKernelSuspend: suspending an idle kernel (the probe of
+// its descriptors, the memory's difference from the snapshot, the private
+// dir, encoding and compression), and the image's size.
+func BenchmarkStrictKernelSuspend(b *testing.B) {
+	e := testEngine(b)
+	var size, raw int
+	for b.Loop() {
+		b.StopTimer()
+		k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
+		okCell(b, k, benchKernelState)
+		b.StartTimer()
+		image, err := e.SuspendKernel(context.Background(), k)
+		require.NoError(b, err)
+		size = len(image)
+		b.StopTimer()
+		img, err := unmarshalImage(image)
+		require.NoError(b, err)
+		raw = len(img.Data)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "image-MiB")
+	b.ReportMetric(float64(raw)/(1<<20), "changed-MiB")
+}
+
+// BenchmarkStrictKernelResume: resuming that kernel (decoding, a new
+// instance from the snapshot with the image written over it) until it is
+// ready for its next cell.
+func BenchmarkStrictKernelResume(b *testing.B) {
+	e := testEngine(b)
+	k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
+	okCell(b, k, benchKernelState)
+	image, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(b, err)
+	for b.Loop() {
+		r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image)
+		require.NoError(b, err)
+		b.StopTimer()
+		r.Close()
+		b.StartTimer()
+	}
+}
