@@ -63,7 +63,7 @@ const StdlibSize = 5031720
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "c839fd18839f8d63c78b4f92829bcd753e68dd30c792121755c88125b1ccd6f6"
+const RecipeSHA256 = "0e9b0f1c59321722257f07a7311d716a4d2ac61baaf8ad0b08631b691d953dce"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.
