@@ -54,26 +54,7 @@ func (d *Dir) path(session, kernel string) string {
 // Put stores data as the image of session's kernel named kernel, over any
 // earlier one.
 func (d *Dir) Put(session, kernel string, data []byte) error {
-	dir := d.sessionDir(session)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("session store: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("session store: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), d.path(session, kernel))
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := writeFile(d.path(session, kernel), data); err != nil {
 		return fmt.Errorf("session store: writing an image: %w", err)
 	}
 	return nil
@@ -95,6 +76,34 @@ func (d *Dir) Take(session, kernel string) ([]byte, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	return data, nil
+}
+
+// PutBase stores data as the interpreter snapshot whose sum is sum, which
+// images are differences from, unless the store has it already. A
+// snapshot is made once per process and differs from one making to the
+// next, so a store that outlives a process keeps the ones its images need.
+func (d *Dir) PutBase(sum string, data []byte) error {
+	path := d.basePath(sum)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := writeFile(path, data); err != nil {
+		return fmt.Errorf("session store: writing a snapshot: %w", err)
+	}
+	return nil
+}
+
+// Base returns the snapshot PutBase stored for sum.
+func (d *Dir) Base(sum string) ([]byte, error) {
+	data, err := os.ReadFile(d.basePath(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	return data, err
+}
+
+func (d *Dir) basePath(sum string) string {
+	return filepath.Join(d.root, "snapshots", name(sum)+".snap")
 }
 
 // Has reports whether the store holds an image of session's kernel.
@@ -123,4 +132,31 @@ func (d *Dir) Images() (n int, bytes int64) {
 		return nil
 	})
 	return n, bytes
+}
+
+// writeFile writes data to path atomically: to a temporary file beside it,
+// synced, then renamed over it.
+func writeFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

@@ -51,7 +51,10 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 		return false
 	}
 	start := time.Now()
-	image, err := e.strict.SuspendKernel(context.Background(), en.k)
+	image, base, err := e.strict.SuspendKernel(context.Background(), en.k)
+	if err == nil {
+		err = e.storeBase(base)
+	}
 	if err == nil {
 		err = e.store.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
 	}
@@ -88,7 +91,7 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 		var image []byte
 		if prior, image, err = unenvelope(data); err == nil {
 			if err = e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err == nil {
-				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), image)
+				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), image, e.store.Base)
 			}
 		}
 	}
@@ -101,6 +104,28 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 	took = time.Since(start)
 	e.log.Log(context.Background(), slog.LevelInfo, "kernel resumed", "session", key.session, "duration", took)
 	return k, prior, took, ""
+}
+
+// storeBase puts the snapshot whose sum is sum in the store, once per
+// process: a process that resumes the image later may have made another.
+func (e *Executor) storeBase(sum string) error {
+	e.storedBases.Lock()
+	defer e.storedBases.Unlock()
+	if e.storedBases.sums[sum] {
+		return nil
+	}
+	data, err := e.strict.EncodedSnapshot(sum)
+	if err == nil {
+		err = e.store.PutBase(sum, data)
+	}
+	if err != nil {
+		return err
+	}
+	if e.storedBases.sums == nil {
+		e.storedBases.sums = map[string]bool{}
+	}
+	e.storedBases.sums[sum] = true
+	return nil
 }
 
 // forgetImages removes the suspended kernels of sessions from the store.

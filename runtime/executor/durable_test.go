@@ -3,6 +3,9 @@ package executor
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +127,36 @@ func TestDurableStoreProtected(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, res.Output, "error")
 	require.NoFileExists(t, store+"/planted.img")
+}
+
+// A restarted process makes its interpreter snapshot again, and a
+// snapshot differs from one making to the next: the store keeps the one
+// its images were made against, and the new process resumes them on it.
+func TestDurableKernelsAcrossSnapshots(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 1)
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 41"})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	require.NoError(t, e.Close(context.Background()))
+
+	// The new process: the compiled interpreter, but no snapshot.
+	shared := config.CacheDir(t.TempDir())
+	private := t.TempDir()
+	entries, err := os.ReadDir(shared)
+	require.NoError(t, err)
+	for _, en := range entries {
+		if n := en.Name(); !strings.HasPrefix(n, "snapshot-") {
+			require.NoError(t, os.Symlink(filepath.Join(shared, n), filepath.Join(private, n)))
+		}
+	}
+	t.Setenv(config.CacheDirEnv, private)
+	e2 := durableExecutor(t, store, 1)
+	res, err = e2.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print(x + 1)"})
+	require.NoError(t, err)
+	require.Equal(t, "42\n", res.Output, "%+v", res.Kernel)
+	require.True(t, res.Kernel.Resumed)
+	snaps, err := filepath.Glob(filepath.Join(private, "snapshot-*"))
+	require.NoError(t, err)
+	require.Len(t, snaps, 1, "the new process made its own snapshot")
 }

@@ -170,7 +170,12 @@ type Executor struct {
 	strict    *strict.Engine
 	// store holds suspended session kernels (code_execution.session_store;
 	// nil: off; durable.go).
-	store     *sessionstore.Dir
+	store *sessionstore.Dir
+	// storedBases are the snapshots this process put in the store.
+	storedBases struct {
+		sync.Mutex
+		sums map[string]bool
+	}
 	transport string
 	toolEnv   toolEnvMemo
 	landlock  *landlock.Policy // what local processes of a run may write (nil: off); see landlockPolicy

@@ -34,17 +34,19 @@ const maxStartStderr = 16 << 10
 // start: the kernel lives until Close, a cell's sys.exit, or a cell's
 // context ending.
 func (s *Engine) StartKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions) (engine.Kernel, error) {
-	return s.startKernel(ctx, spec, project, nil)
+	return s.startKernel(ctx, spec, project, nil, nil)
 }
 
-// startKernel is StartKernel, or with img ResumeKernel.
-func (s *Engine) startKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions, img *Image) (engine.Kernel, error) {
+// startKernel is StartKernel, or with img ResumeKernel (base finds the
+// snapshot img was made against when it is not the engine's).
+func (s *Engine) startKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions, img *Image, base BaseFunc) (engine.Kernel, error) {
 	c, err := s.get(ctx, spec.MemoryLimitMB)
 	if err != nil {
 		return nil, err
 	}
+	var resumeBase *snapshot
 	if img != nil {
-		if err := img.fits(c, s.snap.Load()); err != nil {
+		if resumeBase, err = s.resumeBase(c, img, base); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +93,7 @@ func (s *Engine) startKernel(ctx context.Context, spec engine.KernelSpec, projec
 	k.stderr.set(startErr)
 	// From the snapshot the kernel runs in steps (and can be suspended);
 	// started in full, its loop runs in the interpreter (hermes_main).
-	opts := instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK, resume: img, started: k.started}
+	opts := instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK, resume: img, resumeBase: resumeBase, started: k.started}
 	entry := engine.KernelEntry
 	if img != nil || s.startsFromSnapshot(c, box) {
 		opts.steps, entry = k.steps, engine.KernelStart

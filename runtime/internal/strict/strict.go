@@ -100,6 +100,11 @@ type Engine struct {
 	// see snapshot.go), set once by ensureSnapshot.
 	snapOnce sync.Once
 	snap     atomic.Pointer[snapshot]
+	// base is the last snapshot a resume loaded from a store (another
+	// process's): the next image made against it resumes without
+	// decoding it again.
+	baseMu sync.Mutex
+	base   *snapshot
 	// snapFile delivers the snapshot file's contents, read while the
 	// first module compiles (nil: no cache dir; see readSnapshotFile);
 	// ensureSnapshot takes it.
@@ -465,9 +470,11 @@ type instanceOptions struct {
 	// (see kernel.go).
 	steps func(ctx context.Context, mod api.Module) error
 	// resume, with steps, makes the instance a suspended kernel's: the
-	// snapshot's memory with the image's chunks written over, its clock
-	// going on from the image's, and its cells run at once (no start).
-	resume *Image
+	// memory of resumeBase (the snapshot it was made against) with the
+	// image's chunks written over, its clock going on from the image's,
+	// and its cells run at once (no start).
+	resume     *Image
+	resumeBase *snapshot
 	// started, when not nil, is told the snapshot the instance starts
 	// from (nil: in full) and its monotonic clock.
 	started func(snap *snapshot, clock sys.Nanotime)
@@ -534,19 +541,18 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 	var snap *snapshot
 	var clock sys.Nanotime
 	sn := s.snap.Load()
+	share := !s.opts.noSharedSnapshot
 	if opts.resume != nil {
-		if err := opts.resume.fits(c, sn); err != nil {
-			return err
-		}
+		// The snapshot the image was made against: the engine's, shared,
+		// or one from the store, copied.
+		snap, clock = opts.resumeBase, clockFrom(opts.resume.Nanotime)
+		share = share && snap == sn
+	} else if opts.snapshot && opts.entry == nil && sn.fits(c) {
+		snap, clock = sn, sn.clock()
 	}
-	if opts.snapshot && opts.entry == nil && sn.fits(c) || opts.resume != nil {
-		snap = sn
-		clock = snap.clock()
-		if opts.resume != nil {
-			clock = clockFrom(opts.resume.Nanotime)
-		}
+	if snap != nil {
 		mc = mc.WithNanotime(clock, nanotimeResolution)
-		if share := !s.opts.noSharedSnapshot; share {
+		if share {
 			snap.sharedOnce.Do(func() { snap.shared = newSharedImage(snap) })
 			if snap.shared != nil {
 				// The data segments go to the scratch, which restore
@@ -567,7 +573,7 @@ func (s *Engine) startWith(ctx context.Context, c *compiled, mc wazero.ModuleCon
 		return opts.entry(ctx, mod)
 	}
 	if opts.resume != nil {
-		if err := snap.restore(mod.Memory(), mem, !s.opts.noSharedSnapshot); err != nil {
+		if err := snap.restore(mod.Memory(), mem, share); err != nil {
 			return err
 		}
 		if err := opts.resume.restore(mod.Memory()); err != nil {

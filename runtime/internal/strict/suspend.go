@@ -90,33 +90,88 @@ var (
 )
 
 // SuspendKernel suspends k, a kernel of this engine that is not running a
-// cell (it waits for the one running), and returns its image, encoded. k
-// is then closed without its interpreter being finalised: its atexit
-// functions run when it ends for good, not here. When k cannot be
-// suspended the error wraps ErrNotSuspendable and says why, and k is left
-// as it was.
-func (s *Engine) SuspendKernel(ctx context.Context, k engine.Kernel) ([]byte, error) {
+// cell (it waits for the one running), and returns its image, encoded,
+// and the sum of the snapshot it is a difference from (see
+// [Engine.EncodedSnapshot]). k is then closed without its interpreter
+// being finalised: its atexit functions run when it ends for good, not
+// here. When k cannot be suspended the error wraps ErrNotSuspendable and
+// says why, and k is left as it was.
+func (s *Engine) SuspendKernel(ctx context.Context, k engine.Kernel) (image []byte, base string, err error) {
 	sk, ok := k.(*strictKernel)
 	if !ok {
-		return nil, fmt.Errorf("%w: not a strict-mode kernel", ErrNotSuspendable)
+		return nil, "", fmt.Errorf("%w: not a strict-mode kernel", ErrNotSuspendable)
 	}
 	img, err := sk.suspend(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return img.marshal()
+	image, err = img.marshal()
+	return image, img.BaseSum, err
 }
+
+// BaseFunc returns the encoded snapshot whose sum is sum, as
+// [Engine.EncodedSnapshot] gave it (a session store keeps them).
+type BaseFunc func(sum string) ([]byte, error)
 
 // ResumeKernel starts a kernel from an image SuspendKernel made, with spec
 // as the suspended kernel's (its environment is in the image's memory and
-// stays as it was). It fails with ErrImageDamaged or ErrImageStale, and
-// then starts nothing.
-func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data []byte) (engine.Kernel, error) {
+// stays as it was). An image made against another snapshot than the
+// engine's (the process restarted and made a new one) needs base to give
+// that one. It fails with ErrImageDamaged or ErrImageStale, and then
+// starts nothing.
+func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data []byte, base BaseFunc) (engine.Kernel, error) {
 	img, err := unmarshalImage(data)
 	if err != nil {
 		return nil, err
 	}
-	return s.startKernel(ctx, spec, nil, img)
+	return s.startKernel(ctx, spec, nil, img, base)
+}
+
+// EncodedSnapshot returns the snapshot whose sum is sum (the engine's, or
+// one a resume loaded), encoded, for a store to keep beside the images
+// made against it.
+func (s *Engine) EncodedSnapshot(sum string) ([]byte, error) {
+	if sn := s.snap.Load(); sn != nil && sn.digest() == sum {
+		return sn.marshal(), nil
+	}
+	s.baseMu.Lock()
+	defer s.baseMu.Unlock()
+	if s.base != nil && s.base.digest() == sum {
+		return s.base.marshal(), nil
+	}
+	return nil, fmt.Errorf("no snapshot %.12s in this process", sum)
+}
+
+// resumeBase is the snapshot img was made against, checked to resume on
+// c: the engine's, the one a resume last loaded, or the one base gives.
+func (s *Engine) resumeBase(c *compiled, img *Image, base BaseFunc) (*snapshot, error) {
+	if img.WasmSum != c.wasmSum || img.StdlibSum != c.stdlibSum {
+		return nil, ErrImageStale
+	}
+	if img.Size > c.limit+graceBytes {
+		return nil, fmt.Errorf("resuming the kernel: its memory (%d MiB) is above the memory limit", img.Size>>20)
+	}
+	if sn := s.snap.Load(); sn != nil && sn.digest() == img.BaseSum {
+		return sn, nil
+	}
+	s.baseMu.Lock()
+	defer s.baseMu.Unlock()
+	if s.base != nil && s.base.digest() == img.BaseSum {
+		return s.base, nil
+	}
+	if base == nil {
+		return nil, fmt.Errorf("%w: it was made against another interpreter snapshot", ErrImageStale)
+	}
+	data, err := base(img.BaseSum)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the snapshot it was made against is not at hand (%v)", ErrImageStale, err)
+	}
+	snap, err := unmarshalSnapshot(data, c.limit+graceBytes)
+	if err != nil || snap.digest() != img.BaseSum {
+		return nil, fmt.Errorf("%w: the snapshot it was made against is damaged", ErrImageDamaged)
+	}
+	s.base = snap
+	return snap, nil
 }
 
 // suspend captures k's state and closes its instance.
@@ -246,17 +301,6 @@ func restoreFiles(dir string, files []ImageFile) error {
 		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(files[i].Path)), t, t); err != nil {
 			return fmt.Errorf("restoring the kernel's private dir: %w", err)
 		}
-	}
-	return nil
-}
-
-// fits checks that img can resume on c with sn, the engine's snapshot.
-func (img *Image) fits(c *compiled, sn *snapshot) error {
-	if img.WasmSum != c.wasmSum || img.StdlibSum != c.stdlibSum || sn == nil || img.BaseSum != sn.digest() {
-		return ErrImageStale
-	}
-	if img.Size > c.limit+graceBytes {
-		return fmt.Errorf("resuming the kernel: its memory (%d MiB) is above the memory limit", img.Size>>20)
 	}
 	return nil
 }

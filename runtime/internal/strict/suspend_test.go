@@ -28,13 +28,13 @@ with open("d/notes.txt", "w") as f:
 t0 = time.monotonic()
 atexit.register(lambda: open("/atexit-ran", "w").close())
 `)
-	image, err := e.SuspendKernel(context.Background(), k)
+	image, _, err := e.SuspendKernel(context.Background(), k)
 	require.NoError(t, err)
 	t.Logf("image: %d bytes", len(image))
 	requireGone(t, k)
 	require.Less(t, len(image), 5<<20, "the image is the difference from the snapshot, compressed")
 
-	r, err := e.ResumeKernel(context.Background(), spec, image)
+	r, err := e.ResumeKernel(context.Background(), spec, image, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	require.Equal(t, "1048576 42 kept True True\n",
@@ -45,7 +45,7 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 	require.Contains(t, res.Error, `File "<cell 4>"`, "cells go on being numbered from the suspended kernel's")
 
 	// Resumed twice from one image: two kernels that then diverge.
-	r2, err := e.ResumeKernel(context.Background(), spec, image)
+	r2, err := e.ResumeKernel(context.Background(), spec, image, nil)
 	require.NoError(t, err)
 	defer r2.Close()
 	okCell(t, r2, `data = "y"`)
@@ -57,20 +57,20 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 func testKernelSuspendRefused(t *testing.T, e *Engine) {
 	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
 	okCell(t, k, `import sqlite3; db = sqlite3.connect("x.db"); db.execute("create table t(x)")`)
-	_, err := e.SuspendKernel(context.Background(), k)
+	_, _, err := e.SuspendKernel(context.Background(), k)
 	require.ErrorIs(t, err, ErrNotSuspendable)
 	require.Contains(t, err.Error(), "open files")
 	require.True(t, k.Alive())
 	require.Equal(t, "[]\n", okCell(t, k, `print(db.execute("select * from t").fetchall()); db.close()`))
-	image, err := e.SuspendKernel(context.Background(), k)
+	image, _, err := e.SuspendKernel(context.Background(), k)
 	require.NoError(t, err, "closed, it can be")
-	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image)
+	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
 	require.NoError(t, err)
 	defer r.Close()
 	require.Equal(t, "[('t',)]\n", okCell(t, r, `import sqlite3; print(sqlite3.connect("x.db").execute("select name from sqlite_master").fetchall())`))
 
 	over := startKernel(t, e, engine.KernelSpec{Env: snapEnv, Workdir: t.TempDir()}, true)
-	_, err = e.SuspendKernel(context.Background(), over)
+	_, _, err = e.SuspendKernel(context.Background(), over)
 	require.ErrorIs(t, err, ErrNotSuspendable)
 	require.True(t, over.Alive())
 }
@@ -79,7 +79,7 @@ func testKernelSuspendRefused(t *testing.T, e *Engine) {
 func testKernelImageRefused(t *testing.T, e *Engine) {
 	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
 	okCell(t, k, `x = 1`)
-	image, err := e.SuspendKernel(context.Background(), k)
+	image, _, err := e.SuspendKernel(context.Background(), k)
 	require.NoError(t, err)
 	for name, bad := range map[string][]byte{
 		"flipped":   flip(image, len(image)/2),
@@ -87,11 +87,11 @@ func testKernelImageRefused(t *testing.T, e *Engine) {
 		"empty":     nil,
 		"other":     []byte("PK\x03\x04"),
 	} {
-		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, bad)
+		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, bad, nil)
 		require.ErrorIs(t, err, ErrImageDamaged, name)
 	}
 	stale := []byte(strings.Replace(string(image), "image 1\n", "image 0\n", 1))
-	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, stale)
+	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, stale, nil)
 	require.ErrorIs(t, err, ErrImageStale)
 }
 
@@ -116,7 +116,7 @@ func BenchmarkStrictKernelSuspend(b *testing.B) {
 		k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
 		okCell(b, k, benchKernelState)
 		b.StartTimer()
-		image, err := e.SuspendKernel(context.Background(), k)
+		image, _, err := e.SuspendKernel(context.Background(), k)
 		require.NoError(b, err)
 		size = len(image)
 		b.StopTimer()
@@ -136,13 +136,60 @@ func BenchmarkStrictKernelResume(b *testing.B) {
 	e := testEngine(b)
 	k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
 	okCell(b, k, benchKernelState)
-	image, err := e.SuspendKernel(context.Background(), k)
+	image, _, err := e.SuspendKernel(context.Background(), k)
 	require.NoError(b, err)
 	for b.Loop() {
-		r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image)
+		r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
 		require.NoError(b, err)
 		b.StopTimer()
 		r.Close()
 		b.StartTimer()
 	}
+}
+
+// An image made against another snapshot (another process's: snapshots
+// differ from one making to the next) resumes when the base function gives
+// that snapshot, and is refused as stale without it.
+func TestStrictKernelResumeOnAnotherSnapshot(t *testing.T) {
+	e := testEngine(t)
+	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
+	okCell(t, k, "x = 'from the first process'")
+	image, sum, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err)
+	encoded, err := e.EncodedSnapshot(sum)
+	require.NoError(t, err)
+
+	other := New(Options{CacheDir: e.opts.CacheDir, TempDir: t.TempDir()})
+	defer other.Close(context.Background())
+	require.NoError(t, other.Warm(context.Background(), 0))
+	c, err := other.get(context.Background(), 0)
+	require.NoError(t, err)
+	fresh, err := other.makeSnapshot(context.Background(), c)
+	require.NoError(t, err)
+	other.snap.Store(fresh)
+	require.NotEqual(t, sum, fresh.digest(), "a snapshot made again differs")
+
+	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+	require.ErrorIs(t, err, ErrImageStale)
+	asked := 0
+	base := func(s string) ([]byte, error) {
+		asked++
+		require.Equal(t, sum, s)
+		return encoded, nil
+	}
+	for range 2 {
+		r, err := other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, base)
+		require.NoError(t, err)
+		require.Equal(t, "from the first process\n", okCell(t, r, "print(x)"))
+		require.NoError(t, r.Close())
+	}
+	require.Equal(t, 1, asked, "the loaded snapshot is kept for the next resume")
+	again, err := other.EncodedSnapshot(sum)
+	require.NoError(t, err)
+	require.Equal(t, encoded, again)
+
+	bad := func(string) ([]byte, error) { return flip(encoded, len(encoded)/2), nil }
+	other.base = nil
+	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, bad)
+	require.ErrorIs(t, err, ErrImageDamaged)
 }
