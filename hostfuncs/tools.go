@@ -144,9 +144,8 @@ func New(opts Options) (*Tools, error) {
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,
 		wasmCacheDir:  opts.WasmCacheDir,
-		// The package dirs and the session store are protected alike.
-		wasmPackages: append(slices.Clone(opts.WasmPackages), nonEmpty(opts.SessionStore)...),
-		confine:      opts.ConfineToWorkdir,
+		wasmPackages:  protectedDirs(opts),
+		confine:       opts.ConfineToWorkdir,
 	}
 	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })
 	t.webCache = sync.OnceValues(func() (*filecache.Cache, error) { return newWebCache(opts.Web) })
@@ -207,10 +206,12 @@ func decodeArgs(tool string, raw json.RawMessage, dst any) result {
 	return nil
 }
 
-// nonEmpty is [s], or nothing when s is "".
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
+// protectedDirs are the dirs write_file and patch never write in besides
+// the Hermes homes' state: the package dirs and the session store.
+func protectedDirs(opts Options) []string {
+	dirs := slices.Clone(opts.WasmPackages)
+	if opts.SessionStore != "" {
+		dirs = append(dirs, opts.SessionStore)
 	}
-	return []string{s}
+	return dirs
 }

@@ -3,7 +3,6 @@ package executor
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -125,12 +124,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 			"use sandbox: none to run project-mode scripts on the backend, or terminal.backend: local", sandbox, e.cfg.Terminal.Backend)
 		return nil, failed(mode, err), err
 	}
-	kind, ok := config.NormalizeKind(req.Kind)
-	if !ok {
-		err := errors.New(config.UnknownKind("Request.Kind", req.Kind))
-		return nil, failed(mode, err), err
-	}
-	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: kind, approver: req.Approver, grants: parts.grants, session: req.Session}
+	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: m.kind, approver: req.Approver, grants: parts.grants, session: req.Session}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 || len(delegate) > 0 {
 		c.handlers = maps.Clone(e.tools)

@@ -353,37 +353,53 @@ func (e *Executor) run(ctx context.Context, req Request, a *arrival) (Result, er
 	return res, err
 }
 
-// requestMode is a request's mode, normalised once when the call starts.
+// requestMode is a request's mode and session kind, normalised once when
+// the call starts.
 type requestMode struct {
 	asked string // Request.Mode, else code_execution.mode
 	mode  string // the mode the call runs in: strict when asked is unknown
 	known bool   // whether asked is a mode (prepare warns when not)
+	kind  string // Request.Kind's kind (cli for "")
+	// badKind is the error of an unknown Request.Kind ("" when known).
+	badKind string
 }
 
-// requestMode normalises req's mode.
+// requestMode normalises req's mode and kind.
 func (e *Executor) requestMode(req Request) requestMode {
 	asked := cmp.Or(req.Mode, e.cfg.CodeExecution.Mode)
 	mode, known := config.NormalizeMode(asked)
-	return requestMode{asked: asked, mode: mode, known: known}
+	m := requestMode{asked: asked, mode: mode, known: known}
+	var ok bool
+	if m.kind, ok = config.NormalizeKind(req.Kind); !ok {
+		m.badKind = config.UnknownKind("Request.Kind", req.Kind)
+	}
+	return m
 }
 
 // execute runs req in mode m: its empty-code error, or its session step
 // (session.go), which runs a call without a session too.
 func (e *Executor) execute(ctx context.Context, req Request, m requestMode, a *arrival) (Result, error) {
 	defer a.withdraw() // returned before the turn was taken
-	if res, ok := checkCode(req, m.mode); !ok {
-		return res, nil
+	if res, err, ok := checkRequest(req, m); !ok {
+		return res, err
 	}
 	return e.sessionExecute(ctx, req, m, a)
 }
 
-// checkCode answers a request whose code is empty, as Hermes does, before
-// anything starts; ok is false then.
-func checkCode(req Request, mode string) (res Result, ok bool) {
-	if strings.TrimSpace(req.Code) != "" {
-		return res, true
+// checkRequest answers a request whose code is empty, as Hermes does, or
+// whose kind is unknown, before anything starts; ok is false then.
+func checkRequest(req Request, m requestMode) (res Result, err error, ok bool) {
+	msg := m.badKind
+	if strings.TrimSpace(req.Code) == "" {
+		msg = NoCodeMessage
 	}
-	return Result{Status: config.StatusError, Output: NoCodeMessage, Error: NoCodeMessage, Mode: mode, ToolCalls: []ToolCall{}}, false
+	if msg == "" {
+		return res, nil, true
+	}
+	if msg != NoCodeMessage {
+		err = errors.New(msg)
+	}
+	return Result{Status: config.StatusError, Output: msg, Error: msg, Mode: m.mode, ToolCalls: []ToolCall{}}, err, false
 }
 
 // track registers a call so that Close can interrupt it and wait for it.

@@ -168,7 +168,6 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			old.k.Close()
 		}
 		ks.forgetGone(req.Session) // state_reset says why the state is gone
-		e.forgetImages(req.Session)
 	}
 	// Found and pinned (running) in one step, so that neither another
 	// session's eviction nor the idle reaper can close it under the call.

@@ -412,6 +412,10 @@ func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival, gr
 	}
 	p.backend = be
 	p.skillEnv = e.callSkillEnv(req, s)
+	if req.Reset {
+		// A reset starts the session afresh: not from a suspended kernel.
+		e.forgetImages(req.Session)
+	}
 	return p, nil
 }
 
