@@ -46,6 +46,7 @@ func (k kernelKey) suspendable() bool {
 // "idle", "shutdown"): suspended into the store when there is one and en
 // can be, else closed. It reports whether en was suspended.
 func (e *Executor) endKernel(en *kernelEntry, why string) bool {
+	defer e.sessions.suspendDone(en.key)
 	if e.store == nil || !en.key.suspendable() {
 		en.k.Close()
 		return false
@@ -81,6 +82,15 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k engine.Kernel, prior int, took time.Duration, note string) {
 	if e.store == nil || !key.suspendable() {
 		return nil, 0, 0, ""
+	}
+	if ch := e.sessions.suspendingFor(key); ch != nil {
+		// Being suspended by another session's eviction, or the reaper.
+		e.sessions.suspendWaits.Add(1)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, 0, 0, ""
+		}
 	}
 	start := time.Now()
 	data, err := e.store.Take(key.session, key.storeName())
@@ -126,6 +136,29 @@ func (e *Executor) storeBase(sum string) error {
 	}
 	e.storedBases.sums[sum] = true
 	return nil
+}
+
+// suspendingFor is the channel of key's kernel being suspended, or nil.
+func (t *sessionTable) suspendingFor(key kernelKey) chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.suspending[key]
+}
+
+// suspendDone ends key's suspension: its image is stored, or it was
+// closed.
+func (t *sessionTable) suspendDone(key kernelKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.suspendDoneLocked(key)
+}
+
+// suspendDoneLocked is suspendDone with t.mu held.
+func (t *sessionTable) suspendDoneLocked(key kernelKey) {
+	if ch := t.suspending[key]; ch != nil {
+		close(ch)
+		delete(t.suspending, key)
+	}
 }
 
 // forgetImages removes the suspended kernels of sessions from the store.

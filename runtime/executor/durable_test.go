@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +160,73 @@ func TestDurableKernelsAcrossSnapshots(t *testing.T) {
 	snaps, err := filepath.Glob(filepath.Join(private, "snapshot-*"))
 	require.NoError(t, err)
 	require.Len(t, snaps, 1, "the new process made its own snapshot")
+}
+
+// A call whose kernel is being suspended (another session's call evicted
+// it, or the reaper ended it, and its image is not stored yet) waits for
+// the image rather than start afresh.
+func TestDurableKernelResumeWaitsForSuspension(t *testing.T) {
+	e := durableExecutor(t, t.TempDir(), 2)
+	wd := t.TempDir()
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 'kept'"})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+
+	// Taken out as an eviction takes it: its suspension has begun.
+	ks := e.sessions
+	ks.mu.Lock()
+	var en *kernelEntry
+	for key, k := range ks.byName["a"].kernels {
+		en = k
+		delete(ks.byName["a"].kernels, key)
+	}
+	ks.noteGoneLocked(en, fmt.Sprintf(noteEvicted, ks.max))
+	ks.mu.Unlock()
+
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print(x)"})
+		done <- res
+	}()
+	require.Eventually(t, func() bool { return ks.suspendWaits.Load() == 1 }, time.Minute, time.Millisecond,
+		"the call waits for the suspension")
+	require.True(t, e.endKernel(en, "lru"))
+	res = <-done
+	require.Equal(t, "kept\n", res.Output, "%+v", res.Kernel)
+	require.True(t, res.Kernel.Resumed)
+}
+
+// Sessions calling at once on two kernels: a call evicts another session's
+// kernel while that session's next call may already have a slot and look
+// for its image; that call waits for the suspension to end and finds its
+// state.
+func TestDurableKernelsConcurrent(t *testing.T) {
+	sessions, calls := 6, 8
+	if testing.Short() {
+		calls = 4
+	}
+	e := durableExecutor(t, t.TempDir(), 2)
+	wd := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := range sessions {
+		wg.Go(func() {
+			for i := range calls {
+				res, err := e.Execute(context.Background(), Request{Session: fmt.Sprint("s", s), Workdir: wd,
+					Code: "n = globals().get('n', 0) + 1\nprint(n)"})
+				if err == nil && res.Output != fmt.Sprintf("%d\n", i+1) {
+					err = fmt.Errorf("session %d, call %d: %q (%+v)", s, i, res.Output, res.Kernel)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

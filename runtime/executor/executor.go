@@ -244,6 +244,7 @@ func New(opts Options) *Executor {
 		} else {
 			e.store = store
 			e.sessions.end = func(en *kernelEntry, why string) { e.endKernel(en, why) }
+			e.sessions.suspends = kernelKey.suspendable
 		}
 	}
 	// A run's processes never write the session store: it holds every

@@ -223,9 +223,13 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			err = errors.Join(errors.New("starting the session kernel"), err)
 			return failed(c.mode, err), err
 		}
-		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior}
+		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior, count: prior}
 		if !ks.add(en) {
-			k.Close()
+			if resumed {
+				e.endKernel(en, "shutdown") // back into the store
+			} else {
+				k.Close()
+			}
 			return failed(c.mode, ErrClosed), ErrClosed
 		}
 		e.startReaper()
@@ -596,6 +600,7 @@ func (ks *sessionTable) reserveSlot(ctx context.Context, limit time.Duration) (v
 			delete(s.gone, v.key)
 			ks.goneNotes--
 		}
+		ks.suspendDoneLocked(v.key) // not suspended after all
 	}
 	ks.grantLocked()
 	return nil, waited, err
@@ -655,6 +660,14 @@ func (ks *sessionTable) grantLocked() {
 // noteGoneLocked records, on its session, why en was closed. ks.mu is
 // held.
 func (ks *sessionTable) noteGoneLocked(en *kernelEntry, note string) {
+	if ks.suspends != nil && ks.suspends(en.key) {
+		// Its end (endKernel) suspends it: the session's next call for
+		// the key waits for the image rather than start afresh.
+		if ks.suspending == nil {
+			ks.suspending = map[kernelKey]chan struct{}{}
+		}
+		ks.suspending[en.key] = make(chan struct{})
+	}
 	s := ks.sessionLocked(en.key.session)
 	if _, ok := s.gone[en.key]; !ok {
 		if ks.goneNotes >= maxGoneNotes {

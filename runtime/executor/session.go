@@ -123,6 +123,15 @@ type sessionTable struct {
 	// end ends a kernel that closeAll finds idle: the executor's endKernel
 	// (suspended when it can be), else closed.
 	end func(en *kernelEntry, why string)
+	// suspends reports whether a kernel of the key that the executor ends
+	// (evicted, idle) is suspended rather than closed; suspending holds,
+	// from its removal to its image's being stored, a channel closed then
+	// (durable.go). nil: none are.
+	suspends   func(kernelKey) bool
+	suspending map[kernelKey]chan struct{}
+	// suspendWaits counts the calls that waited for their kernel's
+	// suspension to end.
+	suspendWaits atomic.Int64
 
 	// The slots of code_execution.max_session_kernels: every top-level
 	// kernel of a session holds one, and so does every call starting one
