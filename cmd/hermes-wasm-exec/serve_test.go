@@ -420,7 +420,7 @@ func TestServeFraming(t *testing.T) {
 	errorFor(`5`, `{"jsonrpc": "1.0", "id": 5, "method": "execute", "params": {"code": "print(1)"}}`, -32600, `"jsonrpc" must be "2.0"`)
 	errorFor(`6`, `{"jsonrpc": "2.0", "id": 6}`, -32600, "method is missing")
 	errorFor(`7`, `{"jsonrpc": "2.0", "id": 7, "method": 42}`, -32600, "method must be a string")
-	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, open_session, register_skill, describe, interrupt, close_session, shutdown, authenticate)`)
+	errorFor(`"m"`, `{"jsonrpc": "2.0", "id": "m", "method": "frobnicate"}`, -32601, `Method not found: "frobnicate" (methods: execute, open_session, register_skill, describe, interrupt, close_session, fork_session, shutdown, authenticate)`)
 
 	for i, tc := range []struct{ method, params, msg string }{
 		{"execute", `["print(1)"]`, "params must be an object"},
@@ -1255,6 +1255,26 @@ func kernelTests(t *testing.T, mode string) {
 		k2 := kernelOf(t, r2)
 		require.Equal(t, 2, k2.ExecutionCount)
 		require.True(t, k2.Reused)
+	})
+	t.Run("fork", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "fork-parent", "x = 41").Status)
+		m := p.call(t, "fork_session", map[string]any{"from": "fork-parent", "to": "fork-child"})
+		require.Nil(t, m.Error)
+		forked := 1
+		if mode != "strict" {
+			forked = 0 // project-mode kernels are not copied
+		}
+		require.JSONEq(t, fmt.Sprintf(`{"forked": %d, "from": "fork-parent", "to": "fork-child"}`, forked), string(m.Result))
+		res := exec(t, "fork-child", "print('x' in globals())")
+		want := "False\n"
+		if mode == "strict" {
+			want = "True\n"
+		}
+		require.Equal(t, want, res.Output)
+		m = p.call(t, "fork_session", map[string]any{"from": "fork-parent", "to": "fork-child"})
+		require.NotNil(t, m.Error)
+		require.Contains(t, m.Error.Message, "has a kernel already")
 	})
 	t.Run("reset", func(t *testing.T) {
 		t.Parallel()

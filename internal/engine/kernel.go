@@ -99,10 +99,10 @@ type dispatchCell struct {
 	nonce  string
 	broker *Broker
 	done   chan struct{}
-	// probe, for Probe: the first descriptor to look at (0: a cell); open
-	// is the kernel's answer.
-	probe int
-	open  []int
+	// control, for Probe and Reseed, is the step's request instead of a
+	// cell (nil: a cell); open is the kernel's answer to a probe.
+	control map[string]any
+	open    []int
 }
 
 // NewDispatcher returns a dispatcher with no cell.
@@ -157,7 +157,24 @@ func (d *Dispatcher) Take(ctx context.Context) bool {
 // It waits for the running cell to end like Send (the caller holds the
 // kernel's turn), and returns ErrKernelClosed after Close.
 func (d *Dispatcher) Probe(ctx context.Context, first int) ([]int, error) {
-	c := &dispatchCell{ctx: ctx, probe: first, done: make(chan struct{})}
+	c, err := d.control(ctx, map[string]any{"op": "fds", "first": first})
+	if err != nil {
+		return nil, err
+	}
+	return c.open, nil
+}
+
+// Reseed has a kernel run in steps, between cells, seed its random module
+// afresh (a resumed copy of another kernel: {"op": "reseed"}).
+func (d *Dispatcher) Reseed(ctx context.Context) error {
+	_, err := d.control(ctx, map[string]any{"op": "reseed"})
+	return err
+}
+
+// control hands the kernel's next step msg instead of a cell and waits for
+// the step to end.
+func (d *Dispatcher) control(ctx context.Context, msg map[string]any) (*dispatchCell, error) {
+	c := &dispatchCell{ctx: ctx, control: msg, done: make(chan struct{})}
 	select {
 	case d.cells <- c:
 	case <-d.closed:
@@ -167,7 +184,7 @@ func (d *Dispatcher) Probe(ctx context.Context, first int) ([]int, error) {
 	}
 	select {
 	case <-c.done:
-		return c.open, nil
+		return c, nil
 	case <-d.closed:
 		return nil, ErrKernelClosed
 	case <-ctx.Done():
@@ -247,8 +264,8 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 		if c := d.held; c != nil {
 			d.held, d.cur = nil, c
 			d.mu.Unlock()
-			if c.probe > 0 {
-				return encodeResponse(map[string]any{"op": "fds", "first": c.probe})
+			if c.control != nil {
+				return encodeResponse(c.control)
 			}
 			return cellResponse(c)
 		}
@@ -267,7 +284,7 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 	}
 	d.mu.Lock()
 	c := d.cur
-	if req.Op == "fds" && c != nil && c.probe > 0 {
+	if req.Op == "fds" && c != nil && c.control != nil {
 		c.open = req.Open
 		d.mu.Unlock()
 		return encodeResponse(map[string]any{})

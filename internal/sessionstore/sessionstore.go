@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrNotFound: the store holds no image for that kernel.
@@ -160,3 +161,94 @@ func writeFile(path string, data []byte) error {
 	}
 	return err
 }
+
+// Copy copies every image of session from to session to, over to's, and
+// returns how many it copied.
+func (d *Dir) Copy(from, to string) (int, error) {
+	entries, err := os.ReadDir(d.sessionDir(from))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	n := 0
+	for _, en := range entries {
+		if !strings.HasSuffix(en.Name(), ".img") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(d.sessionDir(from), en.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // resumed meanwhile
+		}
+		if err == nil {
+			err = writeFile(filepath.Join(d.sessionDir(to), en.Name()), data)
+		}
+		if err != nil {
+			return n, fmt.Errorf("session store: copying an image: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Memory is a store in the process's memory: the images of kernels copied
+// by a fork when no session store is set. It is safe for concurrent use.
+type Memory struct {
+	mu     sync.Mutex
+	images map[string]map[string][]byte // by session, then kernel
+}
+
+// Put implements the store's Put.
+func (m *Memory) Put(session, kernel string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.images == nil {
+		m.images = map[string]map[string][]byte{}
+	}
+	if m.images[session] == nil {
+		m.images[session] = map[string][]byte{}
+	}
+	m.images[session][kernel] = data
+	return nil
+}
+
+// Take implements the store's Take.
+func (m *Memory) Take(session, kernel string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.images[session][kernel]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	delete(m.images[session], kernel)
+	return data, nil
+}
+
+// Delete implements the store's Delete.
+func (m *Memory) Delete(session string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.images, session)
+	return nil
+}
+
+// Copy implements the store's Copy.
+func (m *Memory) Copy(from, to string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for kernel, data := range m.images[from] {
+		if m.images[to] == nil {
+			m.images[to] = map[string][]byte{}
+		}
+		m.images[to][kernel] = data
+	}
+	return len(m.images[from]), nil
+}
+
+// PutBase does nothing: images in memory resume in the process that made
+// them, on its own snapshot.
+func (m *Memory) PutBase(string, []byte) error { return nil }
+
+// Base reports that a memory store keeps no snapshot.
+func (m *Memory) Base(string) ([]byte, error) { return nil, ErrNotFound }

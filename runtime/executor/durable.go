@@ -31,6 +31,18 @@ const (
 	noteNotResumed = "The session's suspended kernel could not be resumed (%s), so its state (variables, imports, loaded data) is lost; this call started a fresh kernel."
 )
 
+// imageStore holds suspended and copied kernels' images: the session
+// store's dir, or the process's memory (copies made by ForkSession when no
+// session store is set).
+type imageStore interface {
+	Put(session, kernel string, data []byte) error
+	Take(session, kernel string) ([]byte, error)
+	Delete(session string) error
+	Copy(from, to string) (int, error)
+	PutBase(sum string, data []byte) error
+	Base(sum string) ([]byte, error)
+}
+
 // storeName is the store's name of a kernel within its session.
 func (k kernelKey) storeName() string {
 	return strings.Join([]string{k.mode, k.interpreter, k.workdir, k.tools, k.backend}, "\x00")
@@ -47,7 +59,7 @@ func (k kernelKey) suspendable() bool {
 // can be, else closed. It reports whether en was suspended.
 func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 	defer e.sessions.suspendDone(en.key)
-	if e.store == nil || !en.key.suspendable() {
+	if !e.durable || !en.key.suspendable() {
 		en.k.Close()
 		return false
 	}
@@ -57,7 +69,7 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 		err = e.storeBase(base)
 	}
 	if err == nil {
-		err = e.store.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
+		err = e.images.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
 	}
 	if err != nil {
 		level := slog.LevelWarn
@@ -80,7 +92,7 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 // resume (damaged, made by another build), a nil kernel and the note that
 // says the state is lost.
 func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k engine.Kernel, prior int, took time.Duration, note string) {
-	if e.store == nil || !key.suspendable() {
+	if !key.suspendable() {
 		return nil, 0, 0, ""
 	}
 	if ch := e.sessions.suspendingFor(key); ch != nil {
@@ -93,7 +105,7 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 		}
 	}
 	start := time.Now()
-	data, err := e.store.Take(key.session, key.storeName())
+	data, err := e.images.Take(key.session, key.storeName())
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil, 0, 0, ""
 	}
@@ -101,7 +113,7 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 		var image []byte
 		if prior, image, err = unenvelope(data); err == nil {
 			if err = e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err == nil {
-				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), image, e.store.Base)
+				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), image, e.images.Base)
 			}
 		}
 	}
@@ -126,7 +138,7 @@ func (e *Executor) storeBase(sum string) error {
 	}
 	data, err := e.strict.EncodedSnapshot(sum)
 	if err == nil {
-		err = e.store.PutBase(sum, data)
+		err = e.images.PutBase(sum, data)
 	}
 	if err != nil {
 		return err
@@ -163,11 +175,8 @@ func (t *sessionTable) suspendDoneLocked(key kernelKey) {
 
 // forgetImages removes the suspended kernels of sessions from the store.
 func (e *Executor) forgetImages(sessions ...string) {
-	if e.store == nil {
-		return
-	}
 	for _, s := range sessions {
-		if err := e.store.Delete(s); err != nil {
+		if err := e.images.Delete(s); err != nil {
 			e.log.Log(context.Background(), slog.LevelWarn, "session store", "session", s, "error", err.Error())
 		}
 	}
@@ -196,4 +205,84 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// ForkSession starts session to from a copy of session from's state: each
+// strict-mode kernel of from (live, or suspended in the session store) is
+// copied, with its variables, imports and private files, and to's next
+// call of the same mode, working dir and tool set resumes the copy
+// (kernel.resumed); from goes on as it was, and the two then diverge. The
+// copy's random module is seeded afresh. It runs in from's turn: after the
+// calls of from that arrived before it. It returns how many kernels it
+// copied (0 when from has none: to starts empty). It fails, copying
+// nothing, when to has a live kernel, or when a kernel of from holds open
+// files (strict.ErrNotSuspendable: close them in a call, then fork).
+// Without a session store the copies wait in memory for to's first call,
+// until CloseSession(to).
+func (e *Executor) ForkSession(ctx context.Context, from, to string) (int, error) {
+	if from == "" || to == "" {
+		return 0, ErrNoSession
+	}
+	if from == to {
+		return 0, fmt.Errorf("fork_session: from and to are the same session (%q)", from)
+	}
+	t := e.sessions
+	a, err := t.arrive(Request{Session: from})
+	if err != nil {
+		return 0, err
+	}
+	defer a.withdraw()
+	_, end, _, err := t.takeTurn(ctx, from, a)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
+	// Pinned for the copy: no eviction or reaper takes them meanwhile.
+	var live []*kernelEntry
+	t.mu.Lock()
+	if s := t.byName[to]; s != nil && len(s.kernels) > 0 {
+		t.mu.Unlock()
+		return 0, fmt.Errorf("fork_session: session %q has a kernel already: close it first (close_session) or fork into a new session", to)
+	}
+	if s := t.byName[from]; s != nil {
+		for _, en := range s.kernels {
+			if en.key.suspendable() && !en.running {
+				en.running = true
+				live = append(live, en)
+			}
+		}
+	}
+	t.mu.Unlock()
+	defer func() {
+		for _, en := range live {
+			t.unpin(en)
+		}
+	}()
+	type copied struct {
+		name  string
+		image []byte
+	}
+	var copies []copied
+	for _, en := range live {
+		image, base, err := e.strict.CopyKernel(ctx, en.k)
+		if err == nil {
+			err = e.storeBase(base)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("fork_session: copying session %q's kernel: %w", from, err)
+		}
+		copies = append(copies, copied{en.key.storeName(), envelope(en.count, image)})
+	}
+	e.forgetImages(to)
+	n, err := e.images.Copy(from, to)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range copies {
+		if err := e.images.Put(to, c.name, c.image); err != nil {
+			return 0, err
+		}
+	}
+	e.log.Log(context.Background(), slog.LevelInfo, "session forked", "from", from, "to", to, "kernels", n+len(copies))
+	return n + len(copies), nil
 }

@@ -221,3 +221,58 @@ func TestDurableKernelsConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// ForkSession copies a session's kernel into a new session, without a
+// session store: the copy has the state, both go on apart.
+func TestForkSession(t *testing.T) {
+	e := durableExecutor(t, "", 4)
+	wd := t.TempDir()
+	run := func(session, code string) Result {
+		t.Helper()
+		res, err := e.Execute(context.Background(), Request{Session: session, Workdir: wd, Code: code})
+		require.NoError(t, err)
+		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+		return res
+	}
+	run("parent", "import random\nx = 41\nopen('notes', 'w').write('kept')")
+	n, err := e.ForkSession(context.Background(), "parent", "child")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	res := run("child", "x += 1\nprint(x, open('notes').read())")
+	require.Equal(t, "42 kept\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 2, res.Kernel.ExecutionCount)
+	require.Equal(t, "41\n", run("parent", "print(x)").Output, "the parent goes on apart")
+	require.NotEqual(t, run("parent", "print(random.random())").Output, run("child", "print(random.random())").Output)
+
+	_, err = e.ForkSession(context.Background(), "parent", "child")
+	require.ErrorContains(t, err, "has a kernel already")
+	n, err = e.ForkSession(context.Background(), "nobody", "fresh")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, "False\n", run("fresh", "print('x' in globals())").Output)
+
+	run("parent", "f = open('held', 'w')")
+	_, err = e.ForkSession(context.Background(), "parent", "other")
+	require.ErrorContains(t, err, "open files")
+	_, err = e.ForkSession(context.Background(), "parent", "parent")
+	require.Error(t, err)
+}
+
+// With a session store, a suspended session is forked from its image.
+func TestForkSuspendedSession(t *testing.T) {
+	e := durableExecutor(t, t.TempDir(), 4)
+	wd := t.TempDir()
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 'suspended'"})
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status)
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	n, err := e.ForkSession(context.Background(), "a", "b")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	for _, s := range []string{"a", "b"} {
+		res, err := e.Execute(context.Background(), Request{Session: s, Workdir: wd, Code: "print(x)"})
+		require.NoError(t, err)
+		require.Equal(t, "suspended\n", res.Output, s)
+	}
+}

@@ -168,9 +168,12 @@ type Executor struct {
 	getenv    func(string) string
 	log       *slog.Logger // Options.Logger, or one that discards
 	strict    *strict.Engine
-	// store holds suspended session kernels (code_execution.session_store;
-	// nil: off; durable.go).
-	store *sessionstore.Dir
+	// images holds suspended and copied session kernels (durable.go): the
+	// session store (code_execution.session_store; durable is then true:
+	// kernels the executor ends are suspended there), or the process's
+	// memory (only ForkSession's copies).
+	images  imageStore
+	durable bool
 	// storedBases are the snapshots this process put in the store.
 	storedBases struct {
 		sync.Mutex
@@ -238,11 +241,12 @@ func New(opts Options) *Executor {
 		sessions:  newSessionTable(cfg.CodeExecution.MaxSessionKernels),
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
+	e.images = &sessionstore.Memory{}
 	if dir := cfg.CodeExecution.SessionStore; dir != "" {
 		if store, err := sessionstore.Open(dir); err != nil {
 			e.log.Log(context.Background(), slog.LevelWarn, "session store off", "error", err.Error())
 		} else {
-			e.store = store
+			e.images, e.durable = store, true
 			e.sessions.end = func(en *kernelEntry, why string) { e.endKernel(en, why) }
 			e.sessions.suspends = kernelKey.suspendable
 		}

@@ -167,11 +167,19 @@ def step():
     calls step only then) and runs it. Returns False when the host said
     close instead. The host knows the cell is done when step returns. The
     host may ask instead which descriptors the kernel holds open ("fds",
-    before it suspends the kernel)."""
+    before it suspends the kernel), or have it seed its random module
+    afresh ("reseed", a copy of another kernel)."""
     cell = _loop["next_cell"](None)
     op = cell.get("op")
     if op == "fds":
         _loop["request"]({"op": "fds", "open": _open_fds(cell["first"])})
+        return True
+    if op == "reseed":
+        # A copy of another kernel: its random stream is its own, as a
+        # forked process's is.
+        r = sys.modules.get("random")
+        if r is not None:
+            r.seed()
         return True
     if op != "cell":
         return False

@@ -58,6 +58,7 @@ func TestStrictKernel(t *testing.T) {
 		{"SuspendResume", testKernelSuspendResume},
 		{"SuspendRefused", testKernelSuspendRefused},
 		{"ImageRefused", testKernelImageRefused},
+		{"Copy", testKernelCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -68,6 +68,9 @@ type Image struct {
 	// Files are the private dir's files and dirs but the generated
 	// modules, parents first.
 	Files []ImageFile
+	// Fork: a copy of a kernel that goes on (CopyKernel); the resumed one
+	// seeds its random module afresh.
+	Fork bool
 }
 
 // ImageFile is a file or dir of a suspended kernel's private dir.
@@ -109,6 +112,24 @@ func (s *Engine) SuspendKernel(ctx context.Context, k engine.Kernel) (image []by
 	return image, img.BaseSum, err
 }
 
+// CopyKernel returns an image of k as it is, like SuspendKernel, but k goes
+// on: ResumeKernel then starts a second kernel with k's state (a fork),
+// whose random module is seeded afresh when it starts, as a forked
+// process's is.
+func (s *Engine) CopyKernel(ctx context.Context, k engine.Kernel) (image []byte, base string, err error) {
+	sk, ok := k.(*strictKernel)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: not a strict-mode kernel", ErrNotSuspendable)
+	}
+	img, err := sk.capture(ctx, false)
+	if err != nil {
+		return nil, "", err
+	}
+	img.Fork = true
+	image, err = img.marshal()
+	return image, img.BaseSum, err
+}
+
 // BaseFunc returns the encoded snapshot whose sum is sum, as
 // [Engine.EncodedSnapshot] gave it (a session store keeps them).
 type BaseFunc func(sum string) ([]byte, error)
@@ -124,7 +145,15 @@ func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data 
 	if err != nil {
 		return nil, err
 	}
-	return s.startKernel(ctx, spec, nil, img, base)
+	k, err := s.startKernel(ctx, spec, nil, img, base)
+	if err != nil || !img.Fork {
+		return k, err
+	}
+	if err := k.(*strictKernel).d.Reseed(ctx); err != nil {
+		k.Close()
+		return nil, fmt.Errorf("resuming a copied kernel: %w", err)
+	}
+	return k, nil
 }
 
 // EncodedSnapshot returns the snapshot whose sum is sum (the engine's, or
@@ -176,6 +205,12 @@ func (s *Engine) resumeBase(c *compiled, img *Image, base BaseFunc) (*snapshot, 
 
 // suspend captures k's state and closes its instance.
 func (k *strictKernel) suspend(ctx context.Context) (*Image, error) {
+	return k.capture(ctx, true)
+}
+
+// capture captures k's state between cells; with end, it then closes
+// k's instance without finalising its interpreter.
+func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 	select {
 	case k.turn <- struct{}{}:
 		defer func() { <-k.turn }()
@@ -232,6 +267,9 @@ func (k *strictKernel) suspend(ctx context.Context) (*Image, error) {
 		return nil, fmt.Errorf("suspending the kernel: %w", err)
 	}
 	img.Files = files
+	if !end {
+		return img, nil
+	}
 	// Gone without finalising: the interpreter lives on in the image.
 	k.dead.Store(true)
 	k.cancel()

@@ -193,3 +193,19 @@ func TestStrictKernelResumeOnAnotherSnapshot(t *testing.T) {
 	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, bad)
 	require.ErrorIs(t, err, ErrImageDamaged)
 }
+
+// A copy of a kernel (a fork) has its state while the kernel goes on; the
+// two then diverge, and the copy's random stream is its own.
+func testKernelCopy(t *testing.T, e *Engine) {
+	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
+	okCell(t, k, "import random\nx = 41\nopen('f', 'w').write('file')")
+	image, _, err := e.CopyKernel(context.Background(), k)
+	require.NoError(t, err)
+	require.True(t, k.Alive(), "the kernel goes on")
+	c, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "42 file\n", okCell(t, c, "x += 1\nprint(x, open('f').read())"))
+	require.Equal(t, "41\n", okCell(t, k, "print(x)"))
+	require.NotEqual(t, okCell(t, k, "print(random.random())"), okCell(t, c, "print(random.random())"))
+}

@@ -80,6 +80,27 @@ func (c *client) closeSession(params json.RawMessage) (any, *jsonrpc.Error) {
 	return map[string]bool{"closed": true}, nil
 }
 
+// forkSession starts session to from a copy of session from's kernels
+// (Executor.ForkSession): to's next call finds from's variables.
+func (c *client) forkSession(params json.RawMessage) (any, *jsonrpc.Error) {
+	p, rerr := jsonrpc.ParamsObject(params, "from", "to")
+	if rerr != nil {
+		return nil, rerr
+	}
+	var from, to string
+	if from, rerr = stringParam(p, "from", true); rerr != nil {
+		return nil, rerr
+	}
+	if to, rerr = stringParam(p, "to", true); rerr != nil {
+		return nil, rerr
+	}
+	n, err := c.s.ex.ForkSession(c.s.ctx, from, to)
+	if err != nil {
+		return nil, jsonrpc.InvalidParams("%s", err.Error())
+	}
+	return map[string]any{"forked": n, "from": from, "to": to}, nil
+}
+
 // openSession registers on the executor's session the tools this
 // connection runs itself: its later execute calls send their calls of those tools back
 // as tool_call requests. An empty list ends the delegation. skill_env

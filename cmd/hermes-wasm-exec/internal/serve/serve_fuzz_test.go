@@ -50,7 +50,8 @@ func (fakeBackend) execute(ctx context.Context, req executor.Request) (executor.
 
 func (fakeBackend) Interrupt(string, string) bool { return false }
 
-func (fakeBackend) CloseSession(context.Context, string) {}
+func (fakeBackend) CloseSession(context.Context, string)                     {}
+func (fakeBackend) ForkSession(context.Context, string, string) (int, error) { return 0, nil }
 
 func (fakeBackend) RegisterSessionSkillEnv(string, ...string) ([]string, error) { return nil, nil }
 
@@ -75,6 +76,7 @@ func FuzzServeFraming(f *testing.F) {
 			`{"jsonrpc":"2.0","id":3,"method":"execute","params":{"code":"tool"}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"interrupt","params":{"session":"s","reason":"r"}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"close_session","params":{"session":"s"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"fork_session","params":{"from":"s","to":"t"}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"authenticate","params":{"token":"tok"}}` + "\n" +
 			`{"jsonrpc":"2.0","id":7,"method":"execute","params":{"code":"x"}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"authenticate","params":{"token":"bad"}}`,

@@ -19,7 +19,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
-var serveMethods = []string{"execute", "open_session", "register_skill", "describe", "interrupt", "close_session", "shutdown", jsonrpc.AuthenticateMethod}
+var serveMethods = []string{"execute", "open_session", "register_skill", "describe", "interrupt", "close_session", "fork_session", "shutdown", jsonrpc.AuthenticateMethod}
 
 // backend is what the server asks of the executor (an interface so that
 // the framing fuzz test can run without interpreters).
@@ -30,6 +30,7 @@ type backend interface {
 	Start(ctx context.Context, req executor.Request) pending
 	Interrupt(session, reason string) bool
 	CloseSession(ctx context.Context, session string)
+	ForkSession(ctx context.Context, from, to string) (int, error)
 	RegisterSessionSkillEnv(session string, names ...string) ([]string, error)
 	// OpenSession, DelegatedTools and ForgetClient keep each connection's
 	// delegation on the executor's session (executor.SessionOptions).
@@ -241,7 +242,7 @@ func (c *client) handle(r *jsonrpc.Request) {
 		}
 		c.conn.Reply(id, result, rerr)
 		return
-	case "execute", "interrupt", "close_session":
+	case "execute", "interrupt", "close_session", "fork_session":
 	default:
 		c.conn.Reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("Method not found: %q (methods: %s)", method, strings.Join(serveMethods, ", "))})
 		return
@@ -282,6 +283,8 @@ func (c *client) handle(r *jsonrpc.Request) {
 			result, rerr = c.interrupt(params)
 		case "close_session":
 			result, rerr = c.closeSession(params)
+		case "fork_session":
+			result, rerr = c.forkSession(params)
 		}
 		c.conn.Reply(id, result, rerr)
 	})
