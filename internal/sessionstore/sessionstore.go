@@ -37,9 +37,6 @@ func Open(root string) (*Dir, error) {
 	return &Dir{root: root}, nil
 }
 
-// Root is the store's dir.
-func (d *Dir) Root() string { return d.root }
-
 // name is a file-name-safe, fixed-length name for s.
 func name(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -105,12 +102,6 @@ func (d *Dir) Base(sum string) ([]byte, error) {
 
 func (d *Dir) basePath(sum string) string {
 	return filepath.Join(d.root, "snapshots", name(sum)+".snap")
-}
-
-// Has reports whether the store holds an image of session's kernel.
-func (d *Dir) Has(session, kernel string) bool {
-	_, err := os.Stat(d.path(session, kernel))
-	return err == nil
 }
 
 // Delete removes every image of session.

@@ -27,6 +27,15 @@ func durableExecutor(t *testing.T, store string, max int) *Executor {
 	return e
 }
 
+// okCall runs req on e and requires it to succeed.
+func okCall(t *testing.T, e *Executor, req Request) Result {
+	t.Helper()
+	res, err := e.Execute(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	return res
+}
+
 // With one kernel for eight sessions, every call evicts another session's
 // kernel: each is suspended, and resumed at its session's next call, which
 // finds its state.
@@ -61,19 +70,12 @@ func TestDurableKernelsAtTheLimit(t *testing.T) {
 func TestDurableKernelsIdleAndRestart(t *testing.T) {
 	store := t.TempDir()
 	wd := t.TempDir()
-	run := func(e *Executor, session, code string, reset bool) Result {
-		t.Helper()
-		res, err := e.Execute(context.Background(), Request{Session: session, Workdir: wd, Code: code, Reset: reset})
-		require.NoError(t, err)
-		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
-		return res
-	}
 	e := durableExecutor(t, store, 4)
-	run(e, "a", "x = 'kept'\nopen('f.txt', 'w').write('file kept')", false)
-	run(e, "b", "y = 2", false)
+	okCall(t, e, Request{Session: "a", Workdir: wd, Code: "x = 'kept'\nopen('f.txt', 'w').write('file kept')"})
+	okCall(t, e, Request{Session: "b", Workdir: wd, Code: "y = 2"})
 	e.reapIdle(time.Now().Add(time.Hour), time.Second)
 	require.Zero(t, e.Stats().Kernels)
-	res := run(e, "a", "print(x, open('f.txt').read())", false)
+	res := okCall(t, e, Request{Session: "a", Workdir: wd, Code: "print(x, open('f.txt').read())"})
 	require.Equal(t, "kept file kept\n", res.Output)
 	require.True(t, res.Kernel.Resumed)
 	require.Equal(t, 2, res.Kernel.ExecutionCount)
@@ -85,16 +87,16 @@ func TestDurableKernelsIdleAndRestart(t *testing.T) {
 	require.Equal(t, 2, n, "a suspended at Close, b still suspended")
 
 	e2 := durableExecutor(t, store, 4)
-	res = run(e2, "a", "print(x)", false)
+	res = okCall(t, e2, Request{Session: "a", Workdir: wd, Code: "print(x)"})
 	require.Equal(t, "kept\n", res.Output)
 	require.True(t, res.Kernel.Resumed)
 	require.Equal(t, 3, res.Kernel.ExecutionCount)
 
 	e2.CloseSession(context.Background(), "b")
-	res = run(e2, "b", "print('y' in globals())", false)
+	res = okCall(t, e2, Request{Session: "b", Workdir: wd, Code: "print('y' in globals())"})
 	require.Equal(t, "False\n", res.Output, "closed: its image is gone")
 	e2.reapIdle(time.Now().Add(time.Hour), time.Second)
-	res = run(e2, "a", "print('x' in globals())", true)
+	res = okCall(t, e2, Request{Session: "a", Workdir: wd, Code: "print('x' in globals())", Reset: true})
 	require.Equal(t, "False\n", res.Output, "reset: a fresh kernel, not the image")
 	require.False(t, res.Kernel.Resumed)
 }
@@ -104,12 +106,9 @@ func TestDurableKernelsIdleAndRestart(t *testing.T) {
 func TestDurableKernelNotSuspendable(t *testing.T) {
 	e := durableExecutor(t, t.TempDir(), 1)
 	wd := t.TempDir()
-	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "f = open('x', 'w')"})
-	require.NoError(t, err)
-	require.Equal(t, config.StatusSuccess, res.Status)
-	_, err = e.Execute(context.Background(), Request{Session: "b", Workdir: wd, Code: "pass"})
-	require.NoError(t, err)
-	res, err = e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print('f' in globals())"})
+	okCall(t, e, Request{Session: "a", Workdir: wd, Code: "f = open('x', 'w')"})
+	okCall(t, e, Request{Session: "b", Workdir: wd, Code: "pass"})
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print('f' in globals())"})
 	require.NoError(t, err)
 	require.Equal(t, "False\n", res.Output)
 	require.False(t, res.Kernel.Resumed)
@@ -134,9 +133,7 @@ func TestDurableStoreProtected(t *testing.T) {
 func TestDurableKernelsAcrossSnapshots(t *testing.T) {
 	store, wd := t.TempDir(), t.TempDir()
 	e := durableExecutor(t, store, 1)
-	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 41"})
-	require.NoError(t, err)
-	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	res := okCall(t, e, Request{Session: "a", Workdir: wd, Code: "x = 41"})
 	require.NoError(t, e.Close(context.Background()))
 
 	// The new process, with a cache of its own: it compiles the
@@ -144,7 +141,7 @@ func TestDurableKernelsAcrossSnapshots(t *testing.T) {
 	private := t.TempDir()
 	t.Setenv(config.CacheDirEnv, private)
 	e2 := durableExecutor(t, store, 1)
-	res, err = e2.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print(x + 1)"})
+	res, err := e2.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print(x + 1)"})
 	require.NoError(t, err)
 	require.Equal(t, "42\n", res.Output, "%+v", res.Kernel)
 	require.True(t, res.Kernel.Resumed)
@@ -159,9 +156,7 @@ func TestDurableKernelsAcrossSnapshots(t *testing.T) {
 func TestDurableKernelResumeWaitsForSuspension(t *testing.T) {
 	e := durableExecutor(t, t.TempDir(), 2)
 	wd := t.TempDir()
-	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 'kept'"})
-	require.NoError(t, err)
-	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	res := okCall(t, e, Request{Session: "a", Workdir: wd, Code: "x = 'kept'"})
 
 	// Taken out as an eviction takes it: its suspension has begun.
 	ks := e.sessions
@@ -227,32 +222,25 @@ func TestDurableKernelsConcurrent(t *testing.T) {
 func TestForkSession(t *testing.T) {
 	e := durableExecutor(t, "", 4)
 	wd := t.TempDir()
-	run := func(session, code string) Result {
-		t.Helper()
-		res, err := e.Execute(context.Background(), Request{Session: session, Workdir: wd, Code: code})
-		require.NoError(t, err)
-		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
-		return res
-	}
-	run("parent", "import random\nx = 41\nopen('notes', 'w').write('kept')")
+	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "import random\nx = 41\nopen('notes', 'w').write('kept')"})
 	n, err := e.ForkSession(context.Background(), "parent", "child")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	res := run("child", "x += 1\nprint(x, open('notes').read())")
+	res := okCall(t, e, Request{Session: "child", Workdir: wd, Code: "x += 1\nprint(x, open('notes').read())"})
 	require.Equal(t, "42 kept\n", res.Output)
 	require.True(t, res.Kernel.Resumed)
 	require.Equal(t, 2, res.Kernel.ExecutionCount)
-	require.Equal(t, "41\n", run("parent", "print(x)").Output, "the parent goes on apart")
-	require.NotEqual(t, run("parent", "print(random.random())").Output, run("child", "print(random.random())").Output)
+	require.Equal(t, "41\n", okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "print(x)"}).Output, "the parent goes on apart")
+	require.NotEqual(t, okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "print(random.random())"}).Output, okCall(t, e, Request{Session: "child", Workdir: wd, Code: "print(random.random())"}).Output)
 
 	_, err = e.ForkSession(context.Background(), "parent", "child")
 	require.ErrorContains(t, err, "has a kernel already")
 	n, err = e.ForkSession(context.Background(), "nobody", "fresh")
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.Equal(t, "False\n", run("fresh", "print('x' in globals())").Output)
+	require.Equal(t, "False\n", okCall(t, e, Request{Session: "fresh", Workdir: wd, Code: "print('x' in globals())"}).Output)
 
-	run("parent", "f = open('held', 'w')")
+	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "f = open('held', 'w')"})
 	_, err = e.ForkSession(context.Background(), "parent", "other")
 	require.ErrorContains(t, err, "open files")
 	_, err = e.ForkSession(context.Background(), "parent", "parent")
@@ -263,9 +251,7 @@ func TestForkSession(t *testing.T) {
 func TestForkSuspendedSession(t *testing.T) {
 	e := durableExecutor(t, t.TempDir(), 4)
 	wd := t.TempDir()
-	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "x = 'suspended'"})
-	require.NoError(t, err)
-	require.Equal(t, config.StatusSuccess, res.Status)
+	okCall(t, e, Request{Session: "a", Workdir: wd, Code: "x = 'suspended'"})
 	e.reapIdle(time.Now().Add(time.Hour), time.Second)
 	n, err := e.ForkSession(context.Background(), "a", "b")
 	require.NoError(t, err)
