@@ -17,9 +17,6 @@ import (
 	"sync"
 )
 
-// ErrNotFound: the store holds no image for that kernel.
-var ErrNotFound = errors.New("no suspended kernel")
-
 // Dir is a store in a dir. It is safe for concurrent use by several
 // goroutines and processes.
 type Dir struct {
