@@ -463,16 +463,22 @@ func BenchmarkS3PutTake(b *testing.B) {
 	img := make([]byte, 3<<20+512<<10)
 	rand.Read(img)
 	b.SetBytes(int64(len(img)))
+	var put, take time.Duration
 	for b.Loop() {
+		t0 := time.Now()
 		if err := st.Put("s", "k", img); err != nil {
 			b.Fatal(err)
 		}
+		t1 := time.Now()
 		got, err := st.Take("s", "k")
 		if err != nil {
 			b.Fatal(err)
 		}
+		put, take = put+t1.Sub(t0), take+time.Since(t1)
 		if !bytes.Equal(got, img) {
 			b.Fatal("the image taken differs from the one put")
 		}
 	}
+	b.ReportMetric(float64(put.Milliseconds())/float64(b.N), "put-ms/op")
+	b.ReportMetric(float64(take.Milliseconds())/float64(b.N), "take-ms/op")
 }
