@@ -441,7 +441,7 @@ func (s *S3) readLease(ctx context.Context, session string) (Lease, string, erro
 	if err := json.Unmarshal(data, &b); err != nil {
 		return Lease{}, "", fmt.Errorf("a lease that is not JSON (%q): %w", data, err)
 	}
-	return Lease{Owner: b.Owner, Until: b.Until}, etag, nil
+	return Lease(b), etag, nil
 }
 
 // Acquire implements Store. The lease is an object written with a
