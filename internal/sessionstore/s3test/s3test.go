@@ -130,6 +130,7 @@ func Start(tb testing.TB) (endpoint, bucket string) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.WaitDelay = 5 * time.Second
 	fmt.Fprintf(os.Stderr, "+ %s\n", commandLine(weed, args))
+	started := time.Now()
 	tree, err := proctree.Start(cmd)
 	if err != nil {
 		logf.Close()
@@ -168,6 +169,7 @@ func Start(tb testing.TB) (endpoint, bucket string) {
 		_, last = client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(Bucket)})
 		var ae smithy.APIError
 		if last == nil || errors.As(last, &ae) && (ae.ErrorCode() == "BucketAlreadyOwnedByYou" || ae.ErrorCode() == "BucketAlreadyExists") {
+			tb.Logf("s3test: SeaweedFS served %s after %v", endpoint, time.Since(started).Round(time.Millisecond))
 			return endpoint, Bucket
 		}
 		select {
