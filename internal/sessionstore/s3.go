@@ -237,11 +237,16 @@ func (s *S3) put(ctx context.Context, key string, data []byte, ifNoneMatch bool,
 // deleteIfMatch deletes the object at key if its ETag is etag, and
 // reports whether it did: false when the object changed or is gone. A
 // server that does not implement conditional deletes gets an
-// unconditional one, which races with a write between the caller's read
-// of etag and the delete (the written object is deleted too).
+// unconditional one, and so does an empty etag (a server that lists no
+// ETags): that races with a write between the caller's read of etag and
+// the delete (the written object is deleted too).
 func (s *S3) deleteIfMatch(ctx context.Context, key, etag string) (bool, error) {
-	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: aws.String(etag)})
-	if err != nil && unsupported(err) {
+	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}
+	if etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	_, err := s.client.DeleteObject(ctx, in)
+	if err != nil && etag != "" && unsupported(err) {
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 	}
 	switch {
@@ -510,18 +515,20 @@ func (s *S3) Release(session, owner string) error {
 }
 
 // Sweep implements Store. An image's age is its object's LastModified,
-// which S3 keeps to the second.
+// which S3 keeps to the second; an image or lease is removed only if it
+// is still the one listed or read (a conditional delete).
 func (s *S3) Sweep(before time.Time) (int, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	var images, leases []string
+	var images []types.Object
+	var leases []string
 	err := s.list(ctx, s.prefix, func(o types.Object) error {
 		k := aws.ToString(o.Key)
 		rel := strings.TrimPrefix(k, s.prefix)
 		switch {
 		case strings.HasPrefix(rel, "snapshots/"):
 		case strings.HasSuffix(k, ".img") && aws.ToTime(o.LastModified).Before(before):
-			images = append(images, k)
+			images = append(images, o)
 		case strings.HasSuffix(k, "/lease"):
 			leases = append(leases, k)
 		}
@@ -531,11 +538,16 @@ func (s *S3) Sweep(before time.Time) (int, error) {
 		return 0, s.fail("listing the store", err)
 	}
 	n := 0
-	for _, k := range images {
-		if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &k}); err != nil && !missing(err) {
+	for _, o := range images {
+		// Conditional on the ETag listed: an image written since the
+		// listing is new, and stays.
+		deleted, err := s.deleteIfMatch(ctx, aws.ToString(o.Key), aws.ToString(o.ETag))
+		if err != nil {
 			return n, s.fail("removing an old image", err)
 		}
-		n++
+		if deleted {
+			n++
+		}
 	}
 	for _, k := range leases {
 		data, etag, err := s.get(ctx, k)
