@@ -119,6 +119,9 @@ const (
 	// MaxMemoryLimitMB is the largest accepted code_execution.memory_limit_mb: the whole
 	// 4 GiB address space of a wasm32 guest.
 	MaxMemoryLimitMB = 4096
+	// MinSessionLease and MaxSessionLease bound code_execution.session_lease, in seconds.
+	MinSessionLease = 2
+	MaxSessionLease = 3600
 	// MinDiskLimitMB is the smallest accepted code_execution.disk_limit_mb.
 	MinDiskLimitMB = 1
 	// MaxDiskLimitMB is the largest accepted code_execution.disk_limit_mb (64 GiB).
@@ -338,12 +341,32 @@ type CodeExecution struct {
 	// imports, read-only, in strict mode and the sandboxed project mode. Each must be an
 	// absolute path ("~/" is expanded). Default none. YAML key: wasm_packages.
 	WasmPackages []string
-	// SessionStore is a dir where session kernels are suspended instead of closed when the
+	// SessionStore is where session kernels are suspended instead of closed when the
 	// kernel limit evicts them, the idle timeout ends them or the executor shuts down, and
-	// resumed from on their session's next call (strict-mode kernels; docs/service.md).
-	// An absolute path ("~/" is expanded); "" (the default) is off. YAML key:
-	// session_store.
+	// resumed from on their session's next call (strict-mode kernels; docs/service.md):
+	// an absolute path of a dir ("~/" is expanded) on a local or shared file system, or
+	// "s3://bucket/prefix", an S3-compatible object store (endpoint, region and
+	// credentials from the usual AWS environment and files); "" (the default) is off.
+	// YAML key: session_store.
 	SessionStore string
+	// SessionStoreMaxMB caps the images of one session's kernels together, in MiB: a
+	// kernel whose image would pass it is closed, not suspended. Default 256. YAML key:
+	// session_store_max_mb.
+	SessionStoreMaxMB int
+	// SessionTTL is how long, in seconds, an image stays in the store unwritten before it
+	// is removed; 0 keeps images until their session closes. Default 604800 (7 days).
+	// YAML key: session_ttl.
+	SessionTTL int
+	// SessionCheckpoint is when a session's kernel is written to the store besides
+	// eviction and shutdown: [CheckpointOff] (the default) or [CheckpointEveryCall]
+	// (after each call, so a crash loses at most the call in flight). YAML key:
+	// session_checkpoint.
+	SessionCheckpoint string
+	// SessionLease is how long, in seconds, a session's lease lasts unless renewed: the
+	// one executor running a session's kernel renews it while it runs, and another takes
+	// the session over once the lease has lapsed (or at once, when the holder is a
+	// process of this host that has exited). Default 30. YAML key: session_lease.
+	SessionLease int
 	// Timeout is the wall-clock limit of one execution, in seconds. Default 300; it must be
 	// between 1 and 86400. YAML key: timeout.
 	Timeout int
@@ -729,6 +752,10 @@ func Default() Config {
 			WarmPool:             2,
 			Timezone:             "",
 			Landlock:             LandlockAuto,
+			SessionStoreMaxMB:    DefaultSessionStoreMaxMB,
+			SessionTTL:           DefaultSessionTTL,
+			SessionCheckpoint:    CheckpointOff,
+			SessionLease:         DefaultSessionLease,
 		},
 		Terminal: Terminal{
 			EnvPassthrough:      nil,
@@ -764,7 +791,25 @@ const (
 	DefaultProcessLimit = 256
 	// DefaultApprovalTimeout is approvals.timeout, in seconds.
 	DefaultApprovalTimeout = 120
+	// DefaultSessionStoreMaxMB is code_execution.session_store_max_mb.
+	DefaultSessionStoreMaxMB = 256
+	// DefaultSessionTTL is code_execution.session_ttl, in seconds (7 days).
+	DefaultSessionTTL = 7 * 24 * 3600
+	// DefaultSessionLease is code_execution.session_lease, in seconds.
+	DefaultSessionLease = 30
 )
+
+// The code_execution.session_checkpoint values.
+const (
+	// CheckpointOff writes a session's kernel to the store when it is evicted, idle or
+	// shut down.
+	CheckpointOff = "off"
+	// CheckpointEveryCall writes it after every call as well.
+	CheckpointEveryCall = "every_call"
+)
+
+// Checkpoints lists the code_execution.session_checkpoint values.
+var Checkpoints = []string{CheckpointOff, CheckpointEveryCall}
 
 // HermesHome returns the Hermes home directory: $HERMES_HOME when set and non-empty, else
 // ~/.hermes, else (when the user has no home directory) .hermes in the system temporary

@@ -77,6 +77,11 @@ code_execution:
   process_limit: 16
   disk_limit_mb: 65536
   timezone: Europe/Paris
+  session_store: s3://bucket/kernels/
+  session_store_max_mb: 8
+  session_ttl: 0
+  session_checkpoint: Every_Call
+  session_lease: 2
 terminal:
   env_passthrough:
     - HERMES_BASE_URL
@@ -85,7 +90,8 @@ terminal:
 `, want: func(c *Config) {
 			c.CodeExecution = CodeExecution{Mode: "strict", Sandbox: "wasm", Timeout: 86400, MaxToolCalls: 0,
 				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, ProjectMemoryLimitMB: 16777216, ProcessLimit: 16,
-				DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto}
+				DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto,
+				SessionStore: "s3://bucket/kernels", SessionStoreMaxMB: 8, SessionTTL: 0, SessionCheckpoint: CheckpointEveryCall, SessionLease: 2}
 			c.Timezone, c.TimezoneSource = "Europe/Paris", "code_execution.timezone"
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},
@@ -267,6 +273,30 @@ func TestParseErrors(t *testing.T) {
 			in:   "web:\n  search:\n    provider: searx\n",
 			line: 3, key: "web.search.provider",
 			message: `config.yaml: line 3: web.search.provider is "searx"; valid providers: searxng, brave, tavily; did you mean "searxng"?`,
+		},
+		{
+			name: "session store URL without a bucket",
+			in:   "code_execution:\n  session_store: s3://\n",
+			line: 2, key: "code_execution.session_store",
+			message: "names no bucket|s3://bucket/prefix",
+		},
+		{
+			name: "session store URL of an unknown kind",
+			in:   "code_execution:\n  session_store: gs://bucket\n",
+			line: 2, key: "code_execution.session_store",
+			message: "a store this executor does not know|s3://bucket/prefix",
+		},
+		{
+			name: "session checkpoint unknown",
+			in:   "code_execution:\n  session_checkpoint: always\n",
+			line: 2, key: "code_execution.session_checkpoint",
+			message: "must be `off` or `every_call`",
+		},
+		{
+			name: "session lease too short",
+			in:   "code_execution:\n  session_lease: 1\n",
+			line: 2, key: "code_execution.session_lease",
+			message: "session_lease",
 		},
 		{
 			name: "searxng needs a url",

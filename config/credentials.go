@@ -20,6 +20,7 @@ import "strings"
 // messaging settings and password settings of hermes_cli/config.py OPTIONAL_ENV_VARS; and the
 // secrets Hermes strips from every child (_ALWAYS_STRIP_KEYS). To those it adds what this
 // executor manages itself: the token of its own tool channel, which it injects per run, the
+// key of its session store's images (HERMES_SESSION_STORE_KEY), the
 // default key variable of its Brave web search back-end, and the provider keys this list held
 // before it followed Hermes's (a superset is safe: dropping one would hand it to scripts).
 var ManagedCredentials = []string{
@@ -104,7 +105,7 @@ var ManagedCredentials = []string{
 	// (a script that had it could run code in any session of the server), its Brave search
 	// back-end's default key variable, and provider keys it refused before following Hermes's
 	// list.
-	"HERMES_RPC_TOKEN", "HERMES_SERVE_TOKEN",
+	"HERMES_RPC_TOKEN", "HERMES_SERVE_TOKEN", "HERMES_SESSION_STORE_KEY",
 	"BRAVE_API_KEY", "SERPER_API_KEY", "SERPAPI_API_KEY", "JINA_API_KEY",
 	"NOUS_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HUGGINGFACE_API_KEY", "AZURE_OPENAI_API_KEY",
 }

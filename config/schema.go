@@ -283,8 +283,18 @@ var keyTable = []Setting{
 		accepts("absolute paths (`~/` expanded)").
 		doc("dirs of pure-Python packages the WASI interpreter imports read-only (strict and sandboxed), at `/.hermes-packages/N`; fill one with `hermes-wasm-exec packages install --dir DIR WHEEL.whl...`"),
 	stringKey("code_execution.session_store", func(c *Config) *string { return &c.CodeExecution.SessionStore }, "", checkStorePath).ours().
-		accepts("an absolute path (`~/` expanded); empty: off").
-		doc("a dir where session kernels are suspended when evicted, idle or at shutdown, and resumed on their next call ([service.md](service.md#durable-session-kernels))"),
+		accepts("an absolute path (`~/` expanded), or `s3://bucket/prefix`; empty: off").
+		doc("where session kernels are suspended when evicted, idle or at shutdown, and resumed on their next call: a dir, or an S3-compatible store ([service.md](service.md#durable-session-kernels))"),
+	intKey("code_execution.session_store_max_mb", func(c *Config) *int { return &c.CodeExecution.SessionStoreMaxMB }, 1, MaxDiskLimitMB, "MiB").ours().
+		doc("a session's kernel images together, MiB; a kernel past it is closed, not suspended"),
+	intKey("code_execution.session_ttl", func(c *Config) *int { return &c.CodeExecution.SessionTTL }, 0, -1, "seconds").ours().
+		doc("seconds an image stays in the store unwritten before it is removed; 0: until its session closes"),
+	enumKey("code_execution.session_checkpoint", func(c *Config) *string { return &c.CodeExecution.SessionCheckpoint }, Checkpoints,
+		func(p *parser, dst *string) applyFunc { return p.stringField(dst, CheckpointOff, checkCheckpoint) }).ours().
+		accepts("`off`, `every_call`; null or empty: `off`").
+		doc("`every_call`: a session's kernel is also written to the store after each call, so a crash loses at most the call in flight"),
+	intKey("code_execution.session_lease", func(c *Config) *int { return &c.CodeExecution.SessionLease }, MinSessionLease, MaxSessionLease, "seconds").ours().
+		doc("seconds a session's lease lasts unless renewed: another executor sharing the store takes the session over once it lapses"),
 	intKey("code_execution.timeout", func(c *Config) *int { return &c.CodeExecution.Timeout }, MinTimeout, MaxTimeout, "seconds").
 		doc("seconds one execution may run"),
 	intKey("code_execution.max_tool_calls", func(c *Config) *int { return &c.CodeExecution.MaxToolCalls }, 0, -1, "").

@@ -121,7 +121,28 @@ func checkStorePath(v string) (string, string) {
 	if strings.TrimSpace(v) == "" {
 		return "", ""
 	}
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "s3://"); ok {
+		bucket, _, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return "", "names no bucket; write it as s3://bucket or s3://bucket/prefix"
+		}
+		return "s3://" + strings.TrimSuffix(rest, "/"), ""
+	}
+	if strings.Contains(v, "://") {
+		return "", "is a URL of a store this executor does not know; write an absolute path of a dir, or s3://bucket/prefix"
+	}
 	return checkAbsPath(v)
+}
+
+// checkCheckpoint is a code_execution.session_checkpoint value, compared
+// case-insensitively.
+func checkCheckpoint(v string) (string, string) {
+	for _, c := range Checkpoints {
+		if strings.EqualFold(strings.TrimSpace(v), c) {
+			return c, ""
+		}
+	}
+	return "", "must be `off` or `every_call`"
 }
 
 func checkAbsPath(v string) (string, string) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
@@ -123,6 +124,31 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		native.TransportTCP:  "loopback TCP (127.0.0.1)",
 	}[d.Project.Transport])
 
+	fmt.Fprintln(stdout, "\nsession store (durable session kernels):")
+	ss := d.SessionStore
+	switch {
+	case ss.Spec == "":
+		fmt.Fprintln(stdout, "  store     off: evicted, idle and shut-down kernels are closed (code_execution.session_store keeps them)")
+	case ss.Err != nil:
+		fmt.Fprintf(stdout, "  store     %s\n  status    NOT USABLE: %v; kernels are closed, not kept\n", ss.Spec, ss.Err)
+		code = cli.ExitFailed
+	default:
+		fmt.Fprintf(stdout, "  store     %s\n", ss.Spec)
+		if ss.UsageErr != nil {
+			fmt.Fprintf(stdout, "  status    ok, but its images could not be counted: %v\n", ss.UsageErr)
+		} else {
+			fmt.Fprintf(stdout, "  status    ok, %d suspended kernel images, %.1f MB\n", ss.Images, float64(ss.Bytes)/1e6)
+		}
+		if ss.Encrypted {
+			fmt.Fprintf(stdout, "  encrypted yes, AES-256-GCM with $%s\n", sessionstore.KeyEnv)
+		} else {
+			fmt.Fprintf(stdout, "  encrypted no: set $%s (32 bytes, e.g. `openssl rand -hex 32`) to encrypt images at rest\n", sessionstore.KeyEnv)
+		}
+		ce := cfg.CodeExecution
+		fmt.Fprintf(stdout, "  policy    checkpoint %s, lease %d s, images expire after %s unwritten, at most %d MiB per session\n",
+			ce.SessionCheckpoint, ce.SessionLease, ttlText(ce.SessionTTL), ce.SessionStoreMaxMB)
+	}
+
 	fmt.Fprintln(stdout, "\nprocesses a run starts (the project-mode child, terminal commands):")
 	fmt.Fprintf(stdout, "  cgroups   %s\n", d.Cgroups.Detail)
 	fmt.Fprintf(stdout, "  memory    project_memory_limit_mb: %s\n", d.Cgroups.Memory)
@@ -229,4 +255,17 @@ func configOrDefault(cfg config.Config, err error) *config.Config {
 		return &d
 	}
 	return &cfg
+}
+
+// ttlText is code_execution.session_ttl for a reader.
+func ttlText(seconds int) string {
+	switch {
+	case seconds <= 0:
+		return "never"
+	case seconds%86400 == 0:
+		return fmt.Sprintf("%d d", seconds/86400)
+	case seconds%3600 == 0:
+		return fmt.Sprintf("%d h", seconds/3600)
+	}
+	return fmt.Sprintf("%d s", seconds)
 }

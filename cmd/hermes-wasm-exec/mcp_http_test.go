@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,12 +53,26 @@ var (
 // server's token, wherever it came from.
 func startHTTPMCP(t *testing.T, env []string, args ...string) *httpMCP {
 	t.Helper()
-	home, tmp, workdir := t.TempDir(), t.TempDir(), t.TempDir()
+	return startHTTPMCPIn(t, httpSetup{}, env, args...)
+}
+
+// httpSetup is what startHTTPMCPIn may set beyond startHTTPMCP's
+// defaults.
+type httpSetup struct {
+	config  string // code_execution's keys after the defaults', indented by 2
+	workdir string // "" for a new temp dir
+}
+
+// startHTTPMCPIn is startHTTPMCP with more configuration, or a working
+// dir shared with another server.
+func startHTTPMCPIn(t *testing.T, setup httpSetup, env []string, args ...string) *httpMCP {
+	t.Helper()
+	home, tmp, workdir := t.TempDir(), t.TempDir(), cmp.Or(setup.workdir, t.TempDir())
 	conf := filepath.Join(home, "config.yaml")
 	// Room for every session's kernel: the replica test moves sessions
 	// between replicas, and an evicted kernel (least recently used past
 	// max_session_kernels, 4 by default) loses its state.
-	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 1\n  max_session_kernels: 32\n"), 0o600))
+	require.NoError(t, os.WriteFile(conf, []byte("code_execution:\n  warm_pool: 1\n  max_session_kernels: 32\n"+setup.config), 0o600))
 	s := &httpMCP{client: http.DefaultClient, workdir: workdir, tmp: tmp, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	full := []string{"mcp", "--mode", "strict", "--workdir", workdir, "--config", conf}
 	if !slices.Contains(args, "--http") {
@@ -279,6 +294,8 @@ func TestMCPHTTP(t *testing.T) {
 		`hermes_kernels 2`,
 		"hermes_execution_duration_seconds_bucket",
 		"hermes_kernel_evictions_total 0",
+		"hermes_kernels_suspended_total 0",
+		"hermes_kernel_resume_seconds_count 0",
 		"hermes_warm_pool_kernels",
 		"process_resident_memory_bytes",
 	} {

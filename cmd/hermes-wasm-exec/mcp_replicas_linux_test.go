@@ -251,3 +251,83 @@ while read_file('go.txt').get('error'):
 		t.Logf("session %d: errors %q", i, s.errors)
 	}
 }
+
+// TestMCPHTTPReplicasDurable: TestMCPHTTPReplicas's proxy with a session
+// store the replicas share (session_checkpoint: every_call) and one
+// working dir: a replica killed mid-run, then one drained, cost no session
+// anything. Their sessions' next calls land on another replica, which
+// takes them over and resumes their kernels; no call fails, no count is
+// lost.
+func TestMCPHTTPReplicasDurable(t *testing.T) {
+	haproxy := backendtest.Program(t, "haproxy", "/usr/sbin/haproxy", "haproxy")
+	store, workdir := t.TempDir(), t.TempDir()
+	setup := httpSetup{config: "  mode: strict\n  session_store: " + store + "\n  session_checkpoint: every_call\n", workdir: workdir}
+	replicas := make([]*httpMCP, 3)
+	for i := range replicas {
+		replicas[i] = startHTTPMCPIn(t, setup, nil, "--drain-timeout", "2m")
+	}
+	for _, r := range replicas {
+		r.waitReady(t)
+	}
+	port := freePort(t)
+	conf := filepath.Join(t.TempDir(), "haproxy.cfg")
+	require.NoError(t, os.WriteFile(conf, []byte(haproxyConfig(port, replicas)), 0o600))
+	var hlog syncBuffer
+	hp := exec.Command(haproxy, "-f", conf, "-db")
+	hp.Stdout, hp.Stderr = &hlog, &hlog
+	require.NoError(t, hp.Start())
+	t.Cleanup(func() {
+		_ = hp.Process.Kill()
+		_ = hp.Wait()
+	})
+	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), client: http.DefaultClient, stderr: &hlog}
+	pollUntil(t, time.Minute, func() bool {
+		resp, err := http.Get(proxy.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return "haproxy is not up: " + hlog.String() })
+
+	sessions := make([]*mcp.ClientSession, 8)
+	counts := make([]int, len(sessions))
+	for i := range sessions {
+		client := mcp.NewClient(&mcp.Implementation{Name: "hermes-test", Version: "v0.0.1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: proxy.base + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{testHTTPToken, nil}}}, nil)
+		require.NoError(t, err)
+		sessions[i] = cs
+		t.Cleanup(func() { cs.Close() })
+		text, _, isErr := callCode(t, cs, map[string]any{"code": "count = 0\nprint('ok')"})
+		require.False(t, isErr, text)
+	}
+	phase := func(n int) {
+		var wg sync.WaitGroup
+		for i, cs := range sessions {
+			wg.Go(func() {
+				for range n {
+					text, _, isErr := callCode(t, cs, map[string]any{"code": "count += 1\nprint(count)"})
+					if isErr || text != fmt.Sprintf("%d\n", counts[i]+1) {
+						t.Errorf("session %d, call %d: %q (error %v)", i, counts[i]+1, text, isErr)
+						return
+					}
+					counts[i]++
+				}
+			})
+		}
+		wg.Wait()
+		require.False(t, t.Failed())
+	}
+	phase(5)
+	require.NoError(t, replicas[0].cmd.Process.Kill())
+	<-replicas[0].exited
+	phase(5)
+	require.NoError(t, replicas[1].cmd.Process.Signal(syscall.SIGTERM))
+	<-replicas[1].exited
+	require.Equal(t, 0, replicas[1].cmd.ProcessState.ExitCode(), replicas[1].stderr.String())
+	phase(5)
+	for i := range sessions {
+		require.Equal(t, 15, counts[i])
+	}
+}

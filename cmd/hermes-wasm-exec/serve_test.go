@@ -328,6 +328,16 @@ type serveProc struct {
 	stderr *syncBuffer
 	exited chan struct{}
 	code   int
+	killed bool // by the test (kill): no clean exit to check
+}
+
+// kill ends the process with SIGKILL, as a crash or an OOM kill would,
+// and waits for it. What it leaves in TMPDIR is removed: a killed process
+// cannot clean up.
+func (p *serveProc) kill() {
+	p.killed = true
+	p.cmd.Process.Kill()
+	<-p.exited
 }
 
 // start runs `serve --config CONF args...` with stdin/stdout as its
@@ -358,6 +368,10 @@ func (e *serveEnv) start(args ...string) *serveProc {
 	}()
 	t.Cleanup(func() {
 		stdin.Close()
+		if p.killed {
+			os.RemoveAll(e.tmp)
+			return
+		}
 		code := p.waitExit(60 * time.Second)
 		require.Equal(t, 0, code, "serve must exit 0 when stdin closes; stderr:\n%s", p.stderr.String())
 		require.Empty(t, p.badLines(), "every line on stdout must be one JSON-RPC object")

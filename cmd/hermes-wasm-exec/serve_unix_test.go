@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -363,4 +364,39 @@ func startPiped(t *testing.T, cmd *exec.Cmd) *pipedCmd {
 		}
 	})
 	return p
+}
+
+// Durable session kernels across restarts of serve: with
+// session_checkpoint: every_call, a serve killed outright (SIGKILL) loses
+// nothing its calls finished; one stopped by SIGTERM suspends its kernels
+// as it drains. Each restart's next call of the session resumes it.
+func TestServeRestartResumesSessions(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	conf := "code_execution:\n  warm_pool: 0\n  mode: strict\n  session_store: " + store + "\n  session_checkpoint: every_call\n"
+	first := newServeEnv(t, conf)
+	p := first.start()
+	res := p.exec(t, map[string]any{"code": "x = 41", "session": "s"})
+	require.Equal(t, "success", res.Status, res.Output)
+	res = p.exec(t, map[string]any{"code": "x += 1", "session": "s"})
+	require.Equal(t, "success", res.Status, res.Output)
+	p.kill()
+
+	second := newServeEnv(t, conf)
+	second.workdir = first.workdir // the session's kernel is keyed by its working dir
+	p = second.start()
+	res = p.exec(t, map[string]any{"code": "print(x)\nx += 1", "session": "s"})
+	require.Equal(t, "success", res.Status, res.Output)
+	require.Equal(t, "42\n", res.Output)
+	require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.waitExit(60*time.Second), p.stderr.String())
+
+	third := newServeEnv(t, conf)
+	third.workdir = first.workdir
+	p = third.start()
+	res = p.exec(t, map[string]any{"code": "print(x)", "session": "s"})
+	require.Equal(t, "43\n", res.Output)
+	require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
+	require.Equal(t, 4, res.Kernel.ExecutionCount)
 }

@@ -8,13 +8,16 @@ package sessionstore
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Dir is a store in a dir. It is safe for concurrent use by several
@@ -41,6 +44,9 @@ func name(s string) string {
 }
 
 func (d *Dir) sessionDir(session string) string { return filepath.Join(d.root, name(session)) }
+
+// leaseDir is where session's lease and its lock live.
+func (d *Dir) leaseDir(session string) string { return d.sessionDir(session) }
 
 func (d *Dir) path(session, kernel string) string {
 	return filepath.Join(d.sessionDir(session), name(kernel)+".img")
@@ -109,10 +115,16 @@ func (d *Dir) Delete(session string) error {
 	return nil
 }
 
-// Images counts the images in the store and their bytes.
-func (d *Dir) Images() (n int, bytes int64) {
-	filepath.WalkDir(d.root, func(path string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".img") {
+// Usage implements Store.
+func (d *Dir) Usage() (n int, bytes int64, err error) {
+	err = filepath.WalkDir(d.root, func(path string, e fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() && strings.HasSuffix(path, ".img") {
 			if fi, err := e.Info(); err == nil {
 				n++
 				bytes += fi.Size()
@@ -120,7 +132,79 @@ func (d *Dir) Images() (n int, bytes int64) {
 		}
 		return nil
 	})
-	return n, bytes
+	if err != nil {
+		err = fmt.Errorf("session store: %w", err)
+	}
+	return n, bytes, err
+}
+
+// SessionBytes implements Store.
+func (d *Dir) SessionBytes(session, kernel string) (int64, error) {
+	entries, err := os.ReadDir(d.sessionDir(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	skip := filepath.Base(d.path(session, kernel))
+	var total int64
+	for _, en := range entries {
+		if en.Name() == skip || !strings.HasSuffix(en.Name(), ".img") {
+			continue
+		}
+		if fi, err := en.Info(); err == nil {
+			total += fi.Size()
+		}
+	}
+	return total, nil
+}
+
+// Sweep implements Store: images by their modification time, leases by
+// their end.
+func (d *Dir) Sweep(before time.Time) (int, error) {
+	sessions, err := os.ReadDir(d.root)
+	if err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	removed := 0
+	for _, s := range sessions {
+		if !s.IsDir() || s.Name() == "snapshots" {
+			continue
+		}
+		dir := filepath.Join(d.root, s.Name())
+		entries, _ := os.ReadDir(dir)
+		for _, en := range entries {
+			fi, err := en.Info()
+			if err != nil {
+				continue
+			}
+			switch {
+			case strings.HasSuffix(en.Name(), ".img") && fi.ModTime().Before(before):
+				if os.Remove(filepath.Join(dir, en.Name())) == nil {
+					removed++
+				}
+			case en.Name() == "lease":
+				withLock(dir, func(path string) error {
+					if l, err := readLease(path); err == nil && l.Until.Before(before) {
+						os.Remove(path)
+					}
+					return nil
+				})
+			}
+		}
+		// A dir left with its lock file alone is removed, under the lock.
+		// (A process that waited for the lock meanwhile makes the dir
+		// again, and writes its lease in it: the lease is still one.)
+		withLock(dir, func(string) error {
+			if entries, _ := os.ReadDir(dir); len(entries) == 1 {
+				os.Remove(filepath.Join(dir, "lease.lock"))
+				os.Remove(dir)
+			}
+			return nil
+		})
+	}
+	return removed, nil
 }
 
 // writeFile writes data to path atomically: to a temporary file beside it,
@@ -180,63 +264,74 @@ func (d *Dir) Copy(from, to string) (int, error) {
 	return n, nil
 }
 
-// Memory is a store in the process's memory: the images of kernels copied
-// by a fork when no session store is set. It is safe for concurrent use.
-type Memory struct {
-	mu     sync.Mutex
-	images map[string]map[string][]byte // by session, then kernel
-}
-
-// Put implements the store's Put.
-func (m *Memory) Put(session, kernel string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.images == nil {
-		m.images = map[string]map[string][]byte{}
-	}
-	if m.images[session] == nil {
-		m.images[session] = map[string][]byte{}
-	}
-	m.images[session][kernel] = data
-	return nil
-}
-
-// Take implements the store's Take.
-func (m *Memory) Take(session, kernel string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	data, ok := m.images[session][kernel]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	delete(m.images[session], kernel)
-	return data, nil
-}
-
-// Delete implements the store's Delete.
-func (m *Memory) Delete(session string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.images, session)
-	return nil
-}
-
-// Copy implements the store's Copy.
-func (m *Memory) Copy(from, to string) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for kernel, data := range m.images[from] {
-		if m.images[to] == nil {
-			m.images[to] = map[string][]byte{}
+// Acquire implements Store: the lease is a file beside the session's
+// images, read and written under an flock(2) of a lock file beside it
+// (fcntl locks on NFS), so two processes never both win it.
+func (d *Dir) Acquire(session, owner string, until time.Time, replace string) (Lease, error) {
+	var got Lease
+	err := d.withLeaseLock(session, func(path string) error {
+		held, err := readLease(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case held.Owner != owner && held.Owner != replace && time.Now().Before(held.Until):
+			got = held
+			return leasedError(session, held)
 		}
-		m.images[to][kernel] = data
-	}
-	return len(m.images[from]), nil
+		got = Lease{Owner: owner, Until: until}
+		data, _ := json.Marshal(got)
+		return writeFile(path, data)
+	})
+	return got, err
 }
 
-// PutBase does nothing: images in memory resume in the process that made
-// them, on its own snapshot.
-func (m *Memory) PutBase(string, []byte) error { return nil }
+// Release implements Store.
+func (d *Dir) Release(session, owner string) error {
+	return d.withLeaseLock(session, func(path string) error {
+		held, err := readLease(path)
+		if err != nil || held.Owner != owner {
+			return nil
+		}
+		return os.Remove(path)
+	})
+}
 
-// Base reports that a memory store keeps no snapshot.
-func (m *Memory) Base(string) ([]byte, error) { return nil, ErrNotFound }
+// withLeaseLock runs f with the path of session's lease file, holding its
+// lock.
+func (d *Dir) withLeaseLock(session string, f func(path string) error) error {
+	return withLock(d.leaseDir(session), f)
+}
+
+// withLock runs f with the path of the lease file in dir, holding its
+// lock.
+func withLock(dir string, f func(path string) error) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	lock := flock.New(filepath.Join(dir, "lease.lock"))
+	if err := lock.Lock(); err != nil {
+		return fmt.Errorf("session store: locking a lease: %w", err)
+	}
+	defer lock.Unlock()
+	if err := f(filepath.Join(dir, "lease")); err != nil {
+		if errors.Is(err, ErrLeased) {
+			return err
+		}
+		return fmt.Errorf("session store: lease: %w", err)
+	}
+	return nil
+}
+
+// readLease reads a lease file; a damaged one counts as none.
+func readLease(path string) (Lease, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Lease{}, err
+	}
+	var l Lease
+	if json.Unmarshal(data, &l) != nil {
+		return Lease{}, fs.ErrNotExist
+	}
+	return l, nil
+}

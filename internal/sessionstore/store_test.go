@@ -23,7 +23,10 @@ import (
 // testStore checks every method of the Store that open returns against
 // the interface's contract. open is called once per subtest and must
 // return an empty store of its own.
-func testStore(t *testing.T, open func(t *testing.T) Store) {
+// keepsBases is false for a store whose PutBase keeps nothing (Memory:
+// its images resume in the process that made them, on its snapshot).
+func testStore(t *testing.T, open func(t *testing.T) Store, keepsBases ...bool) {
+	bases := len(keepsBases) == 0 || keepsBases[0]
 	t.Run("PutTake", func(t *testing.T) {
 		st := open(t)
 		_, err := st.Take("s", "k")
@@ -96,6 +99,9 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 	})
 
 	t.Run("Base", func(t *testing.T) {
+		if !bases {
+			t.Skip("this store keeps no snapshot")
+		}
 		st := open(t)
 		_, err := st.Base("sum")
 		require.ErrorIs(t, err, ErrNotFound)
@@ -247,8 +253,10 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		got, err := st.Take("s", "new")
 		require.NoError(t, err, "Sweep keeps a newer image")
 		require.Equal(t, "new", string(got))
-		_, err = st.Base("sum")
-		require.NoError(t, err, "Sweep keeps snapshots")
+		if bases {
+			_, err = st.Base("sum")
+			require.NoError(t, err, "Sweep keeps snapshots")
+		}
 		_, err = st.Acquire("live", "b", time.Now().Add(time.Hour), "")
 		require.ErrorIs(t, err, ErrLeased, "Sweep keeps a lease that has not expired")
 	})
@@ -481,4 +489,18 @@ func BenchmarkS3PutTake(b *testing.B) {
 	}
 	b.ReportMetric(float64(put.Milliseconds())/float64(b.N), "put-ms/op")
 	b.ReportMetric(float64(take.Milliseconds())/float64(b.N), "take-ms/op")
+}
+
+// TestDirStore runs the store's contract on a dir.
+func TestDirStore(t *testing.T) {
+	testStore(t, func(t *testing.T) Store {
+		d, err := Open(t.TempDir())
+		require.NoError(t, err)
+		return d
+	})
+}
+
+// TestMemoryStore runs the store's contract on the process's memory.
+func TestMemoryStore(t *testing.T) {
+	testStore(t, func(t *testing.T) Store { return &Memory{} }, false)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/cgroup"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/landlock"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	pyodideassets "github.com/hermes-agent/hermes-wasm-exec/pyodide-assets"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/internal/strict"
@@ -44,6 +45,24 @@ type Diagnosis struct {
 	// Cgroups says whether each run's processes get a cgroup of their own
 	// (Linux), and which of project mode's limits hold.
 	Cgroups Cgroups
+	// SessionStore is the store of suspended session kernels.
+	SessionStore SessionStore
+}
+
+// SessionStore describes code_execution.session_store.
+type SessionStore struct {
+	// Spec is the setting ("" when off).
+	Spec string
+	// Err is why the store is not used (it could not be opened, or its key
+	// is malformed); nil when it is, or is off.
+	Err error
+	// Images and Bytes count the images it holds; UsageErr is why they
+	// could not be counted.
+	Images   int
+	Bytes    int64
+	UsageErr error
+	// Encrypted: images are encrypted with HERMES_SESSION_STORE_KEY.
+	Encrypted bool
 }
 
 // Cgroups says how the processes a run starts are held together
@@ -120,6 +139,11 @@ func (e *Executor) Diagnose(ctx context.Context) Diagnosis {
 			Transport: cmp.Or(e.transport, native.DefaultTransport()),
 			Sandbox:   e.cfg.CodeExecution.Sandbox,
 		},
+	}
+	d.SessionStore = SessionStore{Spec: e.cfg.CodeExecution.SessionStore, Err: e.storeErr}
+	if g, ok := e.images.(*sessionstore.Guarded); ok && e.durable {
+		d.SessionStore.Encrypted = g.Encrypted()
+		d.SessionStore.Images, d.SessionStore.Bytes, d.SessionStore.UsageErr = g.Usage()
 	}
 	if d.Project.Choice.Path != "" {
 		d.Project.PackageDirs = native.SiteDirs(ctx, d.Project.Choice.Path, "", filepath.Join(e.cacheDir, native.ProbeCacheName))

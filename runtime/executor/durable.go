@@ -29,18 +29,77 @@ import (
 const (
 	// noteNotResumed has the reason.
 	noteNotResumed = "The session's suspended kernel could not be resumed (%s), so its state (variables, imports, loaded data) is lost; this call started a fresh kernel."
+	// noteStoreDown has the store's error.
+	noteStoreDown = "The session store could not be used (%s): this call runs in a fresh kernel, which is closed, not kept in the store, when it ends."
 )
 
-// imageStore holds suspended and copied kernels' images: the session
-// store's dir, or the process's memory (copies made by ForkSession when no
-// session store is set).
-type imageStore interface {
-	Put(session, kernel string, data []byte) error
-	Take(session, kernel string) ([]byte, error)
-	Delete(session string) error
-	Copy(from, to string) (int, error)
-	PutBase(sum string, data []byte) error
-	Base(sum string) ([]byte, error)
+// takeLease takes the session's lease (lease.go) before its kernel starts
+// or resumes. With the store failing, the call runs anyway, in a kernel
+// detached from the store, and note says so; another executor running the
+// session is an error.
+func (e *Executor) takeLease(ctx context.Context, key kernelKey) (detached bool, note string, err error) {
+	if e.leases == nil || !key.suspendable() {
+		return false, "", nil
+	}
+	err = e.leases.acquire(ctx, key.session)
+	switch {
+	case err == nil:
+		return false, "", nil
+	case errors.Is(err, ErrSessionElsewhere) || ctx.Err() != nil:
+		return false, "", err
+	}
+	e.sessions.storeFailures.Add(1)
+	e.log.Log(context.Background(), slog.LevelWarn, "session store: no lease", "session", key.session, "error", err.Error())
+	return true, fmt.Sprintf(noteStoreDown, err), nil
+}
+
+// checkpoint writes en's image to the store after a call, with
+// code_execution.session_checkpoint: every_call, so that a crash of this
+// process loses at most the call in flight. en is pinned. A failure is
+// logged and counted; the call's result stands.
+func (e *Executor) checkpoint(en *kernelEntry) {
+	if !e.everyCall || !en.key.suspendable() || en.detached {
+		return
+	}
+	start := time.Now()
+	image, base, err := e.strict.CopyKernel(context.Background(), en.k)
+	if err == nil {
+		err = e.storeBase(base)
+	}
+	if err == nil {
+		err = e.images.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
+	}
+	if err != nil {
+		level := slog.LevelWarn
+		if errors.Is(err, strict.ErrNotSuspendable) {
+			level = slog.LevelInfo // an open file: the previous image stays
+		} else {
+			e.sessions.storeFailures.Add(1)
+		}
+		e.log.Log(context.Background(), level, "kernel not checkpointed", "session", en.key.session, "error", err.Error())
+		return
+	}
+	e.sessions.checkpoints.Add(1)
+	e.sessions.storedBytes.Add(uint64(len(image)))
+	e.log.Log(context.Background(), slog.LevelDebug, "kernel checkpointed", "session", en.key.session, "bytes", len(image), "duration", time.Since(start))
+}
+
+// openStore opens code_execution.session_store spec, with its cap, and
+// its encryption when sessionstore.KeyEnv is set.
+func (e *Executor) openStore(spec string) (*sessionstore.Guarded, error) {
+	var key []byte
+	if v := e.getenv(sessionstore.KeyEnv); v != "" {
+		k, err := sessionstore.ParseKey(v)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	store, err := sessionstore.OpenSpec(context.Background(), spec)
+	if err != nil {
+		return nil, err
+	}
+	return sessionstore.Guard(store, key, int64(e.cfg.CodeExecution.SessionStoreMaxMB)<<20)
 }
 
 // storeName is the store's name of a kernel within its session.
@@ -59,7 +118,12 @@ func (k kernelKey) suspendable() bool {
 // can be, else closed. It reports whether en was suspended.
 func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 	defer e.sessions.suspendDone(en.key)
-	if !e.durable || !en.key.suspendable() {
+	if e.leases != nil {
+		// Given up once the image is written (or the kernel closed): the
+		// session may then resume anywhere.
+		defer e.leases.release(en.key.session)
+	}
+	if !e.durable || !en.key.suspendable() || en.detached {
 		en.k.Close()
 		return false
 	}
@@ -73,14 +137,17 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 	}
 	if err != nil {
 		level := slog.LevelWarn
-		if errors.Is(err, strict.ErrNotSuspendable) {
+		if errors.Is(err, strict.ErrNotSuspendable) || errors.Is(err, sessionstore.ErrTooLarge) {
 			level = slog.LevelInfo
+		} else {
+			e.sessions.storeFailures.Add(1)
 		}
 		e.log.Log(context.Background(), level, "kernel not suspended", "session", en.key.session, "reason", why, "error", err.Error())
 		en.k.Close()
 		return false
 	}
 	e.sessions.suspended.Add(1)
+	e.sessions.storedBytes.Add(uint64(len(image)))
 	e.log.Log(context.Background(), slog.LevelInfo, "kernel suspended", "session", en.key.session, "reason", why,
 		"bytes", len(image), "duration", time.Since(start))
 	return true
@@ -108,6 +175,11 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 	data, err := e.images.Take(key.session, key.storeName())
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil, 0, 0, ""
+	}
+	if err == nil && e.everyCall {
+		// Kept until the next checkpoint replaces it: a crash before then
+		// resumes from it again.
+		err = e.images.Put(key.session, key.storeName(), data)
 	}
 	if err == nil {
 		var image []byte
@@ -176,6 +248,9 @@ func (t *sessionTable) suspendDoneLocked(key kernelKey) {
 // forgetImages removes the suspended kernels of sessions from the store.
 func (e *Executor) forgetImages(sessions ...string) {
 	for _, s := range sessions {
+		if e.leases != nil {
+			e.leases.forget(s)
+		}
 		if err := e.images.Delete(s); err != nil {
 			e.log.Log(context.Background(), slog.LevelWarn, "session store", "session", s, "error", err.Error())
 		}
@@ -285,4 +360,16 @@ func (e *Executor) ForkSession(ctx context.Context, from, to string) (int, error
 	}
 	e.log.Log(context.Background(), slog.LevelInfo, "session forked", "from", from, "to", to, "kernels", n+len(copies))
 	return n + len(copies), nil
+}
+
+// Suspended reports whether the session store holds a suspended kernel of
+// session: the next call of session resumes it, here or in another
+// process sharing the store (docs/service.md). It is false without a
+// session store, and when the store cannot say.
+func (e *Executor) Suspended(session string) bool {
+	if !e.durable || session == "" {
+		return false
+	}
+	n, err := e.images.SessionBytes(session, "")
+	return err == nil && n > 0
 }

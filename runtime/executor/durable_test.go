@@ -3,7 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,15 +19,51 @@ import (
 
 // durableExecutor is a strict-mode executor with a session store and room
 // for max kernels.
-func durableExecutor(t *testing.T, store string, max int) *Executor {
+func durableExecutor(t *testing.T, store string, max int, opts ...func(*config.Config, *Options)) *Executor {
 	t.Helper()
 	cfg := config.Default()
 	cfg.CodeExecution.Mode = config.ModeStrict
 	cfg.CodeExecution.MaxSessionKernels = max
 	cfg.CodeExecution.SessionStore = store
-	e := New(Options{Config: &cfg, HermesHome: t.TempDir(), Environ: []string{}})
+	o := Options{HermesHome: t.TempDir(), Environ: []string{}, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))}
+	for _, f := range opts {
+		f(&cfg, &o)
+	}
+	o.Config = &cfg
+	e := New(o)
 	t.Cleanup(func() { e.Close(context.Background()) })
 	return e
+}
+
+// testLog writes an executor's log to its test's.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// shortLease sets code_execution.session_lease to its minimum.
+func shortLease(c *config.Config, _ *Options) { c.CodeExecution.SessionLease = config.MinSessionLease }
+
+// everyCall sets code_execution.session_checkpoint: every_call.
+func everyCall(c *config.Config, _ *Options) {
+	c.CodeExecution.SessionCheckpoint = config.CheckpointEveryCall
+}
+
+// withEnv sets the executor's environment.
+func withEnv(env ...string) func(*config.Config, *Options) {
+	return func(_ *config.Config, o *Options) { o.Environ = env }
+}
+
+// storeImages counts the images in the store at root.
+func storeImages(t *testing.T, root string) int {
+	t.Helper()
+	dir, err := sessionstore.Open(root)
+	require.NoError(t, err)
+	n, _, err := dir.Usage()
+	require.NoError(t, err)
+	return n
 }
 
 // okCall runs req on e and requires it to succeed.
@@ -83,7 +122,8 @@ func TestDurableKernelsIdleAndRestart(t *testing.T) {
 	require.NoError(t, e.Close(context.Background()))
 	dir, err := sessionstore.Open(store)
 	require.NoError(t, err)
-	n, _ := dir.Images()
+	n, _, err := dir.Usage()
+	require.NoError(t, err)
 	require.Equal(t, 2, n, "a suspended at Close, b still suspended")
 
 	e2 := durableExecutor(t, store, 4)
@@ -260,5 +300,213 @@ func TestForkSuspendedSession(t *testing.T) {
 		res, err := e.Execute(context.Background(), Request{Session: s, Workdir: wd, Code: "print(x)"})
 		require.NoError(t, err)
 		require.Equal(t, "suspended\n", res.Output, s)
+	}
+}
+
+// One writer per session: while one executor runs a session's kernel (and
+// renews its lease), another sharing the store refuses the session's calls
+// saying where it runs; once the first has suspended it, the second
+// resumes it.
+func TestDurableLeaseOneWriter(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e1 := durableExecutor(t, store, 4)
+	e2 := durableExecutor(t, store, 4)
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x = 'from e1'"})
+
+	// e2 waits once for the lease to lapse; e1 renews it meanwhile (here:
+	// as the wait ends, so the test needs no 30 s).
+	waited := 0
+	e2.leases.wait = func(_ context.Context, until time.Time) error {
+		waited++
+		_, err := e1.images.Acquire("s", e1.leases.owner, until.Add(time.Minute), "")
+		return err
+	}
+	res, err := e2.Execute(context.Background(), Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.ErrorIs(t, err, ErrSessionElsewhere)
+	require.Equal(t, config.StatusError, res.Status)
+	require.Contains(t, res.Error, "session \"s\" is held by "+e1.leases.owner)
+	require.Equal(t, 1, waited)
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x += ', still there'"})
+
+	require.NoError(t, e1.Close(context.Background()))
+	res = okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, "from e1, still there\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 1, waited, "a released lease is not waited for")
+}
+
+// stopRenewing stops e's lease renewals as a process's death would, and
+// with gone also forgets its owner (a process of this host that has
+// exited).
+func stopRenewing(e *Executor, gone bool) {
+	l := e.leases
+	l.mu.Lock()
+	l.stopped = true
+	close(l.stop)
+	l.mu.Unlock()
+	l.done.Wait()
+	if gone {
+		ownersHere.Delete(l.owner)
+	}
+}
+
+// A holder that stops renewing (another host's process that died, or
+// hangs) is taken over once its lease lapses.
+func TestDurableLeaseLapses(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e1 := durableExecutor(t, store, 4, shortLease, everyCall)
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x = 'checkpointed'"})
+	stopRenewing(e1, false)
+	// Its last renewal: 3 s from now.
+	_, err := e1.images.Acquire("s", e1.leases.owner, time.Now().Add(3*time.Second), "")
+	require.NoError(t, err)
+	e2 := durableExecutor(t, store, 4, shortLease, everyCall)
+	waited := 0
+	e2.leases.wait = func(ctx context.Context, until time.Time) error {
+		waited++
+		return sleepUntil(ctx, until)
+	}
+	res := okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, "checkpointed\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 1, waited, "waited for the lease to lapse")
+}
+
+// With session_checkpoint: every_call, the image is written after each
+// call while the kernel lives; when its process dies (here: its owner is
+// no longer one of this process's executors, as after a restart), another
+// executor takes the session over at once and resumes the last call's
+// state.
+func TestDurableEveryCallSurvivesACrash(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e1 := durableExecutor(t, store, 4, everyCall)
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x = 41"})
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x += 1"})
+	require.Equal(t, 1, storeImages(t, store), "checkpointed while alive")
+	require.Equal(t, uint64(2), e1.Stats().Checkpoints)
+	require.Equal(t, 1, e1.Stats().Kernels)
+
+	// The crash: e1's renewals stop and its owner is gone.
+	stopRenewing(e1, true)
+
+	e2 := durableExecutor(t, store, 4, everyCall)
+	start := time.Now()
+	res := okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, "42\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Equal(t, 3, res.Kernel.ExecutionCount)
+	require.Less(t, time.Since(start), 20*time.Second, "taken over without waiting for the 30 s lease")
+	require.Equal(t, 1, storeImages(t, store), "kept after the resume until the next checkpoint")
+}
+
+// Images are encrypted with HERMES_SESSION_STORE_KEY: a process without
+// the key refuses them with a note, and starts the session afresh.
+func TestDurableEncrypted(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	key := sessionstore.KeyEnv + "=" + strings.Repeat("ab", 32)
+	e := durableExecutor(t, store, 4, withEnv(key))
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "marker = 'plain-' + 'text-marker-' * 50"})
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	files, _ := filepath.Glob(filepath.Join(store, "*", "*.img"))
+	require.Len(t, files, 1)
+	raw, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "text-marker-")
+	res := okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print(len(marker))"})
+	require.Equal(t, "606\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.NoError(t, e.Close(context.Background()))
+
+	e2 := durableExecutor(t, store, 4)
+	res, err = e2.Execute(context.Background(), Request{Session: "s", Workdir: wd, Code: "print('marker' in globals())"})
+	require.NoError(t, err)
+	require.Equal(t, "False\n", res.Output)
+	require.False(t, res.Kernel.Resumed)
+	require.Contains(t, res.Kernel.Note, "encrypted and "+sessionstore.KeyEnv+" is not set")
+}
+
+// A kernel whose image would pass session_store_max_mb is closed, not
+// suspended, and its session's next call says its state is lost.
+func TestDurableImageOverCap(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4, func(c *config.Config, _ *Options) { c.CodeExecution.SessionStoreMaxMB = 1 })
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "import os\nblob = os.urandom(3 << 20)"})
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	require.Zero(t, storeImages(t, store))
+	res := okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print('blob' in globals())"})
+	require.Equal(t, "False\n", res.Output)
+	require.False(t, res.Kernel.Resumed)
+	require.Contains(t, res.Kernel.Note, "state")
+	require.Zero(t, e.Stats().StoreFailures, "the cap is a rule, not a failure")
+}
+
+// Images not written for session_ttl are removed when an executor opens
+// the store (and every hour after); younger ones stay.
+func TestDurableImagesExpire(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4)
+	okCall(t, e, Request{Session: "old", Workdir: wd, Code: "x = 1"})
+	require.NoError(t, e.Close(context.Background()))
+	files, err := filepath.Glob(filepath.Join(store, "*", "*.img"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	aged := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(files[0], aged, aged))
+	e = durableExecutor(t, store, 4)
+	okCall(t, e, Request{Session: "new", Workdir: wd, Code: "x = 2"})
+	require.NoError(t, e.Close(context.Background()))
+	require.Equal(t, 2, storeImages(t, store))
+
+	e = durableExecutor(t, store, 4, func(c *config.Config, _ *Options) { c.CodeExecution.SessionTTL = 3600 })
+	require.Eventually(t, func() bool { return storeImages(t, store) == 1 }, 30*time.Second, 10*time.Millisecond)
+	res := okCall(t, e, Request{Session: "new", Workdir: wd, Code: "print(x)"})
+	require.True(t, res.Kernel.Resumed)
+	res = okCall(t, e, Request{Session: "old", Workdir: wd, Code: "print('x' in globals())"})
+	require.Equal(t, "False\n", res.Output)
+}
+
+// BenchmarkCheckpointCall is a warm strict kernel's call with a session
+// store: without checkpoints (the anchor), and with session_checkpoint:
+// every_call, whose image is written after each call (the kernel of the
+// issue's goal: `import json, re, sqlite3` and 1 MB of data), plain and
+// encrypted.
+//
+//	go test -run X -bench CheckpointCall ./runtime/executor/
+func BenchmarkCheckpointCall(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts []func(*config.Config, *Options)
+	}{
+		{"off", nil},
+		{"every_call", []func(*config.Config, *Options){everyCall}},
+		{"every_call_encrypted", []func(*config.Config, *Options){everyCall, withEnv(sessionstore.KeyEnv + "=" + strings.Repeat("cd", 32))}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			store, wd := b.TempDir(), b.TempDir()
+			cfg := config.Default()
+			cfg.CodeExecution.Mode = config.ModeStrict
+			cfg.CodeExecution.SessionStore = store
+			o := Options{HermesHome: b.TempDir(), Environ: []string{}}
+			for _, f := range bc.opts {
+				f(&cfg, &o)
+			}
+			o.Config = &cfg
+			e := New(o)
+			defer e.Close(context.Background())
+			req := Request{Session: "s", Workdir: wd, Code: "import json, re, sqlite3, os\ndata = os.urandom(1 << 19).hex()"}
+			res, err := e.Execute(context.Background(), req)
+			require.NoError(b, err)
+			require.Equal(b, config.StatusSuccess, res.Status, res.Output)
+			req.Code = "n = len(data)"
+			for b.Loop() {
+				res, err := e.Execute(context.Background(), req)
+				if err != nil || res.Status != config.StatusSuccess {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+			if bc.opts != nil && e.Stats().Checkpoints == 0 {
+				b.Fatal("no checkpoint written")
+			}
+		})
 	}
 }

@@ -172,8 +172,12 @@ type Executor struct {
 	// session store (code_execution.session_store; durable is then true:
 	// kernels the executor ends are suspended there), or the process's
 	// memory (only ForkSession's copies).
-	images  imageStore
+	images  sessionstore.Store
 	durable bool
+	leases  *leases // the sessions this executor runs (lease.go); nil without a store
+	storeErr error // why the session store is off though set
+	// everyCall: code_execution.session_checkpoint is every_call.
+	everyCall bool
 	// storedBases are the snapshots this process put in the store.
 	storedBases struct {
 		sync.Mutex
@@ -242,13 +246,17 @@ func New(opts Options) *Executor {
 		calls:     map[uint64]context.CancelCauseFunc{},
 	}
 	e.images = &sessionstore.Memory{}
-	if dir := cfg.CodeExecution.SessionStore; dir != "" {
-		if store, err := sessionstore.Open(dir); err != nil {
-			e.log.Log(context.Background(), slog.LevelWarn, "session store off", "error", err.Error())
+	if spec := cfg.CodeExecution.SessionStore; spec != "" {
+		if store, err := e.openStore(spec); err != nil {
+			e.storeErr = err
+			e.log.Log(context.Background(), slog.LevelError, "session store off", "error", err.Error())
 		} else {
 			e.images, e.durable = store, true
+			e.everyCall = cfg.CodeExecution.SessionCheckpoint == config.CheckpointEveryCall
 			e.sessions.end = func(en *kernelEntry, why string) { e.endKernel(en, why) }
 			e.sessions.suspends = kernelKey.suspendable
+			e.leases = newLeases(store, time.Duration(cfg.CodeExecution.SessionLease)*time.Second,
+				time.Duration(cfg.CodeExecution.SessionTTL)*time.Second, e.log, e.sessions.hasLive)
 		}
 	}
 	// A run's processes never write the session store: it holds every
@@ -471,6 +479,9 @@ func (e *Executor) Close(ctx context.Context) error {
 			cancel(&InterruptError{Reason: shutdownReason})
 		}
 		e.sessions.closeAll()
+		if e.leases != nil {
+			e.leases.close()
+		}
 		waited := make(chan struct{})
 		go func() {
 			e.running.Wait()

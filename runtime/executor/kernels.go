@@ -194,14 +194,31 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 		}
 		startNote = ks.startNote(key)
-		k, prior, took, resumeNote := e.resumeKernel(ctx, c, key)
+		detached, leaseNote, err := e.takeLease(ctx, key)
+		if err != nil {
+			if top {
+				ks.releaseSlot()
+			}
+			if ctx.Err() != nil {
+				return interruptedBeforeStart(ctx, c.mode)
+			}
+			return failed(c.mode, err), err
+		}
+		var k engine.Kernel
+		var prior int
+		var took time.Duration
+		var resumeNote string
+		if detached {
+			startNote = leaseNote
+		} else {
+			k, prior, took, resumeNote = e.resumeKernel(ctx, c, key)
+		}
 		if k != nil {
 			// Suspended, not lost: the note of its eviction does not hold.
 			startNote, resumed, resumeTook = "", true, took
 		} else if resumeNote != "" {
 			startNote = resumeNote
 		}
-		var err error
 		if k == nil {
 			k, err = e.startKernel(ctx, c)
 		}
@@ -223,7 +240,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			err = errors.Join(errors.New("starting the session kernel"), err)
 			return failed(c.mode, err), err
 		}
-		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior, count: prior}
+		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior, count: prior, detached: detached}
 		if !ks.add(en) {
 			if resumed {
 				e.endKernel(en, "shutdown") // back into the store
@@ -239,6 +256,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	res := fromEngine(eres)
 	alive := en.k.Alive()
 	if alive {
+		e.checkpoint(en)
 		ks.unpin(en)
 	} else {
 		// Removed while still pinned: an eviction never picks a dead

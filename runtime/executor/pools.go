@@ -167,6 +167,14 @@ type Stats struct {
 	// store and resumed from it; ResumeFailures the images that did not
 	// resume (code_execution.session_store).
 	Suspended, Resumed, ResumeFailures uint64
+	// Checkpoints counts the images written after a call
+	// (code_execution.session_checkpoint: every_call); StoreFailures the
+	// session store's failures that a call went on without (a lease, a
+	// checkpoint, a suspension not written).
+	Checkpoints, StoreFailures uint64
+	// StoredBytes counts the bytes of the images written to the store
+	// (suspensions and checkpoints).
+	StoredBytes uint64
 }
 
 // Stats returns the executor's kernel counts.
@@ -175,7 +183,8 @@ func (e *Executor) Stats() Stats {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	st := Stats{Evictions: ks.evictions.Load(), Waiting: len(ks.slotWait),
-		Suspended: ks.suspended.Load(), Resumed: ks.resumed.Load(), ResumeFailures: ks.resumeFailures.Load()}
+		Suspended: ks.suspended.Load(), Resumed: ks.resumed.Load(), ResumeFailures: ks.resumeFailures.Load(),
+		Checkpoints: ks.checkpoints.Load(), StoreFailures: ks.storeFailures.Load(), StoredBytes: ks.storedBytes.Load()}
 	for _, s := range ks.byName {
 		for _, en := range s.kernels {
 			st.Kernels++

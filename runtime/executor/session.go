@@ -85,6 +85,10 @@ type kernelEntry struct {
 	// running is true while a call holds the kernel (pin to unpin): no
 	// eviction or idle reaper closes it then.
 	running bool
+	// detached: the session store could not give the session's lease when
+	// the kernel started, so it is closed, never suspended or
+	// checkpointed.
+	detached bool
 }
 
 // sessionTable is an executor's sessions, and what their kernels share:
@@ -120,6 +124,8 @@ type sessionTable struct {
 	// into the session store, resumed from it, and whose image did not
 	// resume (durable.go).
 	suspended, resumed, resumeFailures atomic.Uint64
+	// checkpoints and storeFailures: Stats.
+	checkpoints, storeFailures, storedBytes atomic.Uint64
 	// end ends a kernel that closeAll finds idle: the executor's endKernel
 	// (suspended when it can be), else closed.
 	end func(en *kernelEntry, why string)
@@ -623,6 +629,21 @@ func (e *Executor) reapIdle(now time.Time, idle time.Duration) {
 		e.log.Log(context.Background(), slog.LevelInfo, "idle kernel closed", "session", en.key.session, "mode", en.key.mode, "kernel_idle_timeout", idle)
 		e.endKernel(en, "idle")
 	}
+}
+
+// hasLive reports whether session has a kernel alive that the session
+// store keeps (a strict one).
+func (ks *sessionTable) hasLive(session string) bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if s := ks.byName[session]; s != nil {
+		for _, en := range s.kernels {
+			if en.key.suspendable() && !en.detached {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // --- Shutdown, and the turn's lock ---

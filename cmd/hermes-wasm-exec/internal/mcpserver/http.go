@@ -1,13 +1,17 @@
 package mcpserver
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +132,7 @@ type metrics struct {
 	toolCalls  *prometheus.CounterVec
 	approvals  *prometheus.CounterVec
 	sessions   prometheus.Gauge
+	resume     prometheus.Histogram
 }
 
 func newMetrics(ex *executor.Executor) *metrics {
@@ -149,11 +154,31 @@ func newMetrics(ex *executor.Executor) *metrics {
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hermes_mcp_sessions", Help: "Open MCP sessions.",
 		}),
+		resume: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hermes_kernel_resume_seconds", Help: "Time to resume a suspended session kernel from the session store (a call's extra latency).",
+			Buckets: []float64{.005, .01, .02, .05, .1, .25, .5, 1, 2.5},
+		}),
 	}
 	stat := func(f func(executor.Stats) float64) func() float64 {
 		return func() float64 { return f(ex.Stats()) }
 	}
-	m.reg.MustRegister(m.executions, m.duration, m.toolCalls, m.approvals, m.sessions,
+	counter := func(name, help string, f func(executor.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			stat(func(s executor.Stats) float64 { return float64(f(s)) }))
+	}
+	m.reg.MustRegister(m.executions, m.duration, m.toolCalls, m.approvals, m.sessions, m.resume,
+		counter("hermes_kernels_suspended_total", "Session kernels suspended into the session store (evicted, idle, shutdown).",
+			func(s executor.Stats) uint64 { return s.Suspended }),
+		counter("hermes_kernels_resumed_total", "Session kernels resumed from the session store.",
+			func(s executor.Stats) uint64 { return s.Resumed }),
+		counter("hermes_kernel_resume_failures_total", "Suspended kernels that could not resume (damaged, another build, another key): their sessions started afresh.",
+			func(s executor.Stats) uint64 { return s.ResumeFailures }),
+		counter("hermes_kernel_checkpoints_total", "Kernel images written after a call (session_checkpoint: every_call).",
+			func(s executor.Stats) uint64 { return s.Checkpoints }),
+		counter("hermes_session_store_failures_total", "Session store failures that calls went on without (a lease, a checkpoint or a suspension not written).",
+			func(s executor.Stats) uint64 { return s.StoreFailures }),
+		counter("hermes_session_store_written_bytes_total", "Bytes of kernel images written to the session store.",
+			func(s executor.Stats) uint64 { return s.StoredBytes }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_kernels", Help: "Live session kernels."},
 			stat(func(s executor.Stats) float64 { return float64(s.Kernels) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_kernels_running", Help: "Session kernels running a call."},
@@ -178,6 +203,9 @@ func (m *metrics) observe(res executor.Result, took time.Duration) {
 		mode = "unknown"
 	}
 	m.executions.WithLabelValues(mode, res.Status).Inc()
+	if res.Kernel != nil && res.Kernel.Resumed {
+		m.resume.Observe(res.Kernel.ResumeSeconds)
+	}
 	m.duration.WithLabelValues(mode).Observe(took.Seconds())
 	for _, tc := range res.ToolCalls {
 		outcome := "ok"
@@ -206,6 +234,8 @@ type httpService struct {
 	// posts counts the /mcp POSTs being answered: a drain waits for them,
 	// so that a call that has ended has also been answered.
 	posts inflight
+	// takeoverMu: one session taken over at a time (takeOver).
+	takeoverMu sync.Mutex
 }
 
 // inflight counts requests in progress; wait's channel closes when none
@@ -302,6 +332,9 @@ func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			h.posts.add()
 			defer h.posts.done()
+		}
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !h.draining.Load() {
+			h.takeOver(r, id)
 		}
 		h.mcp.ServeHTTP(w, r)
 	default:
@@ -436,6 +469,63 @@ func runHTTP(ctx context.Context, ln net.Listener, h *httpService, lim httpLimit
 		srv.Close() // SSE streams that stay open
 	}
 	return code
+}
+
+// takeOver opens here the MCP session id that this replica does not know
+// but whose kernel the session store holds (its replica died or drained,
+// and the proxy sent its requests here): a session with that id is
+// initialized as its client did, without the client's capabilities (so
+// no approval questions by elicitation: approvals.mode's answer for a
+// client that cannot be asked applies), and the request then goes to it;
+// its first call resumes the kernel (the lease, lease.go, keeps two
+// replicas off one session). A session the store does not hold gets the
+// SDK's "session not found", as before.
+func (h *httpService) takeOver(r *http.Request, id string) {
+	if h.m.knows(id) || !h.ex.Suspended(mcpSessionName(id)) {
+		return
+	}
+	h.takeoverMu.Lock()
+	defer h.takeoverMu.Unlock()
+	if h.m.knows(id) {
+		return // taken over by a request that came at the same time
+	}
+	version := cmp.Or(r.Header.Get("Mcp-Protocol-Version"), "2025-06-18")
+	init, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "hermes-takeover", "method": "initialize",
+		"params": map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "hermes-wasm-exec takeover", "version": "1"}}})
+	send := func(body []byte, withID bool) (*httptest.ResponseRecorder, error) {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if withID {
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		rec := httptest.NewRecorder()
+		h.mcp.ServeHTTP(rec, req)
+		return rec, nil
+	}
+	h.m.nextID.Store(id)
+	rec, err := send(init, false)
+	h.m.nextID.Store("")
+	if err == nil && (rec.Code != http.StatusOK || rec.Header().Get("Mcp-Session-Id") != id) {
+		err = fmt.Errorf("initialize answered %d: %s", rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	if err == nil {
+		rec, err = send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), true)
+		if err == nil && rec.Code/100 != 2 {
+			err = fmt.Errorf("notifications/initialized answered %d: %s", rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+	}
+	if err != nil {
+		h.m.opts.Logf("mcp: taking over session %s: %v", mcpSessionName(id), err)
+		return
+	}
+	h.m.opts.Logf("mcp: session %s taken over from the session store", mcpSessionName(id))
 }
 
 // absPath is p made absolute, for messages.

@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -281,6 +282,10 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*mcp.ServerSession]*mcpConn
+	// nextID is the session id the next new MCP session gets, once (a
+	// session taken over from another replica, http.go); "" for a fresh
+	// random one.
+	nextID atomic.Value
 
 	metrics *metrics // nil: none
 }
@@ -345,6 +350,7 @@ func New(ex *executor.Executor, opts Options) *Server {
 		}
 	}
 	m.server = mcp.NewServer(&mcp.Implementation{Name: "hermes-wasm-exec", Title: "hermes-wasm-exec", Version: opts.Version}, &mcp.ServerOptions{
+		GetSessionID:       m.sessionID,
 		InitializedHandler: initialized,
 		Logger:             logger,
 		Capabilities:       &mcp.ServerCapabilities{},
@@ -441,9 +447,16 @@ func (m *Server) conn(ss *mcp.ServerSession) *mcpConn {
 	defer m.mu.Unlock()
 	c := m.conns[ss]
 	if c == nil {
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		c = &mcpConn{session: "mcp-" + hex.EncodeToString(b), pending: map[string]*mcpRun{}}
+		// Over HTTP the executor session is named by the MCP session's id,
+		// which the client sends with every request: another replica
+		// sharing the session store resumes it by that name (http.go).
+		name := mcpSessionName(ss.ID())
+		if ss.ID() == "" {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			name = "mcp-" + hex.EncodeToString(b)
+		}
+		c = &mcpConn{session: name, pending: map[string]*mcpRun{}}
 		m.conns[ss] = c
 		m.opts.Logf("mcp: a connection opened: session %s", c.session)
 	}
@@ -464,8 +477,41 @@ func (m *Server) disconnect(ss *mcp.ServerSession) {
 		run.cancel(&executor.InterruptError{Reason: "the MCP client disconnected"})
 	}
 	m.ex.Interrupt(c.session, "the MCP client disconnected")
+	if m.opts.HTTP && m.ctx.Err() != nil {
+		// The server stops, the session does not: the executor's Close
+		// suspends its kernel into the session store (when there is one),
+		// and another replica, or this one restarted, resumes it.
+		m.opts.Logf("mcp: a connection closed by the shutdown: session %s", c.session)
+		return
+	}
 	m.ex.CloseSession(context.Background(), c.session)
 	m.opts.Logf("mcp: a connection closed: session %s", c.session)
+}
+
+// mcpSessionName is the executor session of the MCP session id.
+func mcpSessionName(id string) string { return "mcp-" + id }
+
+// sessionID gives a new MCP session its id: the one set in nextID (a
+// session taken over), else 16 random bytes in hex.
+func (m *Server) sessionID() string {
+	if id, _ := m.nextID.Swap("").(string); id != "" {
+		return id
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// knows reports whether an MCP session with id is open here.
+func (m *Server) knows(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ss := range m.conns {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Stop interrupts every run and waits (a bounded time) for them to end.

@@ -1,0 +1,283 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore"
+)
+
+// One writer per session (code_execution.session_lease): an executor with
+// a session store holds a session's lease in the store while it has the
+// session's strict kernel alive, renews it every third of the lease, and
+// releases it when the kernel is suspended, closed, or the executor shuts
+// down. Another executor sharing the store (a replica of `mcp --http`, a
+// restarted `serve`) that gets a call of the session takes the lease over
+// once it has lapsed, or at once when its holder is a process of this
+// host that has exited, and then resumes the session's image. While the
+// holder lives and renews, the call fails saying where the session runs:
+// two executors never run one session's kernel at once, nor write its
+// image over each other's.
+
+// ErrSessionElsewhere: another executor holds the session's lease.
+var ErrSessionElsewhere = errors.New("the session is running on another executor")
+
+// leases are the session leases an executor holds.
+type leases struct {
+	store sessionstore.Store
+	owner string // host/pid/nonce
+	ttl   time.Duration
+	log   *slog.Logger
+	// live reports whether the executor has a strict kernel of the session
+	// alive.
+	live func(session string) bool
+	// wait waits until a held lease may have lapsed (sleepUntil; tests
+	// replace it).
+	wait func(ctx context.Context, until time.Time) error
+
+	// ttlImages is code_execution.session_ttl (0: images never expire);
+	// lastSweep when the store was last swept of older images.
+	ttlImages time.Duration
+	lastSweep time.Time
+
+	mu      sync.Mutex
+	held    map[string]time.Time // session: when last taken or used
+	stop    chan struct{}
+	stopped bool
+	done    sync.WaitGroup
+}
+
+// ownersHere are the lease owners of this process's executors: a lease of
+// this host and pid whose owner is not here was left by an earlier
+// process that had the same pid (a container restarted).
+var ownersHere sync.Map
+
+// newLeases returns the lease keeper of an executor whose store is store:
+// leases last ttl; images expire after imageTTL (0: never), swept now and
+// every sweepEvery.
+func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.Logger, live func(string) bool) *leases {
+	host, _ := os.Hostname()
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	l := &leases{store: store, ttl: ttl, log: log, live: live, wait: sleepUntil, held: map[string]time.Time{}, stop: make(chan struct{}),
+		owner: fmt.Sprintf("%s/%d/%s", strings.ReplaceAll(host, "/", "_"), os.Getpid(), hex.EncodeToString(nonce))}
+	ownersHere.Store(l.owner, true)
+	l.ttlImages, l.lastSweep = imageTTL, time.Now()
+	l.done.Add(1)
+	go l.renew()
+	if imageTTL > 0 {
+		l.done.Add(1)
+		go func() {
+			defer l.done.Done()
+			l.sweepNow()
+		}()
+	}
+	return l
+}
+
+// acquire takes session's lease for a call about to start or resume its
+// kernel. A lease held by another is waited for once, up to its end (or
+// ctx's); a holder that renewed it meanwhile is still running the session,
+// and acquire returns ErrSessionElsewhere saying so. Other errors are the
+// store's.
+func (l *leases) acquire(ctx context.Context, session string) error {
+	l.mu.Lock()
+	if _, ok := l.held[session]; ok {
+		l.held[session] = time.Now()
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	replace := ""
+	for attempt := 0; ; attempt++ {
+		holder, err := l.store.Acquire(session, l.owner, time.Now().Add(l.ttl), replace)
+		if err == nil {
+			l.mu.Lock()
+			l.held[session] = time.Now()
+			l.mu.Unlock()
+			if replace != "" {
+				l.log.Log(context.Background(), slog.LevelInfo, "session taken over", "session", session, "from", replace)
+			}
+			return nil
+		}
+		if !errors.Is(err, sessionstore.ErrLeased) {
+			return err
+		}
+		if holderGone(holder.Owner) && replace == "" {
+			replace = holder.Owner
+			continue
+		}
+		if attempt > 0 {
+			return fmt.Errorf("%w: session %q is held by %s, whose lease (code_execution.session_lease) runs until %s; send the session's calls to that executor, or close the session there first",
+				ErrSessionElsewhere, session, holder.Owner, holder.Until.UTC().Format(time.RFC3339))
+		}
+		if err := l.wait(ctx, holder.Until); err != nil {
+			return err
+		}
+	}
+}
+
+// sleepUntil waits until a little past until, or ctx's end.
+func sleepUntil(ctx context.Context, until time.Time) error {
+	t := time.NewTimer(max(time.Until(until)+50*time.Millisecond, 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// release gives up session's lease, when the executor holds it and has
+// no kernel of the session alive.
+func (l *leases) release(session string) {
+	if l.live(session) {
+		return
+	}
+	l.mu.Lock()
+	_, ok := l.held[session]
+	delete(l.held, session)
+	l.mu.Unlock()
+	if ok {
+		if err := l.store.Release(session, l.owner); err != nil {
+			l.log.Log(context.Background(), slog.LevelWarn, "session lease not released", "session", session, "error", err.Error())
+		}
+	}
+}
+
+// forget drops session's lease without touching the store (its Delete
+// removed it).
+func (l *leases) forget(session string) {
+	l.mu.Lock()
+	delete(l.held, session)
+	l.mu.Unlock()
+}
+
+// renew renews, every third of the lease, the leases of sessions with a
+// kernel alive, and releases the others (a call that took the lease but
+// started no kernel).
+func (l *leases) renew() {
+	defer l.done.Done()
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		var keep, drop []string
+		for s, used := range l.held {
+			if l.live(s) || time.Since(used) < l.ttl/3 {
+				keep = append(keep, s)
+			} else {
+				drop = append(drop, s)
+			}
+		}
+		l.mu.Unlock()
+		for _, s := range keep {
+			if _, err := l.store.Acquire(s, l.owner, time.Now().Add(l.ttl), ""); err != nil {
+				// Lost (this process was stopped past the lease, and
+				// another took the session) or the store failed: the
+				// next renewal tries again; a taken lease is not ours.
+				l.log.Log(context.Background(), slog.LevelWarn, "session lease not renewed", "session", s, "error", err.Error())
+				if errors.Is(err, sessionstore.ErrLeased) {
+					l.forget(s)
+				}
+			}
+		}
+		for _, s := range drop {
+			l.release(s)
+		}
+		if l.ttlImages > 0 && time.Since(l.lastSweep) >= sweepEvery {
+			l.lastSweep = time.Now()
+			l.sweepNow()
+		}
+	}
+}
+
+// sweepEvery is how often the store is swept of expired images.
+const sweepEvery = time.Hour
+
+// sweepNow removes the images not written for code_execution.session_ttl.
+func (l *leases) sweepNow() {
+	n, err := l.store.Sweep(time.Now().Add(-l.ttlImages))
+	if err != nil {
+		l.log.Log(context.Background(), slog.LevelWarn, "session store sweep", "error", err.Error())
+	} else if n > 0 {
+		l.log.Log(context.Background(), slog.LevelInfo, "expired session images removed", "images", n, "session_ttl", l.ttlImages)
+	}
+}
+
+// owns reports whether the executor holds session's lease.
+func (l *leases) owns(session string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.held[session]
+	return ok
+}
+
+// close stops the renewals and releases every lease held.
+func (l *leases) close() {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.stopped = true
+	close(l.stop)
+	sessions := make([]string, 0, len(l.held))
+	for s := range l.held {
+		sessions = append(sessions, s)
+	}
+	clear(l.held)
+	l.mu.Unlock()
+	l.done.Wait()
+	for _, s := range sessions {
+		if err := l.store.Release(s, l.owner); err != nil {
+			l.log.Log(context.Background(), slog.LevelWarn, "session lease not released", "session", s, "error", err.Error())
+		}
+	}
+	ownersHere.Delete(l.owner)
+}
+
+// holderGone reports whether owner (host/pid/nonce) is a process of this
+// host known to have exited: its pid is not running, or is this process,
+// whose executors do not include owner.
+func holderGone(owner string) bool {
+	rest, nonce, ok := cutLast(owner, "/")
+	host, pidText, ok2 := cutLast(rest, "/")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || !ok2 || nonce == "" || err != nil || pid <= 0 {
+		return false
+	}
+	me, _ := os.Hostname()
+	if host != strings.ReplaceAll(me, "/", "_") {
+		return false
+	}
+	if pid == os.Getpid() {
+		_, here := ownersHere.Load(owner)
+		return !here
+	}
+	return !proctree.Running(pid)
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
