@@ -172,10 +172,10 @@ type Executor struct {
 	// session store (code_execution.session_store; durable is then true:
 	// kernels the executor ends are suspended there), or the process's
 	// memory (only ForkSession's copies).
-	images  sessionstore.Store
-	durable bool
-	leases  *leases // the sessions this executor runs (lease.go); nil without a store
-	storeErr error // why the session store is off though set
+	images   sessionstore.Store
+	durable  bool
+	leases   *leases // the sessions this executor runs (lease.go); nil without a store
+	storeErr error   // why the session store is off though set
 	// everyCall: code_execution.session_checkpoint is every_call.
 	everyCall bool
 	// storedBases are the snapshots this process put in the store.
