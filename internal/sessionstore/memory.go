@@ -12,6 +12,7 @@ type Memory struct {
 	mu     sync.Mutex
 	images map[string]map[string]memImage // by session, then kernel
 	leases map[string]Lease
+	asked  map[string]map[string]bool // by owner: sessions asked of it
 }
 
 type memImage struct {
@@ -110,6 +111,32 @@ func (m *Memory) Release(session, owner string) error {
 		delete(m.leases, session)
 	}
 	return nil
+}
+
+// AskHandoff implements Store.
+func (m *Memory) AskHandoff(holder, session string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.asked == nil {
+		m.asked = map[string]map[string]bool{}
+	}
+	if m.asked[holder] == nil {
+		m.asked[holder] = map[string]bool{}
+	}
+	m.asked[holder][session] = true
+	return nil
+}
+
+// Asked implements Store.
+func (m *Memory) Asked(owner string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sessions []string
+	for s := range m.asked[owner] {
+		sessions = append(sessions, s)
+	}
+	delete(m.asked, owner)
+	return sessions, nil
 }
 
 // Sweep implements Store.

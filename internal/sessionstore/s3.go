@@ -521,12 +521,16 @@ func (s *S3) Sweep(before time.Time) (int, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	var images []types.Object
-	var leases []string
+	var leases, stale []string
 	err := s.list(ctx, s.prefix, func(o types.Object) error {
 		k := aws.ToString(o.Key)
 		rel := strings.TrimPrefix(k, s.prefix)
 		switch {
 		case strings.HasPrefix(rel, "snapshots/"):
+		case strings.HasPrefix(rel, "handoff/"):
+			if aws.ToTime(o.LastModified).Before(before) {
+				stale = append(stale, k)
+			}
 		case strings.HasSuffix(k, ".img") && aws.ToTime(o.LastModified).Before(before):
 			images = append(images, o)
 		case strings.HasSuffix(k, "/lease"):
@@ -536,6 +540,11 @@ func (s *S3) Sweep(before time.Time) (int, error) {
 	})
 	if err != nil {
 		return 0, s.fail("listing the store", err)
+	}
+	for _, k := range stale {
+		if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(k)}); err != nil && !missing(err) {
+			return 0, s.fail("removing an old handoff request", err)
+		}
 	}
 	n := 0
 	for _, o := range images {
@@ -589,3 +598,47 @@ func (s *S3) Usage() (images int, bytes int64, err error) {
 }
 
 var _ Store = (*S3)(nil)
+
+// handoffPrefix is owner's inbox of handoff requests.
+func (s *S3) handoffPrefix(owner string) string { return s.prefix + "handoff/" + name(owner) + "/" }
+
+// AskHandoff implements Store: an object named for the session, holding
+// its name, under the holder's inbox.
+func (s *S3) AskHandoff(holder, session string) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := s.put(ctx, s.handoffPrefix(holder)+name(session), []byte(session), false, ""); err != nil {
+		return s.fail("asking for a handoff", err)
+	}
+	return nil
+}
+
+// Asked implements Store: one listing of the inbox (the owner polls it),
+// then a read and a delete of each request found.
+func (s *S3) Asked(owner string) ([]string, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	var keys []string
+	err := s.list(ctx, s.handoffPrefix(owner), func(o types.Object) error {
+		keys = append(keys, aws.ToString(o.Key))
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("listing handoff requests", err)
+	}
+	var sessions []string
+	for _, k := range keys {
+		data, _, err := s.get(ctx, k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err == nil {
+			_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(k)})
+		}
+		if err != nil && !missing(err) {
+			return sessions, s.fail("reading a handoff request", err)
+		}
+		sessions = append(sessions, string(data))
+	}
+	return sessions, nil
+}

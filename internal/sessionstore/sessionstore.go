@@ -172,6 +172,10 @@ func (d *Dir) Sweep(before time.Time) (int, error) {
 		if !s.IsDir() || s.Name() == "snapshots" {
 			continue
 		}
+		if s.Name() == "handoff" {
+			sweepHandoffs(filepath.Join(d.root, s.Name()), before)
+			continue
+		}
 		dir := filepath.Join(d.root, s.Name())
 		entries, _ := os.ReadDir(dir)
 		for _, en := range entries {
@@ -334,4 +338,58 @@ func readLease(path string) (Lease, error) {
 		return Lease{}, fs.ErrNotExist
 	}
 	return l, nil
+}
+
+// handoffDir is owner's inbox of handoff requests.
+func (d *Dir) handoffDir(owner string) string { return filepath.Join(d.root, "handoff", name(owner)) }
+
+// AskHandoff implements Store: a file named for the session, holding its
+// name, in the holder's inbox.
+func (d *Dir) AskHandoff(holder, session string) error {
+	if err := writeFile(filepath.Join(d.handoffDir(holder), name(session)), []byte(session)); err != nil {
+		return fmt.Errorf("session store: asking for a handoff: %w", err)
+	}
+	return nil
+}
+
+// Asked implements Store.
+func (d *Dir) Asked(owner string) ([]string, error) {
+	dir := d.handoffDir(owner)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	var sessions []string
+	for _, en := range entries {
+		if strings.HasPrefix(en.Name(), ".tmp-") {
+			continue
+		}
+		path := filepath.Join(dir, en.Name())
+		data, err := os.ReadFile(path)
+		if err == nil && os.Remove(path) == nil {
+			sessions = append(sessions, string(data))
+		}
+	}
+	return sessions, nil
+}
+
+// sweepHandoffs removes the handoff requests older than before, and the
+// inboxes left empty.
+func sweepHandoffs(root string, before time.Time) {
+	inboxes, _ := os.ReadDir(root)
+	for _, in := range inboxes {
+		dir := filepath.Join(root, in.Name())
+		entries, _ := os.ReadDir(dir)
+		for _, en := range entries {
+			if fi, err := en.Info(); err == nil && fi.ModTime().Before(before) {
+				os.Remove(filepath.Join(dir, en.Name()))
+			}
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.ModTime().Before(before) {
+			os.Remove(dir) // only when empty; an asker makes it again
+		}
+	}
 }

@@ -39,8 +39,16 @@ type Store interface {
 	// Release ends owner's lease of session; a lease of another owner is
 	// left alone.
 	Release(session, owner string) error
+	// AskHandoff asks holder, the owner of session's lease, to hand the
+	// session over: to suspend its kernel (once no call runs in it) and
+	// release the lease. Asking again is asking once.
+	AskHandoff(holder, session string) error
+	// Asked returns the sessions asked of owner since its last call, and
+	// forgets them.
+	Asked(owner string) ([]string, error)
 	// Sweep removes the images not written since before, and the leases
-	// that expired before it, and reports how many images it removed.
+	// that expired before it (and handoff requests older than it), and
+	// reports how many images it removed.
 	Sweep(before time.Time) (int, error)
 	// Usage counts the images in the store and their bytes.
 	Usage() (images int, bytes int64, err error)

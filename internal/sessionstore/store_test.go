@@ -98,6 +98,29 @@ func testStore(t *testing.T, open func(t *testing.T) Store, keepsBases ...bool) 
 		}
 	})
 
+	t.Run("Handoff", func(t *testing.T) {
+		st := open(t)
+		asked, err := st.Asked("holder")
+		require.NoError(t, err)
+		require.Empty(t, asked)
+		require.NoError(t, st.AskHandoff("holder", "s/1"))
+		require.NoError(t, st.AskHandoff("holder", "s/1"), "asking again is asking once")
+		require.NoError(t, st.AskHandoff("holder", "s2"))
+		require.NoError(t, st.AskHandoff("other", "s3"))
+		asked, err = st.Asked("holder")
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"s/1", "s2"}, asked)
+		asked, err = st.Asked("holder")
+		require.NoError(t, err)
+		require.Empty(t, asked, "Asked forgets what it returned")
+		asked, err = st.Asked("other")
+		require.NoError(t, err)
+		require.Equal(t, []string{"s3"}, asked)
+		images, _, err := st.Usage()
+		require.NoError(t, err)
+		require.Zero(t, images, "a request is no image")
+	})
+
 	t.Run("Base", func(t *testing.T) {
 		if !bases {
 			t.Skip("this store keeps no snapshot")

@@ -153,8 +153,8 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 	return true
 }
 
-// resumeKernel resumes the kernel of key from the store, when it holds
-// one: the kernel, the calls it had run, and how long the resume took. With
+// resumeKernel resumes the kernel of key from the store (after
+// waitSuspension and takeLease), when it holds one: the kernel, the calls it had run, and how long the resume took. With
 // no image it returns a nil kernel and no note; with one that cannot
 // resume (damaged, made by another build), a nil kernel and the note that
 // says the state is lost.
@@ -162,14 +162,8 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 	if !key.suspendable() {
 		return nil, 0, 0, ""
 	}
-	if ch := e.sessions.suspendingFor(key); ch != nil {
-		// Being suspended by another session's eviction, or the reaper.
-		e.sessions.suspendWaits.Add(1)
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, 0, 0, ""
-		}
+	if ctx.Err() != nil {
+		return nil, 0, 0, ""
 	}
 	start := time.Now()
 	data, err := e.images.Take(key.session, key.storeName())
@@ -372,4 +366,43 @@ func (e *Executor) Suspended(session string) bool {
 	}
 	n, err := e.images.SessionBytes(session, "")
 	return err == nil && n > 0
+}
+
+// handOff suspends session's idle strict kernels, asked by another
+// executor sharing the store that has the session's calls now (lease.go):
+// it resumes them once this one has released the lease. A kernel running
+// a call is left; the other asks again.
+func (e *Executor) handOff(session string) {
+	ks := e.sessions
+	ks.mu.Lock()
+	var out []*kernelEntry
+	if s := ks.byName[session]; s != nil {
+		for k, en := range s.kernels {
+			if !en.running && en.key.suspendable() && !en.detached {
+				delete(s.kernels, k)
+				ks.markSuspendingLocked(en)
+				out = append(out, en)
+			}
+		}
+	}
+	if len(out) > 0 {
+		ks.grantLocked()
+	}
+	ks.mu.Unlock()
+	for _, en := range out {
+		e.endKernel(en, "handoff")
+	}
+}
+
+// waitSuspension waits while key's kernel is being suspended (evicted by
+// another session's call, reaped, or handed over), so that the call then
+// looks for its image, and takes the lease, after the suspension is done.
+func (e *Executor) waitSuspension(ctx context.Context, key kernelKey) {
+	if ch := e.sessions.suspendingFor(key); ch != nil {
+		e.sessions.suspendWaits.Add(1)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
 }

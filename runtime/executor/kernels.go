@@ -194,6 +194,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 		}
 		startNote = ks.startNote(key)
+		if key.suspendable() {
+			e.waitSuspension(ctx, key)
+		}
 		detached, leaseNote, err := e.takeLease(ctx, key)
 		if err != nil {
 			if top {
@@ -675,17 +678,23 @@ func (ks *sessionTable) grantLocked() {
 	}
 }
 
-// noteGoneLocked records, on its session, why en was closed. ks.mu is
-// held.
-func (ks *sessionTable) noteGoneLocked(en *kernelEntry, note string) {
+// markSuspendingLocked marks en, just taken out of the table, as being
+// suspended, when its end (endKernel) suspends it: the session's next
+// call for its key waits for the image rather than start afresh
+// (suspendDone ends the wait). ks.mu is held.
+func (ks *sessionTable) markSuspendingLocked(en *kernelEntry) {
 	if ks.suspends != nil && ks.suspends(en.key) {
-		// Its end (endKernel) suspends it: the session's next call for
-		// the key waits for the image rather than start afresh.
 		if ks.suspending == nil {
 			ks.suspending = map[kernelKey]chan struct{}{}
 		}
 		ks.suspending[en.key] = make(chan struct{})
 	}
+}
+
+// noteGoneLocked records, on its session, why en was closed. ks.mu is
+// held.
+func (ks *sessionTable) noteGoneLocked(en *kernelEntry, note string) {
+	ks.markSuspendingLocked(en)
 	s := ks.sessionLocked(en.key.session)
 	if _, ok := s.gone[en.key]; !ok {
 		if ks.goneNotes >= maxGoneNotes {

@@ -41,9 +41,14 @@ type leases struct {
 	// live reports whether the executor has a strict kernel of the session
 	// alive.
 	live func(session string) bool
-	// wait waits until a held lease may have lapsed (sleepUntil; tests
-	// replace it).
-	wait func(ctx context.Context, until time.Time) error
+	// handOff suspends the session's idle kernels (the executor's
+	// handOff), asked by another executor that has its calls now.
+	handOff func(session string)
+	// wait waits until until (sleepUntil; tests replace it), and patience
+	// bounds how long acquire waits for a live holder (0: until the end of
+	// the holder's lease as first seen).
+	wait     func(ctx context.Context, until time.Time) error
+	patience time.Duration
 
 	// ttlImages is code_execution.session_ttl (0: images never expire);
 	// lastSweep when the store was last swept of older images.
@@ -65,16 +70,17 @@ var ownersHere sync.Map
 // newLeases returns the lease keeper of an executor whose store is store:
 // leases last ttl; images expire after imageTTL (0: never), swept now and
 // every sweepEvery.
-func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.Logger, live func(string) bool) *leases {
+func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.Logger, live func(string) bool, handOff func(string)) *leases {
 	host, _ := os.Hostname()
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
-	l := &leases{store: store, ttl: ttl, log: log, live: live, wait: sleepUntil, held: map[string]time.Time{}, stop: make(chan struct{}),
+	l := &leases{store: store, ttl: ttl, log: log, live: live, handOff: handOff, wait: sleepUntil, held: map[string]time.Time{}, stop: make(chan struct{}),
 		owner: fmt.Sprintf("%s/%d/%s", strings.ReplaceAll(host, "/", "_"), os.Getpid(), hex.EncodeToString(nonce))}
 	ownersHere.Store(l.owner, true)
 	l.ttlImages, l.lastSweep = imageTTL, time.Now()
-	l.done.Add(1)
+	l.done.Add(2)
 	go l.renew()
+	go l.inbox()
 	if imageTTL > 0 {
 		l.done.Add(1)
 		go func() {
@@ -99,7 +105,8 @@ func (l *leases) acquire(ctx context.Context, session string) error {
 	}
 	l.mu.Unlock()
 	replace := ""
-	for attempt := 0; ; attempt++ {
+	var deadline time.Time
+	for {
 		holder, err := l.store.Acquire(session, l.owner, time.Now().Add(l.ttl), replace)
 		if err == nil {
 			l.mu.Lock()
@@ -113,18 +120,69 @@ func (l *leases) acquire(ctx context.Context, session string) error {
 		if !errors.Is(err, sessionstore.ErrLeased) {
 			return err
 		}
-		if holderGone(holder.Owner) && replace == "" {
+		if holderGone(holder.Owner) && replace != holder.Owner {
 			replace = holder.Owner
 			continue
 		}
-		if attempt > 0 {
-			return fmt.Errorf("%w: session %q is held by %s, whose lease (code_execution.session_lease) runs until %s; send the session's calls to that executor, or close the session there first",
+		if deadline.IsZero() {
+			// Waited for at most until the holder's lease ends: one that
+			// stopped renewing (its process died, or hangs) has lapsed then.
+			deadline = holder.Until
+			if l.patience > 0 {
+				deadline = earliest(deadline, time.Now().Add(l.patience))
+			}
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: session %q is held by %s, whose lease (code_execution.session_lease) runs until %s and which did not hand it over (a call of the session runs there); send the session's calls to one executor (session affinity), or retry once that call has ended",
 				ErrSessionElsewhere, session, holder.Owner, holder.Until.UTC().Format(time.RFC3339))
 		}
-		if err := l.wait(ctx, holder.Until); err != nil {
+		// A live holder hands the session over once no call runs in it:
+		// the session goes where its calls go (a proxy that moved it).
+		if err := l.store.AskHandoff(holder.Owner, session); err != nil {
+			l.log.Log(context.Background(), slog.LevelWarn, "session handoff not asked", "session", session, "error", err.Error())
+		}
+		if err := l.wait(ctx, earliest(deadline, time.Now().Add(handoffPoll))); err != nil {
 			return err
 		}
 	}
+}
+
+// handoffPoll is how often an executor reads its handoff requests, and
+// how often one waiting for a handoff tries the lease again.
+const handoffPoll = 250 * time.Millisecond
+
+// inbox hands over, every handoffPoll, the sessions other executors asked
+// for.
+func (l *leases) inbox() {
+	defer l.done.Done()
+	t := time.NewTicker(handoffPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		asked, err := l.store.Asked(l.owner)
+		if err != nil {
+			l.log.Log(context.Background(), slog.LevelWarn, "session handoff requests not read", "error", err.Error())
+			continue
+		}
+		for _, s := range asked {
+			if l.owns(s) {
+				l.log.Log(context.Background(), slog.LevelInfo, "session handed over", "session", s)
+				l.handOff(s)
+			}
+		}
+	}
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // sleepUntil waits until a little past until, or ctx's end.
