@@ -213,7 +213,13 @@ func (d *Dir) Sweep(before time.Time) (int, error) {
 
 // writeFile writes data to path atomically: to a temporary file beside it,
 // synced, then renamed over it.
-func writeFile(path string, data []byte) error {
+func writeFile(path string, data []byte) error { return writeFileSync(path, data, true) }
+
+// writeFileSync is writeFile, without the sync when sync is false: for
+// leases and handoff requests, which a crash may lose (a lease then
+// lapses, a request is asked again), but which are written in a call's
+// path.
+func writeFileSync(path string, data []byte, sync bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -223,7 +229,7 @@ func writeFile(path string, data []byte) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -285,7 +291,7 @@ func (d *Dir) Acquire(session, owner string, until time.Time, replace string) (L
 		}
 		got = Lease{Owner: owner, Until: until}
 		data, _ := json.Marshal(got)
-		return writeFile(path, data)
+		return writeFileSync(path, data, false)
 	})
 	return got, err
 }
@@ -346,7 +352,7 @@ func (d *Dir) handoffDir(owner string) string { return filepath.Join(d.root, "ha
 // AskHandoff implements Store: a file named for the session, holding its
 // name, in the holder's inbox.
 func (d *Dir) AskHandoff(holder, session string) error {
-	if err := writeFile(filepath.Join(d.handoffDir(holder), name(session)), []byte(session)); err != nil {
+	if err := writeFileSync(filepath.Join(d.handoffDir(holder), name(session)), []byte(session), false); err != nil {
 		return fmt.Errorf("session store: asking for a handoff: %w", err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -317,28 +316,8 @@ func requireLease(t *testing.T, want, got Lease) {
 	require.WithinDuration(t, want.Until, got.Until, time.Millisecond)
 }
 
-// setS3Env points the AWS SDK of this process at endpoint with s3test's
-// credentials, and at nothing of this machine's own AWS setup: no config
-// or credentials file, no profile, no region (OpenS3 defaults it for a
-// custom endpoint), no instance metadata.
-func setS3Env(t testing.TB, endpoint string) {
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL":            endpoint,
-		"AWS_ENDPOINT_URL_S3":         "",
-		"AWS_ACCESS_KEY_ID":           s3test.AccessKey,
-		"AWS_SECRET_ACCESS_KEY":       s3test.SecretKey,
-		"AWS_SESSION_TOKEN":           "",
-		"AWS_REGION":                  "",
-		"AWS_DEFAULT_REGION":          "",
-		"AWS_PROFILE":                 "",
-		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
-		"AWS_EC2_METADATA_DISABLED":   "true",
-	} {
-		t.Setenv(k, v)
-	}
-}
+// setS3Env points the AWS SDK of this process at endpoint (s3test.Env).
+func setS3Env(t testing.TB, endpoint string) { s3test.Env(t, endpoint) }
 
 func TestS3Store(t *testing.T) {
 	testenv.RealEngines(t, "a SeaweedFS S3 server")

@@ -179,7 +179,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		// nor the package dirs every WASI run imports.
 		WasmCacheDir: e.cacheDir,
 		WasmPackages: e.cfg.CodeExecution.WasmPackages,
-		SessionStore: e.cfg.CodeExecution.SessionStore,
+		SessionStore: storeDir(e.cfg),
 	}
 	backend.SetToolsBackend(&toolOpts, tb)
 	c.tools, err = hostfuncs.New(toolOpts)

@@ -84,6 +84,16 @@ func (e *Executor) checkpoint(en *kernelEntry) {
 	e.log.Log(context.Background(), slog.LevelDebug, "kernel checkpointed", "session", en.key.session, "bytes", len(image), "duration", time.Since(start))
 }
 
+// storeDir is code_execution.session_store when it is a dir (which the
+// file tools and Landlock protect), "" when it is off or an object
+// store's URL.
+func storeDir(cfg config.Config) string {
+	if spec := cfg.CodeExecution.SessionStore; !strings.Contains(spec, "://") {
+		return spec
+	}
+	return ""
+}
+
 // openStore opens code_execution.session_store spec, with its cap, and
 // its encryption when sessionstore.KeyEnv is set.
 func (e *Executor) openStore(spec string) (*sessionstore.Guarded, error) {

@@ -20,13 +20,17 @@ import (
 
 // durableExecutor is a strict-mode executor with a session store and room
 // for max kernels.
-func durableExecutor(t *testing.T, store string, max int, opts ...func(*config.Config, *Options)) *Executor {
+func durableExecutor(t testing.TB, store string, max int, opts ...func(*config.Config, *Options)) *Executor {
 	t.Helper()
 	cfg := config.Default()
 	cfg.CodeExecution.Mode = config.ModeStrict
 	cfg.CodeExecution.MaxSessionKernels = max
 	cfg.CodeExecution.SessionStore = store
-	o := Options{HermesHome: t.TempDir(), Environ: []string{}, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))}
+	level := slog.LevelInfo
+	if _, bench := t.(*testing.B); bench {
+		level = slog.LevelWarn // a benchmark's thousands of events would weigh on what it measures
+	}
+	o := Options{HermesHome: t.TempDir(), Environ: []string{}, Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: level}))}
 	for _, f := range opts {
 		f(&cfg, &o)
 	}
@@ -37,7 +41,7 @@ func durableExecutor(t *testing.T, store string, max int, opts ...func(*config.C
 }
 
 // testLog writes an executor's log to its test's.
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
@@ -58,7 +62,7 @@ func withEnv(env ...string) func(*config.Config, *Options) {
 }
 
 // storeImages counts the images in the store at root.
-func storeImages(t *testing.T, root string) int {
+func storeImages(t testing.TB, root string) int {
 	t.Helper()
 	dir, err := sessionstore.Open(root)
 	require.NoError(t, err)
@@ -68,7 +72,7 @@ func storeImages(t *testing.T, root string) int {
 }
 
 // okCall runs req on e and requires it to succeed.
-func okCall(t *testing.T, e *Executor, req Request) Result {
+func okCall(t testing.TB, e *Executor, req Request) Result {
 	t.Helper()
 	res, err := e.Execute(context.Background(), req)
 	require.NoError(t, err)
@@ -536,4 +540,15 @@ func BenchmarkCheckpointCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The file tools and Landlock protect a dir store; an object store's URL
+// is no path of this machine.
+func TestStoreDir(t *testing.T) {
+	cfg := config.Default()
+	require.Empty(t, storeDir(cfg))
+	cfg.CodeExecution.SessionStore = "/var/lib/hermes/sessions"
+	require.Equal(t, "/var/lib/hermes/sessions", storeDir(cfg))
+	cfg.CodeExecution.SessionStore = "s3://bucket/kernels"
+	require.Empty(t, storeDir(cfg))
 }

@@ -261,7 +261,7 @@ func New(opts Options) *Executor {
 	}
 	// A run's processes never write the session store: it holds every
 	// session's kernels.
-	e.landlock = landlockPolicy(cfg, home, cacheDir, append(slices.Clone(opts.StatePaths), nonEmpty(cfg.CodeExecution.SessionStore)...))
+	e.landlock = landlockPolicy(cfg, home, cacheDir, append(slices.Clone(opts.StatePaths), nonEmpty(storeDir(cfg))...))
 	e.clientEnv = e.newClientEnv()
 	if len(opts.SkillEnv) > 0 {
 		e.RegisterSkillEnv(opts.SkillEnv...)

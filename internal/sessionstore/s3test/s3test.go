@@ -350,3 +350,27 @@ func tail(path string, n int) string {
 	}
 	return lastLines(string(b), n)
 }
+
+// Env points the AWS SDK of this process at endpoint with this package's
+// credentials, and at nothing of this machine's own AWS setup: no config
+// or credentials file, no profile, no region (OpenS3 defaults it for a
+// custom endpoint), no instance metadata. The variables are restored when
+// tb ends (tb.Setenv; not for parallel tests).
+func Env(tb testing.TB, endpoint string) {
+	dir := tb.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL":            endpoint,
+		"AWS_ENDPOINT_URL_S3":         "",
+		"AWS_ACCESS_KEY_ID":           AccessKey,
+		"AWS_SECRET_ACCESS_KEY":       SecretKey,
+		"AWS_SESSION_TOKEN":           "",
+		"AWS_REGION":                  "",
+		"AWS_DEFAULT_REGION":          "",
+		"AWS_PROFILE":                 "",
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+		"AWS_EC2_METADATA_DISABLED":   "true",
+	} {
+		tb.Setenv(k, v)
+	}
+}
