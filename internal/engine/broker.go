@@ -113,8 +113,13 @@ type wireRequest struct {
 	// Calls are the tool calls of Op "batch", run concurrently.
 	Calls []wireCall `json:"calls"`
 	// Open are the descriptors a kernel holds open, with Op "fds" (the
-	// answer to Dispatcher.Probe).
-	Open []int `json:"open"`
+	// answer to Dispatcher.Probe), and Offsets their offsets (-1: none,
+	// such as a directory's).
+	Open    []int   `json:"open"`
+	Offsets []int64 `json:"offsets"`
+	// Error is why a file did not reopen, with Op "reopened" (the answer
+	// to Dispatcher.Reopen).
+	Error string `json:"error"`
 }
 
 // wireCall is one tool call of a batch.

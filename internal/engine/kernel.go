@@ -99,10 +99,13 @@ type dispatchCell struct {
 	nonce  string
 	broker *Broker
 	done   chan struct{}
-	// control, for Probe and Reseed, is the step's request instead of a
-	// cell (nil: a cell); open is the kernel's answer to a probe.
-	control map[string]any
-	open    []int
+	// control, for Probe, Reseed and Reopen, is the step's request instead
+	// of a cell (nil: a cell); open and offsets are the kernel's answer to
+	// a probe, reopenErr to a reopen.
+	control   map[string]any
+	open      []int
+	offsets   []int64
+	reopenErr string
 }
 
 // NewDispatcher returns a dispatcher with no cell.
@@ -156,12 +159,31 @@ func (d *Dispatcher) Take(ctx context.Context) bool {
 // iterators): a step runs no cell but answers {"op": "fds", "open": [...]}.
 // It waits for the running cell to end like Send (the caller holds the
 // kernel's turn), and returns ErrKernelClosed after Close.
-func (d *Dispatcher) Probe(ctx context.Context, first int) ([]int, error) {
+func (d *Dispatcher) Probe(ctx context.Context, first int) (open []int, offsets []int64, err error) {
 	c, err := d.control(ctx, map[string]any{"op": "fds", "first": first})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.open, nil
+	if len(c.offsets) != len(c.open) {
+		return nil, nil, errors.New("the kernel's answer about its open descriptors is malformed")
+	}
+	return c.open, c.offsets, nil
+}
+
+// Reopen has a kernel run in steps, between cells, reopen the files it
+// held open when it was suspended ({"op": "reopen", "files": files}, each
+// {"fd", "path", "flags": "r", "w", "rw", "a" or "ra", "offset"}), each at
+// its old descriptor number. It returns the kernel's error when one did
+// not reopen.
+func (d *Dispatcher) Reopen(ctx context.Context, files []map[string]any) error {
+	c, err := d.control(ctx, map[string]any{"op": "reopen", "files": files})
+	if err != nil {
+		return err
+	}
+	if c.reopenErr != "" {
+		return errors.New(c.reopenErr)
+	}
+	return nil
 }
 
 // Reseed has a kernel run in steps, between cells, seed its random module
@@ -285,7 +307,12 @@ func (d *Dispatcher) Serve(ctx context.Context, line []byte, token []byte) []byt
 	d.mu.Lock()
 	c := d.cur
 	if req.Op == "fds" && c != nil && c.control != nil {
-		c.open = req.Open
+		c.open, c.offsets = req.Open, req.Offsets
+		d.mu.Unlock()
+		return encodeResponse(map[string]any{})
+	}
+	if req.Op == "reopened" && c != nil && c.control != nil {
+		c.reopenErr = req.Error
 		d.mu.Unlock()
 		return encodeResponse(map[string]any{})
 	}

@@ -65,7 +65,7 @@ func TestDispatcherSteps(t *testing.T) {
 			var m map[string]any
 			_ = json.Unmarshal(resp, &m)
 			if m["op"] == "fds" {
-				d.Serve(ctx, []byte(`{"op":"fds","open":[9,12]}`+"\n"), nil)
+				d.Serve(ctx, []byte(`{"op":"fds","open":[9,12],"offsets":[0,-1]}`+"\n"), nil)
 			}
 			stepped <- string(resp)
 			d.Finish()
@@ -79,15 +79,16 @@ func TestDispatcherSteps(t *testing.T) {
 	require.Contains(t, <-stepped, `"code":"x = 1"`)
 	<-done
 
-	open, err := d.Probe(ctx, 7)
+	open, offsets, err := d.Probe(ctx, 7)
 	require.NoError(t, err)
 	require.Equal(t, []int{9, 12}, open)
+	require.Equal(t, []int64{0, -1}, offsets)
 	require.JSONEq(t, `{"op":"fds","first":7}`, <-stepped)
 	require.Equal(t, 5, d.Cells(), "a probe is not a cell")
 
 	d.Close()
 	_, ok := <-stepped
 	require.False(t, ok, "Take returns false once closed")
-	_, err = d.Probe(ctx, 7)
+	_, _, err = d.Probe(ctx, 7)
 	require.ErrorIs(t, err, ErrKernelClosed)
 }

@@ -45,9 +45,6 @@ func name(s string) string {
 
 func (d *Dir) sessionDir(session string) string { return filepath.Join(d.root, name(session)) }
 
-// leaseDir is where session's lease and its lock live.
-func (d *Dir) leaseDir(session string) string { return d.sessionDir(session) }
-
 func (d *Dir) path(session, kernel string) string {
 	return filepath.Join(d.sessionDir(session), name(kernel)+".img")
 }
@@ -188,23 +185,17 @@ func (d *Dir) Sweep(before time.Time) (int, error) {
 				if os.Remove(filepath.Join(dir, en.Name())) == nil {
 					removed++
 				}
-			case en.Name() == "lease":
-				withLock(dir, func(path string) error {
-					if l, err := readLease(path); err == nil && l.Until.Before(before) {
-						os.Remove(path)
-					}
-					return nil
-				})
 			}
 		}
-		// A dir left with its lock file alone is removed, under the lock.
-		// (A process that waited for the lock meanwhile makes the dir
-		// again, and writes its lease in it: the lease is still one.)
-		withLock(dir, func(string) error {
-			if entries, _ := os.ReadDir(dir); len(entries) == 1 {
-				os.Remove(filepath.Join(dir, "lease.lock"))
-				os.Remove(dir)
+		// Its expired lease, then the dir itself when that left it empty
+		// (rmdir fails on a dir that is not: an image written meanwhile
+		// stays, and a writer that finds the dir gone makes it again).
+		d.withLock(func() error {
+			path := filepath.Join(dir, "lease")
+			if l, err := readLease(path); err == nil && l.Until.Before(before) {
+				os.Remove(path)
 			}
+			os.Remove(dir)
 			return nil
 		})
 	}
@@ -221,10 +212,17 @@ func writeFile(path string, data []byte) error { return writeFileSync(path, data
 // path.
 func writeFileSync(path string, data []byte, sync bool) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	var f *os.File
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		// Sweep may remove the dir, empty, between the two.
+		if f, err = os.CreateTemp(dir, ".tmp-*"); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -275,11 +273,15 @@ func (d *Dir) Copy(from, to string) (int, error) {
 }
 
 // Acquire implements Store: the lease is a file beside the session's
-// images, read and written under an flock(2) of a lock file beside it
-// (fcntl locks on NFS), so two processes never both win it.
+// images, read and written under an flock(2) of the store's lock file
+// (fcntl locks on NFS), so two processes never both win it. One lock for
+// the store, not one per session: leases change a few times a minute per
+// session, and a session's dir can then be removed (Sweep) without
+// removing a lock file another process may hold.
 func (d *Dir) Acquire(session, owner string, until time.Time, replace string) (Lease, error) {
 	var got Lease
-	err := d.withLeaseLock(session, func(path string) error {
+	path := filepath.Join(d.sessionDir(session), "lease")
+	err := d.withLock(func() error {
 		held, err := readLease(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -298,7 +300,8 @@ func (d *Dir) Acquire(session, owner string, until time.Time, replace string) (L
 
 // Release implements Store.
 func (d *Dir) Release(session, owner string) error {
-	return d.withLeaseLock(session, func(path string) error {
+	path := filepath.Join(d.sessionDir(session), "lease")
+	return d.withLock(func() error {
 		held, err := readLease(path)
 		if err != nil || held.Owner != owner {
 			return nil
@@ -307,24 +310,14 @@ func (d *Dir) Release(session, owner string) error {
 	})
 }
 
-// withLeaseLock runs f with the path of session's lease file, holding its
-// lock.
-func (d *Dir) withLeaseLock(session string, f func(path string) error) error {
-	return withLock(d.leaseDir(session), f)
-}
-
-// withLock runs f with the path of the lease file in dir, holding its
-// lock.
-func withLock(dir string, f func(path string) error) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("session store: %w", err)
-	}
-	lock := flock.New(filepath.Join(dir, "lease.lock"))
+// withLock runs f holding the store's lease lock.
+func (d *Dir) withLock(f func() error) error {
+	lock := flock.New(filepath.Join(d.root, "lease.lock"))
 	if err := lock.Lock(); err != nil {
-		return fmt.Errorf("session store: locking a lease: %w", err)
+		return fmt.Errorf("session store: locking the leases: %w", err)
 	}
 	defer lock.Unlock()
-	if err := f(filepath.Join(dir, "lease")); err != nil {
+	if err := f(); err != nil {
 		if errors.Is(err, ErrLeased) {
 			return err
 		}

@@ -21,9 +21,10 @@ import (
 // kernel limit evicts, the idle timeout ends or Close finds idle is
 // suspended into the store (runtime/internal/strict/suspend.go) instead of
 // closed, and the next call for its key resumes it, with its variables,
-// imports and private files. A kernel that cannot be suspended (an open
-// file, a project-mode kernel) is closed as before, and its next call's
-// note says its state is lost.
+// imports, private files and open files; here or in another executor
+// sharing the store (one at a time: lease.go). A kernel that cannot be
+// suspended (an open directory, a project-mode kernel) is closed as
+// before, and its next call's note says its state is lost.
 
 // Notes of a resumed, or not resumed, kernel.
 const (
@@ -72,7 +73,7 @@ func (e *Executor) checkpoint(en *kernelEntry) {
 	if err != nil {
 		level := slog.LevelWarn
 		if errors.Is(err, strict.ErrNotSuspendable) {
-			level = slog.LevelInfo // an open file: the previous image stays
+			level = slog.LevelInfo // an open directory: the previous image stays
 		} else {
 			e.sessions.storeFailures.Add(1)
 		}
@@ -294,8 +295,9 @@ func nonEmpty(s string) []string {
 // copy's random module is seeded afresh. It runs in from's turn: after the
 // calls of from that arrived before it. It returns how many kernels it
 // copied (0 when from has none: to starts empty). It fails, copying
-// nothing, when to has a live kernel, or when a kernel of from holds open
-// files (strict.ErrNotSuspendable: close them in a call, then fork).
+// nothing, when to has a live kernel, or when a kernel of from holds an
+// open directory (strict.ErrNotSuspendable: close it in a call, then
+// fork); open files are copied, and each kernel's is then its own.
 // Without a session store the copies wait in memory for to's first call,
 // until CloseSession(to).
 func (e *Executor) ForkSession(ctx context.Context, from, to string) (int, error) {

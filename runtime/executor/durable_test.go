@@ -146,18 +146,32 @@ func TestDurableKernelsIdleAndRestart(t *testing.T) {
 	require.False(t, res.Kernel.Resumed)
 }
 
-// A kernel that holds an open file is closed, not suspended, and its next
-// call says its state is lost.
+// A kernel that holds an open directory (an os.scandir iterator) is
+// closed, not suspended, and its next call says its state is lost.
 func TestDurableKernelNotSuspendable(t *testing.T) {
 	e := durableExecutor(t, t.TempDir(), 1)
 	wd := t.TempDir()
-	okCall(t, e, Request{Session: "a", Workdir: wd, Code: "f = open('x', 'w')"})
+	okCall(t, e, Request{Session: "a", Workdir: wd, Code: "import os\nit = os.scandir('.')"})
 	okCall(t, e, Request{Session: "b", Workdir: wd, Code: "pass"})
-	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print('f' in globals())"})
+	res, err := e.Execute(context.Background(), Request{Session: "a", Workdir: wd, Code: "print('it' in globals())"})
 	require.NoError(t, err)
 	require.Equal(t, "False\n", res.Output)
 	require.False(t, res.Kernel.Resumed)
 	require.Contains(t, res.Kernel.Note, "closed to make room")
+}
+
+// Open files and an sqlite3 connection survive a suspension into the
+// store and a restart: the new process's kernel goes on writing and
+// querying them.
+func TestDurableOpenFiles(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4)
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "import sqlite3\ndb = sqlite3.connect('app.db')\ndb.execute('create table t(x)')\nlog = open('log.txt', 'w')\nlog.write('first ')"})
+	require.NoError(t, e.Close(context.Background()))
+	e = durableExecutor(t, store, 4)
+	res := okCall(t, e, Request{Session: "s", Workdir: wd, Code: "db.execute('insert into t values (1)'); db.commit()\nlog.write('second'); log.close()\nprint(open('log.txt').read(), db.execute('select count(*) from t').fetchone()[0])"})
+	require.Equal(t, "first second 1\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
 }
 
 // The file tools never write the session store: it holds every session's
@@ -285,9 +299,17 @@ func TestForkSession(t *testing.T) {
 	require.Zero(t, n)
 	require.Equal(t, "False\n", okCall(t, e, Request{Session: "fresh", Workdir: wd, Code: "print('x' in globals())"}).Output)
 
-	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "f = open('held', 'w')"})
+	// An open file goes with the copy: each kernel's is its own.
+	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "f = open('held', 'w')\nf.write('p')"})
 	_, err = e.ForkSession(context.Background(), "parent", "other")
-	require.ErrorContains(t, err, "open files")
+	require.NoError(t, err)
+	read := "f.close()\nprint(open('held').read())"
+	require.Equal(t, "pc\n", okCall(t, e, Request{Session: "other", Workdir: wd, Code: "f.write('c')\n" + read}).Output)
+	require.Equal(t, "p\n", okCall(t, e, Request{Session: "parent", Workdir: wd, Code: read}).Output)
+	// An open directory does not.
+	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "import os\nit = os.scandir('.')"})
+	_, err = e.ForkSession(context.Background(), "parent", "third")
+	require.ErrorContains(t, err, "open directory")
 	_, err = e.ForkSession(context.Background(), "parent", "parent")
 	require.Error(t, err)
 }

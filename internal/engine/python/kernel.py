@@ -162,17 +162,56 @@ def _open_fds(first):
     return out
 
 
+def _offsets(fds):
+    """Each descriptor's offset; -1 where it has none (a directory)."""
+    import os
+    out = []
+    for fd in fds:
+        try:
+            out.append(os.lseek(fd, 0, os.SEEK_CUR))
+        except OSError:
+            out.append(-1)
+    return out
+
+
+def _reopen(files):
+    """A resumed kernel's files, reopened at their old descriptors and
+    offsets (the host moves a descriptor: {"op": "renumber"}). Returns ""
+    or why one did not reopen."""
+    import os
+    modes = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR,
+             "a": os.O_WRONLY | os.O_APPEND, "ra": os.O_RDWR | os.O_APPEND}
+    for f in sorted(files, key=lambda f: f["fd"]):
+        try:
+            fd = os.open(f["path"], modes[f["flags"]])
+            if f["offset"] > 0:
+                os.lseek(fd, f["offset"], os.SEEK_SET)
+            if fd != f["fd"]:
+                errno = _loop["request"]({"op": "renumber", "from": fd, "to": f["fd"]}).get("errno")
+                if errno:
+                    os.close(fd)
+                    raise OSError(errno, "cannot move the descriptor %d to %d" % (fd, f["fd"]))
+        except Exception as e:
+            return "%s: %s" % (f["path"], e)
+    return ""
+
+
 def step():
     """One cell: asks the host for it (which the host already holds: it
     calls step only then) and runs it. Returns False when the host said
     close instead. The host knows the cell is done when step returns. The
     host may ask instead which descriptors the kernel holds open ("fds",
-    before it suspends the kernel), or have it seed its random module
-    afresh ("reseed", a copy of another kernel)."""
+    before it suspends the kernel), have it reopen them ("reopen", a
+    resumed kernel), or have it seed its random module afresh ("reseed", a
+    copy of another kernel)."""
     cell = _loop["next_cell"](None)
     op = cell.get("op")
     if op == "fds":
-        _loop["request"]({"op": "fds", "open": _open_fds(cell["first"])})
+        fds = _open_fds(cell["first"])
+        _loop["request"]({"op": "fds", "open": fds, "offsets": _offsets(fds)})
+        return True
+    if op == "reopen":
+        _loop["request"]({"op": "reopened", "error": _reopen(cell["files"])})
         return True
     if op == "reseed":
         # A copy of another kernel: its random stream is its own, as a

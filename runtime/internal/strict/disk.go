@@ -414,6 +414,15 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 		if name == "clock_time_get" || name == "clock_res_get" {
 			fn = cpuClocksAsMonotonic(fn)
 		}
+		switch name { // see fdtable.go
+		case "path_open":
+			fn = trackPathOpen(fn)
+		case "fd_close":
+			fn = trackClose(fn)
+		case "fd_renumber":
+			fn = trackRenumber(fn)
+			wasiRenumber.Store(&fn)
+		}
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(fn, def.ParamTypes(), def.ResultTypes()).
 			WithParameterNames(def.ParamNames()...).

@@ -1,6 +1,7 @@
 package strict
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
@@ -66,9 +67,13 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		if !ok {
 			panic("hermes.call: request outside the guest's memory")
 		}
-		// The guest is blocked in this call, so its memory holds still;
-		// copy anyway, since serve may keep what it decodes.
-		resp = ch.serve(ctx, append([]byte(nil), req...))
+		if bytes.HasPrefix(req, []byte(renumberPrefix)) {
+			resp = renumberOp(ctx, mod, req)
+		} else {
+			// The guest is blocked in this call, so its memory holds still;
+			// copy anyway, since serve may keep what it decodes.
+			resp = ch.serve(ctx, append([]byte(nil), req...))
+		}
 	}
 	n := min(uint32(len(resp)), bufCap)
 	if !mod.Memory().Write(bufPtr, resp[:n]) {

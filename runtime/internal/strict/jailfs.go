@@ -75,6 +75,60 @@ type jailFS struct {
 	// missing, when not nil, records the paths the guest looked up that do
 	// not exist (see missingPaths).
 	missing *missingPaths
+	// inos maps the host inode numbers of a resumed kernel's restored
+	// files to the ones the guest knew them by before it was suspended
+	// (set before the instance starts, then only read): SQLite, for one,
+	// keeps an open database's inode number and takes a different one for
+	// the file moved (SQLITE_READONLY_DBMOVED). nil: none.
+	inos map[uint64]uint64
+}
+
+// guestIno is the inode number the guest sees for the host's ino.
+func (j *jailFS) guestIno(ino uint64) uint64 {
+	if g, ok := j.inos[ino]; ok {
+		return g
+	}
+	return ino
+}
+
+// restoreInos maps the host inode numbers of files, just restored, to the
+// ones their image recorded.
+func (j *jailFS) restoreInos(files []ImageFile) {
+	for _, f := range files {
+		if f.Ino == 0 {
+			continue
+		}
+		st, err := rootStat(j.root, f.Path, false)
+		if err != nil || st.Ino == 0 || st.Ino == f.Ino {
+			continue
+		}
+		if j.inos == nil {
+			j.inos = map[uint64]uint64{}
+		}
+		j.inos[st.Ino] = f.Ino
+	}
+}
+
+// inoFile is an open file of a jail whose inode numbers are mapped.
+type inoFile struct {
+	experimentalsys.File
+	j *jailFS
+}
+
+// Stat implements experimentalsys.File.
+func (f *inoFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := f.File.Stat()
+	st.Ino = f.j.guestIno(st.Ino)
+	return st, errno
+}
+
+// Readdir implements experimentalsys.File.
+func (f *inoFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	dirents, errno := f.File.Readdir(n)
+	for i := range dirents {
+		dirents[i].Ino = f.j.guestIno(dirents[i].Ino)
+	}
+	return dirents, errno
 }
 
 // missingPaths are paths a strict-mode guest looked for in its private dir
@@ -305,6 +359,9 @@ func (j *jailFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 			return nil, errno
 		}
 	}
+	if j.inos != nil {
+		f = &inoFile{File: f, j: j}
+	}
 	return f, 0
 }
 
@@ -415,6 +472,7 @@ func (j *jailFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 		}
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
+	st.Ino = j.guestIno(st.Ino)
 	return st, 0
 }
 
@@ -433,6 +491,7 @@ func (j *jailFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 		}
 		return sys.Stat_t{}, experimentalsys.UnwrapOSError(err)
 	}
+	st.Ino = j.guestIno(st.Ino)
 	return st, 0
 }
 

@@ -56,7 +56,7 @@ func TestStrictKernel(t *testing.T) {
 		{"StartFailure", testKernelStartFailure},
 		{"Pool", testKernelPool},
 		{"SuspendResume", testKernelSuspendResume},
-		{"SuspendRefused", testKernelSuspendRefused},
+		{"SuspendOpenFiles", testKernelSuspendOpenFiles},
 		{"ImageRefused", testKernelImageRefused},
 		{"Copy", testKernelCopy},
 	} {

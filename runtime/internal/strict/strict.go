@@ -666,6 +666,8 @@ type sandbox struct {
 	lib     string // guest path of the staged files, ending in "/"
 	// ctx is the context to instantiate under: it carries the tool channel.
 	ctx context.Context
+	// fds follows the descriptors the guest opened (fdtable.go).
+	fds *fdTable
 	// safePath: the interpreter must not put its cwd first on sys.path.
 	safePath bool
 	// cwd is the guest's working dir when not the root (the sandboxed
@@ -782,6 +784,7 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		return nil, fmt.Errorf("opening the staging dir: %w", err)
 	}
 	box.jails = append(box.jails, jail)
+	jail.restoreInos(spec.restored)
 	if box.left != nil {
 		jail.changed = &box.left.changed
 		jail.missing = &missingPaths{}
@@ -791,6 +794,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 		return nil, err
 	}
 	box.ctx = withDiskBudget(box.ctx, jail.budget)
+	box.fds = &fdTable{}
+	box.ctx = withFDTable(box.ctx, box.fds)
 
 	// Every mount's opens count against one limit (see openfiles.go).
 	open := newOpenFiles(maxOpenFiles)

@@ -31,18 +31,23 @@ import (
 // the private dir's files and the cell counter. An image is that memory as
 // the 4 KiB chunks that differ from the engine's snapshot (the kernel's
 // start), the files, and the counters; gob-encoded and compressed with
-// zstd (fast at both ends, and a kernel's chunks are mostly Python's heap,
-// which compresses 3-5x), with a CRC-32C over the whole file.
+// s2 (see marshal), with a CRC-32C over the whole file.
 //
-// What is not kept, and so refuses a suspension (the kernel is then closed
-// as before): open files and directory iterators (the WASI descriptor
-// table lives in wazero, out of reach), and a kernel that did not start
+// Open files go with it: the WASI descriptor table lives in wazero, out of
+// reach, so the host follows what the guest opened (fdtable.go) and the
+// resumed kernel reopens each at its number and offset. What is not kept,
+// and so refuses a suspension (the kernel is then closed as before): open
+// directories (os.scandir iterators), and a kernel that did not start
 // from the snapshot or runs over a working dir (the sandboxed project
 // mode, whose memory holds host paths).
 
 // imageFormat opens every image file; a change to Image or its encoding
-// changes it.
-const imageFormat = "hermes-wasm-exec kernel image 1\n"
+// changes it. imageFormatV1's images (before Open and ImageFile.Ino) read
+// as they are: gob leaves the new fields zero.
+const (
+	imageFormat   = "hermes-wasm-exec kernel image 2\n"
+	imageFormatV1 = "hermes-wasm-exec kernel image 1\n"
+)
 
 // imageChunk is the unit of an image's memory: smaller than a wasm page,
 // since a kernel's cells write Python's heap here and there.
@@ -71,6 +76,9 @@ type Image struct {
 	// Fork: a copy of a kernel that goes on (CopyKernel); the resumed one
 	// seeds its random module afresh.
 	Fork bool
+	// Open are the files the kernel held open, which the resumed kernel
+	// reopens at the same descriptors and offsets before its first cell.
+	Open []OpenFile
 }
 
 // ImageFile is a file or dir of a suspended kernel's private dir.
@@ -80,6 +88,9 @@ type ImageFile struct {
 	Mode  fs.FileMode
 	MTime int64 // Unix nanoseconds
 	Data  []byte
+	// Ino is the inode number the guest knew the file by (0: unknown):
+	// the resumed kernel's guest sees the restored file by it (jailFS.inos).
+	Ino uint64
 }
 
 // Errors of a suspension or a resume.
@@ -146,12 +157,25 @@ func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data 
 		return nil, err
 	}
 	k, err := s.startKernel(ctx, spec, nil, img, base)
-	if err != nil || !img.Fork {
-		return k, err
+	if err != nil {
+		return nil, err
 	}
-	if err := k.(*strictKernel).d.Reseed(ctx); err != nil {
-		k.Close()
-		return nil, fmt.Errorf("resuming a copied kernel: %w", err)
+	d := k.(*strictKernel).d
+	if len(img.Open) > 0 {
+		files := make([]map[string]any, len(img.Open))
+		for i, f := range img.Open {
+			files[i] = f.reopenSpec()
+		}
+		if err := d.Reopen(ctx, files); err != nil {
+			k.Close()
+			return nil, fmt.Errorf("resuming the kernel: a file it held open did not reopen: %w", err)
+		}
+	}
+	if img.Fork {
+		if err := d.Reseed(ctx); err != nil {
+			k.Close()
+			return nil, fmt.Errorf("resuming a copied kernel: %w", err)
+		}
 	}
 	return k, nil
 }
@@ -229,13 +253,16 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 		return nil, fmt.Errorf("%w: it did not start from the interpreter snapshot", ErrNotSuspendable)
 	}
 	// The guest's descriptors past stdio and the preopened mounts: wazero
-	// keeps their table, which an image cannot.
-	open, err := k.d.Probe(ctx, 3+len(k.box.mounts))
+	// keeps their table, which an image cannot; the host's record of what
+	// each was opened at (fdtable.go) and the offset the guest reports
+	// let the resumed kernel reopen them.
+	fds, offsets, err := k.d.Probe(ctx, 3+len(k.box.mounts))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotSuspendable, err)
 	}
-	if len(open) > 0 {
-		return nil, fmt.Errorf("%w: it holds %d open files (an open file, a database connection or a directory iterator; close them to keep the kernel)", ErrNotSuspendable, len(open))
+	open, err := k.openFiles(fds, offsets)
+	if err != nil {
+		return nil, err
 	}
 	// The loop waits in Take, outside the interpreter, and the turn keeps
 	// any cell from starting: nothing runs in the instance while its
@@ -247,7 +274,7 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 		return nil, errors.New("suspending the kernel: reading its memory failed")
 	}
 	img := &Image{WasmSum: k.sums.wasm, StdlibSum: k.sums.stdlib, BaseSum: base.digest(), Size: uint64(size),
-		Nanotime: clock(), Cells: k.d.Cells()}
+		Nanotime: clock(), Cells: k.d.Cells(), Open: open}
 	var zero [imageChunk]byte
 	for off := uint32(0); off < size; off += imageChunk {
 		was := zero[:]
@@ -262,7 +289,7 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 	for _, c := range img.Chunks {
 		img.Data = append(img.Data, buf[c*imageChunk:(c+1)*imageChunk]...)
 	}
-	files, err := imageFiles(k.staging, k.box.generated)
+	files, err := imageFiles(k.staging, k.box.generated, k.box.guestIno)
 	if err != nil {
 		return nil, fmt.Errorf("suspending the kernel: %w", err)
 	}
@@ -278,7 +305,7 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 }
 
 // imageFiles reads the files and dirs under dir but those of generated.
-func imageFiles(dir string, generated map[string]bool) ([]ImageFile, error) {
+func imageFiles(dir string, generated map[string]bool, ino func(rel string) uint64) ([]ImageFile, error) {
 	var out []ImageFile
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -297,6 +324,9 @@ func imageFiles(dir string, generated map[string]bool) ([]ImageFile, error) {
 			return err
 		}
 		f := ImageFile{Path: rel, Dir: d.IsDir(), Mode: fi.Mode().Perm(), MTime: fi.ModTime().UnixNano()}
+		if ino != nil {
+			f.Ino = ino(rel)
+		}
 		switch {
 		case d.IsDir():
 		case fi.Mode().IsRegular():
@@ -408,6 +438,9 @@ func (img *Image) marshal() ([]byte, error) {
 func unmarshalImage(data []byte) (*Image, error) {
 	body, ok := bytes.CutPrefix(data, []byte(imageFormat))
 	if !ok {
+		body, ok = bytes.CutPrefix(data, []byte(imageFormatV1))
+	}
+	if !ok {
 		if bytes.HasPrefix(data, []byte("hermes-wasm-exec kernel image ")) {
 			return nil, ErrImageStale
 		}
@@ -460,4 +493,60 @@ func (s *snapshot) digest() string {
 		s.sum = hex.EncodeToString(sum[:])
 	})
 	return s.sum
+}
+
+// openFiles describes the descriptors fds (at offsets) that k holds open,
+// for its image; ErrNotSuspendable for one that cannot be reopened: a
+// directory (an iterator of os.scandir), or one whose path is not known
+// (opened relative to a descriptor the host did not see opened).
+func (k *strictKernel) openFiles(fds []int, offsets []int64) ([]OpenFile, error) {
+	var out []OpenFile
+	for i, fd := range fds {
+		var rec fdRecord
+		var path string
+		ok := k.box.fds != nil
+		if ok {
+			rec, ok = k.box.fds.get(int32(fd))
+		}
+		if ok {
+			path, ok = k.box.fds.guestPath(int32(fd), k.box.mounts)
+		}
+		if !ok || offsets[i] < 0 || rec.oflags&wasiOflagDirectory != 0 {
+			return nil, fmt.Errorf("%w: it holds an open directory (an os.scandir iterator) or a descriptor it did not open by path (descriptor %d); close it to keep the kernel", ErrNotSuspendable, fd)
+		}
+		out = append(out, OpenFile{FD: int32(fd), Path: path, Offset: offsets[i],
+			Read: rec.rights&wasiRightFDRead != 0, Write: rec.rights&wasiRightFDWrite != 0,
+			Append: rec.fdflags&wasiFDFlagAppend != 0})
+	}
+	return out, nil
+}
+
+// reopenSpec is f as the kernel's reopen step takes it.
+func (f OpenFile) reopenSpec() map[string]any {
+	flags := "r"
+	switch {
+	case f.Append && f.Read:
+		flags = "ra"
+	case f.Append:
+		flags = "a"
+	case f.Read && f.Write:
+		flags = "rw"
+	case f.Write:
+		flags = "w"
+	}
+	return map[string]any{"fd": f.FD, "path": f.Path, "flags": flags, "offset": f.Offset}
+}
+
+// guestIno is the inode number the guest sees for the file rel of the
+// private dir (0 when it cannot be told).
+func (box *sandbox) guestIno(rel string) uint64 {
+	if len(box.jails) == 0 {
+		return 0
+	}
+	j := box.jails[0]
+	st, err := rootStat(j.root, rel, false)
+	if err != nil {
+		return 0
+	}
+	return j.guestIno(st.Ino)
 }

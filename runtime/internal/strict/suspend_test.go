@@ -2,6 +2,8 @@ package strict
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -53,21 +55,49 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 	require.Equal(t, "y\n", okCell(t, r2, `print(data)`))
 }
 
-// A kernel holding an open file is not suspended, and goes on as it was.
-func testKernelSuspendRefused(t *testing.T, e *Engine) {
-	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
-	okCell(t, k, `import sqlite3; db = sqlite3.connect("x.db"); db.execute("create table t(x)")`)
+// A kernel's open files go with it: an sqlite3 connection, a file being
+// written (with what its buffer has not written yet), one read half-way,
+// one appended to, one read and written at an offset: the resumed kernel
+// reopens each at its descriptor and offset, and the Python objects go on.
+// An open directory (an os.scandir iterator) refuses the suspension, and
+// the kernel goes on as it was; so does one over a working dir.
+func testKernelSuspendOpenFiles(t *testing.T, e *Engine) {
+	spec := engine.KernelSpec{Env: snapEnv}
+	k := startKernel(t, e, spec, false)
+	okCell(t, k, `
+import sqlite3, os
+db = sqlite3.connect("x.db"); db.execute("create table t(x)"); db.execute("insert into t values (1)"); db.commit()
+w = open("w.txt", "w"); w.write("before ")
+with open("r.txt", "w") as f:
+    f.write("line1\nline2\nline3\n")
+r = open("r.txt"); r.readline()
+a = open("a.log", "a"); a.write("one\n"); a.flush()
+b = open("bin", "wb+"); b.write(b"0123456789"); b.seek(4)
+it = os.scandir(".")
+`)
 	_, _, err := e.SuspendKernel(context.Background(), k)
 	require.ErrorIs(t, err, ErrNotSuspendable)
-	require.Contains(t, err.Error(), "open files")
+	require.Contains(t, err.Error(), "open directory")
 	require.True(t, k.Alive())
-	require.Equal(t, "[]\n", okCell(t, k, `print(db.execute("select * from t").fetchall()); db.close()`))
-	image, _, err := e.SuspendKernel(context.Background(), k)
-	require.NoError(t, err, "closed, it can be")
-	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+	okCell(t, k, `it.close()`)
+
+	copied, _, err := e.CopyKernel(context.Background(), k)
 	require.NoError(t, err)
-	defer r.Close()
-	require.Equal(t, "[('t',)]\n", okCell(t, r, `import sqlite3; print(sqlite3.connect("x.db").execute("select name from sqlite_master").fetchall())`))
+	image, _, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err)
+	requireGone(t, k)
+	const after = `
+w.write("after"); w.close()
+db.execute("insert into t values (2)"); db.commit()
+a.write("two\n"); a.close()
+print(open("w.txt").read(), r.readline().strip(), db.execute("select count(*) from t").fetchone()[0], open("a.log").read().split(), b.read(3))
+`
+	for name, data := range map[string][]byte{"suspended": image, "copied": copied} {
+		r, err := e.ResumeKernel(context.Background(), spec, data, nil)
+		require.NoError(t, err, name)
+		require.Equal(t, "before after line2 2 ['one', 'two'] b'456'\n", okCell(t, r, after), name)
+		require.NoError(t, r.Close())
+	}
 
 	over := startKernel(t, e, engine.KernelSpec{Env: snapEnv, Workdir: t.TempDir()}, true)
 	_, _, err = e.SuspendKernel(context.Background(), over)
@@ -90,9 +120,18 @@ func testKernelImageRefused(t *testing.T, e *Engine) {
 		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, bad, nil)
 		require.ErrorIs(t, err, ErrImageDamaged, name)
 	}
-	stale := []byte(strings.Replace(string(image), "image 1\n", "image 0\n", 1))
+	stale := []byte(strings.Replace(string(image), "image 2\n", "image 0\n", 1))
 	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, stale, nil)
 	require.ErrorIs(t, err, ErrImageStale)
+
+	// An image of the first format (a store written before images kept
+	// open files) still resumes.
+	v1 := []byte(strings.Replace(string(image[:len(image)-4]), imageFormat, imageFormatV1, 1))
+	v1 = binary.LittleEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, v1, nil)
+	require.NoError(t, err)
+	require.Equal(t, "1\n", okCell(t, r, "print(x)"))
+	require.NoError(t, r.Close())
 }
 
 func flip(b []byte, i int) []byte {
