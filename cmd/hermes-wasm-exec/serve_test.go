@@ -1389,6 +1389,22 @@ func kernelTests(t *testing.T, mode string) {
 		res = exec(t, "c", "print(1)", "parent_session", "p")
 		require.Equal(t, 1, kernelOf(t, res).ExecutionCount, "closing the parent disposed of the child's kernel")
 	})
+	t.Run("a subagent inherits its parent's kernel", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "success", exec(t, "p2", "v = 7").Status)
+		res := exec(t, "c2", "print(globals().get('v'))", "parent_session", "p2", "inherit_parent", true)
+		require.Equal(t, "success", res.Status, res.Output)
+		if mode == "strict" {
+			require.Equal(t, "7\n", res.Output)
+			require.True(t, kernelOf(t, res).Resumed)
+		} else {
+			require.Equal(t, "None\n", res.Output)
+			require.Contains(t, kernelOf(t, res).Note, "only strict-mode kernels can be copied")
+		}
+		m := p.call(t, "execute", map[string]any{"code": "pass", "session": "c3", "inherit_parent": true})
+		require.NotNil(t, m.Error)
+		require.Contains(t, m.Error.Message, "inherit_parent needs parent_session")
+	})
 	t.Run("sys.exit ends the kernel", func(t *testing.T) {
 		t.Parallel()
 		require.Equal(t, "success", exec(t, "exit", "q = 1").Status)

@@ -301,6 +301,48 @@ func nonEmpty(s string) []string {
 // Without a session store the copies wait in memory for to's first call,
 // until CloseSession(to).
 func (e *Executor) ForkSession(ctx context.Context, from, to string) (int, error) {
+	return e.forkSession(ctx, from, to, true)
+}
+
+// errParentBusy: a subagent's parent runs a call (InheritParent).
+var errParentBusy = errors.New("a call runs in it")
+
+// Notes of a subagent that asked for its parent's state (InheritParent).
+const (
+	noteInheritedNone = "The parent session has no kernel to copy: this subagent started with an empty kernel."
+	// noteNotInherited has the reason.
+	noteNotInherited = "The parent session's kernel could not be copied (%s): this subagent started with an empty kernel."
+)
+
+// inheritParent copies the parent's kernels into req's subagent session
+// before its first call (Request.InheritParent), and returns the note of
+// a copy that did not happen.
+func (e *Executor) inheritParent(ctx context.Context, req Request) string {
+	n, err := e.forkSession(ctx, req.ParentSession, req.Session, false)
+	switch {
+	case errors.Is(err, errParentBusy):
+		return fmt.Sprintf(noteNotInherited, "a call runs in it, such as the one that started this subagent: copy it between its calls")
+	case err != nil:
+		return fmt.Sprintf(noteNotInherited, err)
+	case n == 0 && e.sessions.hasKernels(req.ParentSession):
+		return fmt.Sprintf(noteNotInherited, "it is a project-mode kernel: only strict-mode kernels can be copied")
+	case n == 0:
+		return noteInheritedNone
+	}
+	return ""
+}
+
+// hasKernels reports whether session has a live kernel.
+func (t *sessionTable) hasKernels(session string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byName[session]
+	return s != nil && len(s.kernels) > 0
+}
+
+// forkSession is ForkSession; without wait, it fails with errParentBusy
+// rather than wait for from's turn.
+func (e *Executor) forkSession(ctx context.Context, from, to string, wait bool) (int, error) {
 	if from == "" || to == "" {
 		return 0, ErrNoSession
 	}
@@ -313,6 +355,13 @@ func (e *Executor) ForkSession(ctx context.Context, from, to string) (int, error
 		return 0, err
 	}
 	defer a.withdraw()
+	if !wait {
+		select {
+		case <-a.place:
+		default:
+			return 0, errParentBusy
+		}
+	}
 	_, end, _, err := t.takeTurn(ctx, from, a)
 	if err != nil {
 		return 0, err

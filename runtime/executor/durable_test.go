@@ -574,3 +574,44 @@ func TestStoreDir(t *testing.T) {
 	cfg.CodeExecution.SessionStore = "s3://bucket/kernels"
 	require.Empty(t, storeDir(cfg))
 }
+
+// A subagent's first call with InheritParent starts from a copy of its
+// parent's kernel (without a session store too); a parent that runs a
+// call cannot be copied, and the subagent starts empty with a note.
+func TestInheritParent(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	e := durableExecutor(t, "", 4, func(_ *config.Config, o *Options) {
+		o.Tools = map[string]ToolHandler{"web_extract": func(ctx context.Context, _ json.RawMessage) map[string]any {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return map[string]any{"results": []any{}}
+		}}
+	})
+	wd := t.TempDir()
+	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "x = 41"})
+	res := okCall(t, e, Request{Session: "sub", ParentSession: "parent", InheritParent: true, Workdir: wd, Code: "x += 1\nprint(x)"})
+	require.Equal(t, "42\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+	require.Empty(t, res.Kernel.Note)
+	require.Equal(t, "41\n", okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "print(x)"}).Output, "the parent goes on as it was")
+
+	// The parent's call runs (it started the subagent, say).
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := e.Execute(context.Background(), Request{Session: "parent", Workdir: wd,
+			Code: "from hermes_tools import web_extract\nweb_extract(['https://example.com'])"})
+		done <- res
+	}()
+	<-started
+	res = okCall(t, e, Request{Session: "sub2", ParentSession: "parent", InheritParent: true, Workdir: wd, Code: "print('x' in globals())"})
+	require.Equal(t, "False\n", res.Output)
+	require.Contains(t, res.Kernel.Note, "could not be copied (a call runs in it")
+	close(release)
+	require.Equal(t, config.StatusSuccess, (<-done).Status)
+
+	res = okCall(t, e, Request{Session: "orphan", ParentSession: "nobody", InheritParent: true, Workdir: wd, Code: "pass"})
+	require.Contains(t, res.Kernel.Note, "has no kernel to copy")
+}

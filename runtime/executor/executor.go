@@ -126,6 +126,15 @@ type Request struct {
 	// kernel is its own, exempt from max_session_kernels, and disposed
 	// with CloseSession of either.
 	ParentSession string
+	// InheritParent, on the first call of a subagent session
+	// (ParentSession set), starts its kernel from a copy of the parent's
+	// strict kernels, as ForkSession does: the subagent begins with its
+	// parent's variables, imports and files rather than an empty kernel.
+	// The parent must be between calls (its kernel cannot be copied while
+	// a call runs in it, such as the call that started the subagent); when
+	// it is not, or it has no kernel to copy, the subagent starts empty and
+	// its result's kernel note says why.
+	InheritParent bool
 	// Kind is config.KindCLI (the default), config.KindGateway or config.KindAutomation; it
 	// decides what needs approval (docs/behaviour.md §8).
 	Kind string

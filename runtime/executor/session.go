@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,10 @@ type session struct {
 	// a kernel evicted from it before and given back after is closed,
 	// not put back.
 	closed bool
+	// ran is set when the session's first call takes its turn
+	// (Request.InheritParent copies the parent's kernel before that call
+	// only).
+	ran bool
 }
 
 // turn is a session's queue: calls hold it one at a time, in the order
@@ -391,7 +396,28 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMod
 	if err != nil {
 		return failed(m.mode, err), err
 	}
-	return e.runCall(turnCtx, req, m, parts)
+	var note string
+	if first := e.sessions.firstCall(a); first && req.InheritParent && req.ParentSession != "" {
+		note = e.inheritParent(turnCtx, req)
+	}
+	res, err := e.runCall(turnCtx, req, m, parts)
+	if note != "" && res.Kernel != nil {
+		res.Kernel.Note = strings.TrimSpace(note + " " + res.Kernel.Note)
+	}
+	return res, err
+}
+
+// firstCall reports whether a, whose turn has started, is its session's
+// first call, and marks the session as having run one.
+func (t *sessionTable) firstCall(a *arrival) bool {
+	if a == nil || a.session == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := !a.session.ran
+	a.session.ran = true
+	return first
 }
 
 // sessionParts is what a call takes from its session, as its turn starts.

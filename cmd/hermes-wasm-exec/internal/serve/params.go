@@ -54,7 +54,7 @@ func sessionOrDefault(p map[string]json.RawMessage) (string, *jsonrpc.Error) {
 // executeParams are execute's parameters. command is not one: it is
 // accepted only to answer a terminal call sent to execute_code with
 // Hermes's message (executor.CommandNotCodeMessage).
-var executeParams = []string{"code", "session", "mode", "sandbox", "workdir", "reset", "parent_session", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
+var executeParams = []string{"code", "session", "mode", "sandbox", "workdir", "reset", "parent_session", "inherit_parent", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
 
 // toolListParam decodes a list of tool names: as in Hermes, names that are
 // not one of the seven (vision_analyze, delegate_task, ...) are dropped
@@ -170,6 +170,14 @@ func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.R
 	}
 	if req.ParentSession, rerr = stringParam(p, "parent_session", false); rerr != nil {
 		return req, rerr
+	}
+	if raw, ok := p["inherit_parent"]; ok {
+		if json.Unmarshal(raw, &req.InheritParent) != nil {
+			return req, jsonrpc.InvalidParams("inherit_parent must be true or false")
+		}
+		if req.InheritParent && req.ParentSession == "" {
+			return req, jsonrpc.InvalidParams("inherit_parent needs parent_session: the session whose kernel the subagent starts from")
+		}
 	}
 	if req.Kind, rerr = stringParam(p, "kind", false); rerr != nil {
 		return req, rerr
