@@ -81,6 +81,7 @@ code_execution:
   session_store_max_mb: 8
   session_ttl: 0
   session_checkpoint: Every_Call
+  session_store_compression: small
   session_lease: 2
 terminal:
   env_passthrough:
@@ -91,7 +92,7 @@ terminal:
 			c.CodeExecution = CodeExecution{Mode: "strict", Sandbox: "wasm", Timeout: 86400, MaxToolCalls: 0,
 				KernelIdleTimeout: 1, MaxSessionKernels: 1, MemoryLimitMB: 4096, ProjectMemoryLimitMB: 16777216, ProcessLimit: 16,
 				DiskLimitMB: 65536, WarmPool: 2, Timezone: "Europe/Paris", Landlock: LandlockAuto,
-				SessionStore: "s3://bucket/kernels", SessionStoreMaxMB: 8, SessionTTL: 0, SessionCheckpoint: CheckpointEveryCall, SessionLease: 2}
+				SessionStore: "s3://bucket/kernels", SessionStoreMaxMB: 8, SessionTTL: 0, SessionCheckpoint: CheckpointEveryCall, SessionLease: 2, SessionStoreCompression: CompressionSmall}
 			c.Timezone, c.TimezoneSource = "Europe/Paris", "code_execution.timezone"
 			c.Terminal.EnvPassthrough = []string{"HERMES_BASE_URL", "MY_API_KEY"}
 		}},

@@ -134,6 +134,17 @@ func checkStorePath(v string) (string, string) {
 	return checkAbsPath(v)
 }
 
+// checkCompression is a code_execution.session_store_compression value,
+// compared case-insensitively.
+func checkCompression(v string) (string, string) {
+	for _, c := range Compressions {
+		if strings.EqualFold(strings.TrimSpace(v), c) {
+			return c, ""
+		}
+	}
+	return "", "must be `fast` or `small`"
+}
+
 // checkCheckpoint is a code_execution.session_checkpoint value, compared
 // case-insensitively.
 func checkCheckpoint(v string) (string, string) {

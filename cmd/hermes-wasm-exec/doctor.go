@@ -145,8 +145,8 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  encrypted no: set $%s (32 bytes, e.g. `openssl rand -hex 32`) to encrypt images at rest\n", sessionstore.KeyEnv)
 		}
 		ce := cfg.CodeExecution
-		fmt.Fprintf(stdout, "  policy    checkpoint %s, lease %d s, images expire after %s unwritten, at most %d MiB per session\n",
-			ce.SessionCheckpoint, ce.SessionLease, ttlText(ce.SessionTTL), ce.SessionStoreMaxMB)
+		fmt.Fprintf(stdout, "  policy    checkpoint %s, compression %s, lease %d s, images expire after %s unwritten, at most %d MiB per session\n",
+			ce.SessionCheckpoint, ce.SessionStoreCompression, ce.SessionLease, ttlText(ce.SessionTTL), ce.SessionStoreMaxMB)
 	}
 
 	fmt.Fprintln(stdout, "\nprocesses a run starts (the project-mode child, terminal commands):")

@@ -240,13 +240,14 @@ func New(opts Options) *Executor {
 	}
 	cacheDir := config.CacheDir(home)
 	e := &Executor{
-		cfg:       cfg,
-		home:      home,
-		cacheDir:  cacheDir,
-		environ:   environ,
-		getenv:    getenv,
-		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		strict:    strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress, Packages: cfg.CodeExecution.WasmPackages}),
+		cfg:      cfg,
+		home:     home,
+		cacheDir: cacheDir,
+		environ:  environ,
+		getenv:   getenv,
+		log:      cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		strict: strict.New(strict.Options{CacheDir: cacheDir, Progress: opts.Progress, Packages: cfg.CodeExecution.WasmPackages,
+			SmallImages: cfg.CodeExecution.SessionStoreCompression == config.CompressionSmall}),
 		transport: opts.RPCTransport,
 		approvals: approval.New(cfg.Approvals.Mode, time.Duration(cfg.Approvals.Timeout)*time.Second).WithCron(cfg.Approvals.CronMode),
 		approver:  opts.Approver,

@@ -64,6 +64,10 @@ type Options struct {
 	// sys.path after the script's own dir. A dir that cannot be opened is
 	// left out.
 	Packages []string
+	// SmallImages compresses suspended kernels' images with zstd (about
+	// 40% smaller, about 3x the time) instead of s2
+	// (code_execution.session_store_compression: small).
+	SmallImages bool
 	// Stdlib returns the standard library zip mounted at
 	// /usr/local/lib/python311.zip; nil means the embedded, verified one
 	// (pyodideassets.Stdlib).

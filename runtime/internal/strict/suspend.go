@@ -18,6 +18,7 @@ import (
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -47,6 +48,16 @@ import (
 const (
 	imageFormat   = "hermes-wasm-exec kernel image 2\n"
 	imageFormatV1 = "hermes-wasm-exec kernel image 1\n"
+	// imageFormatZstd is imageFormat's with a zstd stream for the s2 one
+	// (Options.SmallImages).
+	imageFormatZstd = "hermes-wasm-exec kernel image 2 zstd\n"
+)
+
+// The zstd coders of small images: one each for the process (both are
+// safe for concurrent use; EncodeAll and DecodeAll need no stream state).
+var (
+	zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	zstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxImageMemory+maxImageHead+(64<<20)))
 )
 
 // imageChunk is the unit of an image's memory: smaller than a wasm page,
@@ -119,7 +130,7 @@ func (s *Engine) SuspendKernel(ctx context.Context, k engine.Kernel) (image []by
 	if err != nil {
 		return nil, "", err
 	}
-	image, err = img.marshal()
+	image, err = img.marshal(s.opts.SmallImages)
 	return image, img.BaseSum, err
 }
 
@@ -137,7 +148,7 @@ func (s *Engine) CopyKernel(ctx context.Context, k engine.Kernel) (image []byte,
 		return nil, "", err
 	}
 	img.Fork = true
-	image, err = img.marshal()
+	image, err = img.marshal(s.opts.SmallImages)
 	return image, img.BaseSum, err
 }
 
@@ -408,10 +419,12 @@ func clockFrom(ns int64) sys.Nanotime {
 // times faster than zstd at its fastest level, for images about 1.6x
 // larger: a suspension waits for it, the store only keeps it) of the
 // Image but its Data as a gob, length first (uint32), then Data; then the
-// CRC-32C of all before it (uint32). Little-endian. The checksum catches
-// damage; an image is the session's own data, trusted as the store that
-// holds it is (docs/service.md).
-func (img *Image) marshal() ([]byte, error) {
+// CRC-32C of all before it (uint32). Little-endian. With small,
+// imageFormatZstd and a zstd frame of the same (a store that pays for
+// bytes more than for milliseconds). The checksum catches damage; an
+// image is the session's own data, trusted as the store that holds it is
+// (docs/service.md).
+func (img *Image) marshal(small bool) ([]byte, error) {
 	var head bytes.Buffer
 	data := img.Data
 	img.Data = nil
@@ -420,11 +433,19 @@ func (img *Image) marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	parts := [][]byte{binary.LittleEndian.AppendUint32(nil, uint32(head.Len())), head.Bytes(), data}
 	var out bytes.Buffer
+	if small {
+		plain := bytes.Join(parts, nil)
+		out.Grow(len(plain)/3 + 64)
+		out.WriteString(imageFormatZstd)
+		out.Write(zstdEncoder.EncodeAll(plain, nil))
+		return binary.LittleEndian.AppendUint32(out.Bytes(), crc32.Checksum(out.Bytes(), castagnoli)), nil
+	}
 	out.Grow(len(data)/2 + head.Len() + 64)
 	out.WriteString(imageFormat)
 	zw := s2.NewWriter(&out, s2.WriterConcurrency(1))
-	for _, part := range [][]byte{binary.LittleEndian.AppendUint32(nil, uint32(head.Len())), head.Bytes(), data} {
+	for _, part := range parts {
 		if _, err := zw.Write(part); err != nil {
 			return nil, err
 		}
@@ -440,6 +461,11 @@ func unmarshalImage(data []byte) (*Image, error) {
 	if !ok {
 		body, ok = bytes.CutPrefix(data, []byte(imageFormatV1))
 	}
+	small := false
+	if !ok {
+		body, ok = bytes.CutPrefix(data, []byte(imageFormatZstd))
+		small = ok
+	}
 	if !ok {
 		if bytes.HasPrefix(data, []byte("hermes-wasm-exec kernel image ")) {
 			return nil, ErrImageStale
@@ -453,15 +479,22 @@ func unmarshalImage(data []byte) (*Image, error) {
 	if crc32.Checksum(data[:n], castagnoli) != binary.LittleEndian.Uint32(data[n:]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrImageDamaged)
 	}
-	zr := s2.NewReader(bytes.NewReader(body[:len(body)-4]))
+	var zr io.Reader = s2.NewReader(bytes.NewReader(body[:len(body)-4]))
+	if small {
+		plain, err := zstdDecoder.DecodeAll(body[:len(body)-4], nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
+		}
+		zr = bytes.NewReader(plain)
+	}
 	var size [4]byte
 	if _, err := io.ReadFull(zr, size[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)
 	}
-	head := make([]byte, binary.LittleEndian.Uint32(size[:]))
-	if len(head) > maxImageHead {
+	if binary.LittleEndian.Uint32(size[:]) > maxImageHead {
 		return nil, fmt.Errorf("%w: header too large", ErrImageDamaged)
 	}
+	head := make([]byte, binary.LittleEndian.Uint32(size[:]))
 	var img Image
 	if _, err := io.ReadFull(zr, head); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrImageDamaged, err)

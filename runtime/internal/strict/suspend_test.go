@@ -1,6 +1,7 @@
 package strict
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"hash/crc32"
@@ -146,44 +147,75 @@ const benchKernelState = "import json, re, sqlite3\nimport random\ndata = [rando
 
 // BenchmarkStrictKernelSuspend: suspending an idle kernel (the probe of
 // its descriptors, the memory's difference from the snapshot, the private
-// dir, encoding and compression), and the image's size.
+// dir, encoding and compression: fast, s2, the default; small, zstd), and
+// the image's size.
 func BenchmarkStrictKernelSuspend(b *testing.B) {
-	e := testEngine(b)
-	var size, raw int
-	for b.Loop() {
-		b.StopTimer()
-		k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
-		okCell(b, k, benchKernelState)
-		b.StartTimer()
-		image, _, err := e.SuspendKernel(context.Background(), k)
-		require.NoError(b, err)
-		size = len(image)
-		b.StopTimer()
-		img, err := unmarshalImage(image)
-		require.NoError(b, err)
-		raw = len(img.Data)
-		b.StartTimer()
+	for _, small := range []bool{false, true} {
+		b.Run(map[bool]string{false: "fast", true: "small"}[small], func(b *testing.B) {
+			e := testEngine(b)
+			var size, raw int
+			for b.Loop() {
+				b.StopTimer()
+				k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
+				okCell(b, k, benchKernelState)
+				b.StartTimer()
+				img, err := k.suspend(context.Background())
+				require.NoError(b, err)
+				image, err := img.marshal(small)
+				require.NoError(b, err)
+				size, raw = len(image), len(img.Data)
+			}
+			b.ReportMetric(float64(size)/(1<<20), "image-MiB")
+			b.ReportMetric(float64(raw)/(1<<20), "changed-MiB")
+		})
 	}
-	b.ReportMetric(float64(size)/(1<<20), "image-MiB")
-	b.ReportMetric(float64(raw)/(1<<20), "changed-MiB")
 }
 
 // BenchmarkStrictKernelResume: resuming that kernel (decoding, a new
 // instance from the snapshot with the image written over it) until it is
-// ready for its next cell.
+// ready for its next cell, from each kind of image.
 func BenchmarkStrictKernelResume(b *testing.B) {
-	e := testEngine(b)
-	k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
-	okCell(b, k, benchKernelState)
-	image, _, err := e.SuspendKernel(context.Background(), k)
-	require.NoError(b, err)
-	for b.Loop() {
-		r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
-		require.NoError(b, err)
-		b.StopTimer()
-		r.Close()
-		b.StartTimer()
+	for _, small := range []bool{false, true} {
+		b.Run(map[bool]string{false: "fast", true: "small"}[small], func(b *testing.B) {
+			e := testEngine(b)
+			k := startKernel(b, e, engine.KernelSpec{Env: snapEnv}, false)
+			okCell(b, k, benchKernelState)
+			img, err := k.suspend(context.Background())
+			require.NoError(b, err)
+			image, err := img.marshal(small)
+			require.NoError(b, err)
+			for b.Loop() {
+				r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+				require.NoError(b, err)
+				b.StopTimer()
+				r.Close()
+				b.StartTimer()
+			}
+		})
 	}
+}
+
+// Small images (zstd): smaller than the default's, marked as such, and
+// resumed by any engine; damage is caught.
+func testKernelSmallImages(t *testing.T, e *Engine) {
+	spec := engine.KernelSpec{Env: snapEnv}
+	k := startKernel(t, e, spec, false)
+	okCell(t, k, benchKernelState)
+	img, err := k.capture(context.Background(), false)
+	require.NoError(t, err)
+	fast, err := img.marshal(false)
+	require.NoError(t, err)
+	small, err := img.marshal(true)
+	require.NoError(t, err)
+	t.Logf("fast %d, small %d bytes", len(fast), len(small))
+	require.Less(t, len(small), len(fast)*3/4)
+	require.True(t, bytes.HasPrefix(small, []byte(imageFormatZstd)))
+	r, err := e.ResumeKernel(context.Background(), spec, small, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, "True\n", okCell(t, r, "print(len(blob) > 500000 and 'sqlite3' in dir())"))
+	_, err = e.ResumeKernel(context.Background(), spec, flip(small, len(small)/2), nil)
+	require.ErrorIs(t, err, ErrImageDamaged)
 }
 
 // An image made against another snapshot (another process's: snapshots
