@@ -302,6 +302,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	rows = append(rows, kernelRows...)
 
+	durableRows, err := benchDurable(ctx, cfg, tmp, *n)
+	if err != nil {
+		return fail("durable kernels", err)
+	}
+	rows = append(rows, durableRows...)
+
 	if *remote {
 		remoteRows, err := benchRemote(ctx, remoteCfg, tmp, *n)
 		if err != nil {
@@ -739,3 +745,111 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
+
+// durableState is the idle kernel for the durable rows: the usual
+// imports and 1 MB of data.
+const durableState = "import json, re, sqlite3\nimport random\ndata = [random.random() for _ in range(40000)]\nblob = json.dumps(data)[:1 << 20]"
+
+// benchDurable measures durable session kernels with a session store in a
+// local dir (docs/service.md): two sessions holding durableState take
+// turns on one kernel slot (max_session_kernels: 1), so each call
+// suspends the other session's kernel and resumes its own. Rows: the
+// resume (kernel.resume_seconds), the suspension (the call, less the
+// resume and a warm call), the image; with session_checkpoint: every_call,
+// a warm call's cost; and the image with session_store_compression: small.
+func benchDurable(ctx context.Context, cfg config.Config, tmp string, n int) ([]row, error) {
+	cfg.CodeExecution.Mode = config.ModeStrict
+	cfg.CodeExecution.WarmPool = 0
+	run := func(setup func(*config.Config), f func(ex *executor.Executor, exec1 func(session, code string) (executor.Result, time.Duration, error)) error) error {
+		c := cfg
+		c.CodeExecution.SessionStore = filepath.Join(tmp, fmt.Sprintf("store-%d", time.Now().UnixNano()))
+		setup(&c)
+		ex := executor.New(executor.Options{Config: &c, HermesHome: tmp, Progress: io.Discard})
+		defer ex.Close(ctx)
+		exec1 := func(session, code string) (executor.Result, time.Duration, error) {
+			t := time.Now()
+			res, err := ex.Execute(ctx, executor.Request{Code: code, Workdir: tmp, Session: session})
+			if err == nil && res.Status != config.StatusSuccess {
+				err = fmt.Errorf("%s: %s", res.Status, res.Output)
+			}
+			return res, time.Since(t), err
+		}
+		return f(ex, exec1)
+	}
+	var rows []row
+	rounds := max(n, 5) * 4
+	err := run(func(c *config.Config) { c.CodeExecution.MaxSessionKernels = 1 }, func(ex *executor.Executor, exec1 func(string, string) (executor.Result, time.Duration, error)) error {
+		for _, s := range []string{"a", "b"} {
+			if _, _, err := exec1(s, durableState); err != nil {
+				return err
+			}
+		}
+		var warm, resume, suspend []time.Duration
+		for i := range rounds {
+			s := []string{"a", "b"}[i%2]
+			res, took, err := exec1(s, "n = len(blob)")
+			if err != nil {
+				return err
+			}
+			if res.Kernel == nil || !res.Kernel.Resumed {
+				return fmt.Errorf("session %s's kernel was not resumed: %+v", s, res.Kernel)
+			}
+			_, w, err := exec1(s, "n = len(blob)") // warm: its kernel is live
+			if err != nil {
+				return err
+			}
+			r := time.Duration(res.Kernel.ResumeSeconds * float64(time.Second))
+			warm, resume, suspend = append(warm, w), append(resume, r), append(suspend, took-r-w)
+		}
+		st := ex.Stats()
+		image := float64(st.StoredBytes) / float64(max(st.Suspended, 1)) / 1e6
+		rows = append(rows,
+			row{"durable kernel: resume from a local dir", ms1(median(resume)), fmt.Sprintf("a suspended session's first call's extra latency (kernel.resume_seconds), median of %d; goal <= 20 ms", rounds)},
+			row{"durable kernel: suspend to a local dir", ms1(median(suspend)), fmt.Sprintf("image %.1f MB (s2); an eviction's suspension, in the call that evicted; goal <= 30 ms, image <= 5 MB", image)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = run(func(c *config.Config) { c.CodeExecution.SessionCheckpoint = config.CheckpointEveryCall }, func(ex *executor.Executor, exec1 func(string, string) (executor.Result, time.Duration, error)) error {
+		if _, _, err := exec1("c", durableState); err != nil {
+			return err
+		}
+		var calls []time.Duration
+		for range rounds {
+			_, took, err := exec1("c", "n = len(blob)")
+			if err != nil {
+				return err
+			}
+			calls = append(calls, took)
+		}
+		rows = append(rows, row{"durable kernel: a call with session_checkpoint: every_call", ms1(median(calls)), "the image written (synced) after each call; the anchor is the warm call above"})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = run(func(c *config.Config) {
+		c.CodeExecution.MaxSessionKernels = 1
+		c.CodeExecution.SessionStoreCompression = config.CompressionSmall
+	}, func(ex *executor.Executor, exec1 func(string, string) (executor.Result, time.Duration, error)) error {
+		var resume []time.Duration
+		for _, s := range []string{"a", "b"} {
+			if _, _, err := exec1(s, durableState); err != nil {
+				return err
+			}
+		}
+		for i := range rounds {
+			res, _, err := exec1([]string{"a", "b"}[i%2], "n = len(blob)")
+			if err != nil {
+				return err
+			}
+			resume = append(resume, time.Duration(res.Kernel.ResumeSeconds*float64(time.Second)))
+		}
+		st := ex.Stats()
+		rows = append(rows, row{"durable kernel: session_store_compression: small", fmt.Sprintf("%.1f MB", float64(st.StoredBytes)/float64(max(st.Suspended, 1))/1e6),
+			fmt.Sprintf("the image with zstd; resume %s; 1,000 such sessions: goal <= 3 GB of store", ms1(median(resume)))})
+		return nil
+	})
+	return rows, err
+}
