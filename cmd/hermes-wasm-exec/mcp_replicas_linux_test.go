@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/backend/backendtest"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore/s3test"
 )
 
 // haproxyConfig is the session-affinity recipe of docs/service.md: round
@@ -253,15 +254,17 @@ while read_file('go.txt').get('error'):
 }
 
 // TestMCPHTTPReplicasDurable: TestMCPHTTPReplicas's proxy with a session
-// store the replicas share (session_checkpoint: every_call) and one
-// working dir: a replica killed mid-run, then one drained, cost no session
-// anything. Their sessions' next calls land on another replica, which
-// takes them over and resumes their kernels; no call fails, no count is
-// lost.
+// store the replicas share, an S3 bucket (a SeaweedFS server;
+// session_checkpoint: every_call), and one working dir: a replica killed
+// mid-run, then one drained, cost no session anything. Their sessions'
+// next calls land on another replica, which takes them over and resumes
+// their kernels; no call fails, no count is lost.
 func TestMCPHTTPReplicasDurable(t *testing.T) {
 	haproxy := backendtest.Program(t, "haproxy", "/usr/sbin/haproxy", "haproxy")
-	store, workdir := t.TempDir(), t.TempDir()
-	setup := httpSetup{config: "  mode: strict\n  session_store: " + store + "\n  session_checkpoint: every_call\n", workdir: workdir}
+	endpoint, bucket := s3test.Start(t)
+	s3test.Env(t, endpoint) // the replicas inherit it
+	workdir := t.TempDir()
+	setup := httpSetup{config: "  mode: strict\n  session_store: s3://" + bucket + "/replicas\n  session_checkpoint: every_call\n", workdir: workdir}
 	replicas := make([]*httpMCP, 3)
 	for i := range replicas {
 		replicas[i] = startHTTPMCPIn(t, setup, nil, "--drain-timeout", "2m")

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -368,35 +369,56 @@ func startPiped(t *testing.T, cmd *exec.Cmd) *pipedCmd {
 
 // Durable session kernels across restarts of serve: with
 // session_checkpoint: every_call, a serve killed outright (SIGKILL) loses
-// nothing its calls finished; one stopped by SIGTERM suspends its kernels
-// as it drains. Each restart's next call of the session resumes it.
+// only the call in flight; one stopped by SIGTERM suspends its kernels as
+// it drains. Each restart's next call of each session resumes it.
 func TestServeRestartResumesSessions(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
 	conf := "code_execution:\n  warm_pool: 0\n  mode: strict\n  session_store: " + store + "\n  session_checkpoint: every_call\n"
+	sessions := []string{"s1", "s2", "s3"}
 	first := newServeEnv(t, conf)
 	p := first.start()
-	res := p.exec(t, map[string]any{"code": "x = 41", "session": "s"})
-	require.Equal(t, "success", res.Status, res.Output)
-	res = p.exec(t, map[string]any{"code": "x += 1", "session": "s"})
-	require.Equal(t, "success", res.Status, res.Output)
-	p.kill()
+	for i, s := range sessions {
+		res := p.exec(t, map[string]any{"code": fmt.Sprintf("x = %d", 40+i), "session": s})
+		require.Equal(t, "success", res.Status, res.Output)
+		res = p.exec(t, map[string]any{"code": "x += 1", "session": s})
+		require.Equal(t, "success", res.Status, res.Output)
+	}
+	// The call in flight when the process dies: its change is lost, the
+	// calls before it are not.
+	inFlight := p.start("execute", map[string]any{"code": "x = 999\nopen('/started', 'w').close()\nimport time\ntime.sleep(600)", "session": "s1"})
+	pollUntil(t, time.Minute, func() bool {
+		return fileInSomeStaging(first.tmp, "started")
+	}, p.stderr.String)
+	p.kill() // its answer never comes
+	_ = inFlight
 
 	second := newServeEnv(t, conf)
 	second.workdir = first.workdir // the session's kernel is keyed by its working dir
 	p = second.start()
-	res = p.exec(t, map[string]any{"code": "print(x)\nx += 1", "session": "s"})
-	require.Equal(t, "success", res.Status, res.Output)
-	require.Equal(t, "42\n", res.Output)
-	require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
+	for i, s := range sessions {
+		res := p.exec(t, map[string]any{"code": "print(x)\nx += 10", "session": s})
+		require.Equal(t, "success", res.Status, res.Output)
+		require.Equal(t, fmt.Sprintf("%d\n", 41+i), res.Output, s)
+		require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
+	}
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.waitExit(60*time.Second), p.stderr.String())
 
-	third := newServeEnv(t, conf)
+	third := newServeEnv(t, strings.Replace(conf, "every_call", "off", 1))
 	third.workdir = first.workdir
 	p = third.start()
-	res = p.exec(t, map[string]any{"code": "print(x)", "session": "s"})
-	require.Equal(t, "43\n", res.Output)
-	require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
-	require.Equal(t, 4, res.Kernel.ExecutionCount)
+	for i, s := range sessions {
+		res := p.exec(t, map[string]any{"code": "print(x)", "session": s})
+		require.Equal(t, fmt.Sprintf("%d\n", 51+i), res.Output, s)
+		require.True(t, res.Kernel.Resumed, "%+v", res.Kernel)
+		require.Equal(t, 4, res.Kernel.ExecutionCount)
+	}
+}
+
+// fileInSomeStaging reports whether a strict kernel's private dir under
+// tmp (a serve's TMPDIR) holds name.
+func fileInSomeStaging(tmp, name string) bool {
+	found, _ := filepath.Glob(filepath.Join(tmp, "*", name))
+	return len(found) > 0
 }
