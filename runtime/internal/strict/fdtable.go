@@ -154,12 +154,27 @@ var wasiRenumber atomic.Pointer[api.GoModuleFunction]
 
 // renumberPrefix begins the tool channel's request to renumber a
 // descriptor, {"op":"renumber","from":N,"to":M}: hostCall answers it
-// itself, with {"errno":E}, in the guest's own descriptor table (it could
-// call fd_renumber itself; the interpreter just has no binding for it).
+// itself, with {"errno":E}, in the guest's own descriptor table, and only
+// while a resumed kernel reopens its files (reopenWindow): the
+// interpreter imports no fd_renumber, and wazero grows the host's
+// descriptor table to the number asked for (a script asking for 2^31 had
+// the host allocate 16 GiB).
 const renumberPrefix = `{"op":"renumber",`
 
-// renumberOp answers a renumber request of the guest mod.
-func renumberOp(ctx context.Context, mod api.Module, req []byte) []byte {
+// reopenWindow is what a reopen step may renumber: a descriptor from
+// first up, opened by path (in the table), to one the image recorded,
+// each once.
+type reopenWindow struct {
+	first int32
+	to    map[int32]bool
+}
+
+// wasiEPERM is WASI's EPERM.
+const wasiEPERM = 63
+
+// renumberOp answers a renumber request of the guest mod, within w (nil:
+// no reopen runs, and it is refused).
+func renumberOp(ctx context.Context, mod api.Module, req []byte, w *reopenWindow) []byte {
 	var r struct {
 		From, To int32
 	}
@@ -167,6 +182,15 @@ func renumberOp(ctx context.Context, mod api.Module, req []byte) []byte {
 	if json.Unmarshal(req, &r) != nil || fn == nil {
 		return []byte(`{"errno":28}` + "\n") // EINVAL
 	}
+	if w == nil || !w.to[r.To] || r.From < w.first || r.From == r.To {
+		return []byte(`{"errno":63}` + "\n") // EPERM
+	}
+	if t := fdTableOf(ctx); t == nil {
+		return []byte(`{"errno":63}` + "\n")
+	} else if _, ok := t.get(r.From); !ok {
+		return []byte(`{"errno":63}` + "\n")
+	}
+	delete(w.to, r.To)
 	stack := []uint64{uint64(uint32(r.From)), uint64(uint32(r.To))}
 	(*fn).Call(ctx, mod, stack)
 	out, _ := json.Marshal(map[string]uint64{"errno": stack[0]})

@@ -29,14 +29,20 @@ const hostModule = "hermes"
 type hostChannel struct {
 	serve   func(ctx context.Context, line []byte) []byte
 	pending []byte // the part of the last response that did not fit
+	// reopen, while a resumed kernel reopens its files (and only then),
+	// allows renumber requests (fdtable.go): the descriptors the image
+	// recorded, each once, and the lowest a reopened file may have.
+	reopen *reopenWindow
 }
 
 type hostChannelKey struct{}
 
-// withChannel returns ctx carrying a channel served by serve; the
-// instance must be instantiated (and so run) under the returned context.
-func withChannel(ctx context.Context, serve func(ctx context.Context, line []byte) []byte) context.Context {
-	return context.WithValue(ctx, hostChannelKey{}, &hostChannel{serve: serve})
+// withChannel returns ctx carrying a channel served by serve, and the
+// channel; the instance must be instantiated (and so run) under the
+// returned context.
+func withChannel(ctx context.Context, serve func(ctx context.Context, line []byte) []byte) (context.Context, *hostChannel) {
+	ch := &hostChannel{serve: serve}
+	return context.WithValue(ctx, hostChannelKey{}, ch), ch
 }
 
 // instantiateHostModule adds the "hermes" module to rt.
@@ -68,7 +74,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 			panic("hermes.call: request outside the guest's memory")
 		}
 		if bytes.HasPrefix(req, []byte(renumberPrefix)) {
-			resp = renumberOp(ctx, mod, req)
+			resp = renumberOp(ctx, mod, req, ch.reopen)
 		} else {
 			// The guest is blocked in this call, so its memory holds still;
 			// copy anyway, since serve may keep what it decodes.

@@ -672,6 +672,8 @@ type sandbox struct {
 	ctx context.Context
 	// fds follows the descriptors the guest opened (fdtable.go).
 	fds *fdTable
+	// channel is the tool channel ctx carries.
+	channel *hostChannel
 	// safePath: the interpreter must not put its cwd first on sys.path.
 	safePath bool
 	// cwd is the guest's working dir when not the root (the sandboxed
@@ -734,7 +736,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	if err != nil {
 		return nil, fmt.Errorf("creating the staging dir: %w", err)
 	}
-	box := &sandbox{staging: staging, lib: "/", ctx: withChannel(ctx, spec.serve), wasmPackages: s.opts.Packages}
+	box := &sandbox{staging: staging, lib: "/", wasmPackages: s.opts.Packages}
+	box.ctx, box.channel = withChannel(ctx, spec.serve)
 	defer func() {
 		if err != nil {
 			box.close()

@@ -171,13 +171,24 @@ func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data 
 	if err != nil {
 		return nil, err
 	}
-	d := k.(*strictKernel).d
+	sk := k.(*strictKernel)
+	d := sk.d
 	if len(img.Open) > 0 {
 		files := make([]map[string]any, len(img.Open))
+		w := &reopenWindow{first: int32(3 + len(sk.box.mounts)), to: map[int32]bool{}}
 		for i, f := range img.Open {
 			files[i] = f.reopenSpec()
+			if f.FD < w.first || f.FD >= w.first+maxOpenFiles {
+				k.Close()
+				return nil, fmt.Errorf("%w: an open file's descriptor (%d) is out of range", ErrImageDamaged, f.FD)
+			}
+			w.to[f.FD] = true
 		}
-		if err := d.Reopen(ctx, files); err != nil {
+		// Set and cleared between steps: the guest runs only in Reopen.
+		sk.box.channel.reopen = w
+		err := d.Reopen(ctx, files)
+		sk.box.channel.reopen = nil
+		if err != nil {
 			k.Close()
 			return nil, fmt.Errorf("resuming the kernel: a file it held open did not reopen: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -279,4 +280,24 @@ func testKernelCopy(t *testing.T, e *Engine) {
 	require.Equal(t, "42 file\n", okCell(t, c, "x += 1\nprint(x, open('f').read())"))
 	require.Equal(t, "41\n", okCell(t, k, "print(x)"))
 	require.NotEqual(t, okCell(t, k, "print(random.random())"), okCell(t, c, "print(random.random())"))
+}
+
+// A script cannot renumber descriptors through the tool channel: the
+// renumber op is the host's, for a resumed kernel's reopen step only.
+// Before, a script's {"op":"renumber","to":2^25} had wazero grow the
+// host's descriptor table by hundreds of MiB (2^31: 16 GiB).
+func TestStrictRenumberRefusedOutsideReopen(t *testing.T) {
+	e := testEngine(t)
+	k := startKernel(t, e, engine.KernelSpec{Env: snapEnv}, false)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	out := okCell(t, k, `import _hermes_host
+f = open('x', 'w')
+print(_hermes_host.call(b'{"op":"renumber","from":%d,"to":%d}\n' % (f.fileno(), 1 << 25)))
+print(_hermes_host.call(b'{"op":"renumber","from":%d,"to":%d}\n' % (f.fileno(), 1)))`)
+	goruntime.ReadMemStats(&after)
+	require.Equal(t, 2, strings.Count(out, `"errno":63`), out)
+	require.Less(t, int64(after.HeapSys)-int64(before.HeapSys), int64(64<<20), "the host's descriptor table did not grow")
+	require.Equal(t, "ok\n", okCell(t, k, "f.write('still'); f.close(); print('ok')"))
 }
