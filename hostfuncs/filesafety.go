@@ -392,7 +392,7 @@ func (t *Tools) policyInputs() (home, wasm, key string) {
 	if wasm == "" {
 		wasm = os.Getenv(config.CacheDirEnv)
 	}
-	key = strings.Join(append([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm}, t.wasmPackages...), "\x00")
+	key = strings.Join(append([]string{home, t.hermesHome, os.Getenv("HERMES_HOME"), os.TempDir(), wasm, t.sessionStore}, t.wasmPackages...), "\x00")
 	return home, wasm, key
 }
 
@@ -404,7 +404,7 @@ func (t *Tools) basePolicy() (safetyPolicy, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key != key || c.homes == nil {
-		c.p, c.homes = buildPolicy(home, t.hermesHome, wasm, t.wasmPackages)
+		c.p, c.homes = buildPolicy(home, t.hermesHome, wasm, t.wasmPackages, t.sessionStore)
 		c.key = key
 	}
 	return c.p, c.homes
@@ -416,7 +416,7 @@ func (t *Tools) basePolicy() (safetyPolicy, []string) {
 // the wasm cache dir and the package dirs of code_execution.wasm_packages
 // (packages). Its lists are clipped, so that appending to a copy never
 // writes into them.
-func buildPolicy(home, hermesHome, wasm string, packages []string) (safetyPolicy, []string) {
+func buildPolicy(home, hermesHome, wasm string, packages []string, store string) (safetyPolicy, []string) {
 	var p safetyPolicy
 	if home != "" {
 		home = filepath.Clean(home)
@@ -468,6 +468,17 @@ func buildPolicy(home, hermesHome, wasm string, packages []string) (safetyPolicy
 	for _, d := range packages {
 		if abs, err := filepath.Abs(expandHome(d)); err == nil {
 			p.packageDirs = both(p.packageDirs, abs)
+		}
+	}
+	if store != "" {
+		// Every session's suspended kernels: no tool reads or lists them
+		// either (write_file and patch refuse it as a package dir does).
+		if abs, err := filepath.Abs(store); err == nil {
+			for _, d := range []string{abs, realOrSelf(abs)} {
+				p.readDirs = append(p.readDirs, readDir{d,
+					"is the session store, which holds every session's suspended kernels, and cannot be listed or searched.",
+					"is in the session store, which holds every session's suspended kernels, and cannot be read."})
+			}
 		}
 	}
 	p.packageDirs = slices.Clip(p.packageDirs)

@@ -107,6 +107,7 @@ type Tools struct {
 	writeSafeRoot string
 	wasmCacheDir  string
 	wasmPackages  []string
+	sessionStore  string // read-protected too (buildPolicy)
 	policyCache   policyCache // the file-safety policy (filesafety.go)
 	links         linkIndex   // protected files by identity (hardlink.go)
 	confine       bool
@@ -145,6 +146,7 @@ func New(opts Options) (*Tools, error) {
 		writeSafeRoot: opts.WriteSafeRoot,
 		wasmCacheDir:  opts.WasmCacheDir,
 		wasmPackages:  protectedDirs(opts),
+		sessionStore:  opts.SessionStore,
 		confine:       opts.ConfineToWorkdir,
 	}
 	t.workdirReal = sync.OnceValue(func() string { return t.realOrSelf(abs) })

@@ -94,12 +94,25 @@ func (g *Guarded) Put(session, kernel string, data []byte) error {
 	return g.Store.Put(session, kernel, data)
 }
 
-// Take implements Store, decrypting.
+// Take implements Store, decrypting. An image that does not open here
+// (another key, or none) is put back: an executor with the right key
+// resumes it.
 func (g *Guarded) Take(session, kernel string) ([]byte, error) {
 	data, err := g.Store.Take(session, kernel)
 	if err != nil {
 		return nil, err
 	}
+	plain, err := g.open(data)
+	if errors.Is(err, ErrSealed) {
+		if perr := g.Store.Put(session, kernel, data); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return plain, err
+}
+
+// open decrypts data, when it is sealed and g has the key.
+func (g *Guarded) open(data []byte) ([]byte, error) {
 	sealed := bytes.HasPrefix(data, sealMagic)
 	switch {
 	case sealed && g.aead == nil:

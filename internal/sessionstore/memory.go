@@ -55,7 +55,6 @@ func (m *Memory) Delete(session string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.images, session)
-	delete(m.leases, session)
 	return nil
 }
 

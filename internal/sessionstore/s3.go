@@ -292,17 +292,25 @@ func (s *S3) Take(session, kernel string) ([]byte, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	key := s.imageKey(session, kernel)
-	data, etag, err := s.get(ctx, key)
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrNotFound
+	for range s3LeaseAttempts {
+		data, etag, err := s.get(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, s.fail("reading an image", err)
+		}
+		deleted, err := s.deleteIfMatch(ctx, key, etag)
+		if err != nil {
+			return nil, s.fail("removing a resumed image", err)
+		}
+		if deleted {
+			return data, nil
+		}
+		// Replaced (or taken) between the read and the delete: what was
+		// read is not the image to resume; read again.
 	}
-	if err != nil {
-		return nil, s.fail("reading an image", err)
-	}
-	if _, err := s.deleteIfMatch(ctx, key, etag); err != nil {
-		return nil, s.fail("removing a resumed image", err)
-	}
-	return data, nil
+	return nil, s.fail("taking an image", errors.New("it changed under every attempt"))
 }
 
 // Delete implements Store.
@@ -311,7 +319,9 @@ func (s *S3) Delete(session string) error {
 	defer cancel()
 	var keys []types.ObjectIdentifier
 	err := s.list(ctx, s.sessionPrefix(session), func(o types.Object) error {
-		keys = append(keys, types.ObjectIdentifier{Key: o.Key})
+		if aws.ToString(o.Key) != s.leaseKey(session) { // the lease stays: see Store.Delete
+			keys = append(keys, types.ObjectIdentifier{Key: o.Key})
+		}
 		return nil
 	})
 	for len(keys) > 0 && err == nil {

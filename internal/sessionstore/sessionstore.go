@@ -106,9 +106,23 @@ func (d *Dir) basePath(sum string) string {
 
 // Delete removes every image of session.
 func (d *Dir) Delete(session string) error {
-	if err := os.RemoveAll(d.sessionDir(session)); err != nil {
+	dir := d.sessionDir(session)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
+	for _, en := range entries {
+		if en.Name() == "lease" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, en.Name())); err != nil {
+			return fmt.Errorf("session store: %w", err)
+		}
+	}
+	os.Remove(dir) // when nothing (no lease) is left
 	return nil
 }
 

@@ -19,7 +19,9 @@ type Store interface {
 	// it: a kernel resumes from its image once. ErrNotFound when there is
 	// none.
 	Take(session, kernel string) ([]byte, error)
-	// Delete removes every image of session, and its lease.
+	// Delete removes every image of session. Its lease stays: an executor
+	// that holds it may be running the session (a close elsewhere must not
+	// let a third take it over meanwhile); it ends with Release, or lapses.
 	Delete(session string) error
 	// Copy copies every image of session from to session to, over to's, and
 	// returns how many it copied.

@@ -54,12 +54,24 @@ func (e *Executor) takeLease(ctx context.Context, key kernelKey) (detached bool,
 	return true, fmt.Sprintf(noteStoreDown, err), nil
 }
 
+// dropCheckpoint removes en's last checkpoint (session_checkpoint:
+// every_call) when en ended or changed past what it holds: a later call
+// must start afresh, with the note of why, not resume an older state.
+func (e *Executor) dropCheckpoint(en *kernelEntry) {
+	if !e.everyCall || !en.key.suspendable() || en.detached || en.fenced {
+		return
+	}
+	if _, err := e.images.Take(en.key.session, en.key.storeName()); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		e.log.Log(context.Background(), slog.LevelWarn, "session store: a checkpoint not removed", "session", en.key.session, "error", err.Error())
+	}
+}
+
 // checkpoint writes en's image to the store after a call, with
 // code_execution.session_checkpoint: every_call, so that a crash of this
 // process loses at most the call in flight. en is pinned. A failure is
 // logged and counted; the call's result stands.
 func (e *Executor) checkpoint(en *kernelEntry) {
-	if !e.everyCall || !en.key.suspendable() || en.detached {
+	if !e.everyCall || !en.key.suspendable() || en.detached || en.fenced {
 		return
 	}
 	start := time.Now()
@@ -72,8 +84,11 @@ func (e *Executor) checkpoint(en *kernelEntry) {
 	}
 	if err != nil {
 		level := slog.LevelWarn
-		if errors.Is(err, strict.ErrNotSuspendable) {
-			level = slog.LevelInfo // an open directory: the previous image stays
+		if errors.Is(err, strict.ErrNotSuspendable) || errors.Is(err, sessionstore.ErrTooLarge) {
+			// An open directory, or past the cap: the last checkpoint
+			// no longer describes the kernel, and must not come back.
+			level = slog.LevelInfo
+			e.dropCheckpoint(en)
 		} else {
 			e.sessions.storeFailures.Add(1)
 		}
@@ -134,7 +149,7 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 		// session may then resume anywhere.
 		defer e.leases.release(en.key.session)
 	}
-	if !e.durable || !en.key.suspendable() || en.detached {
+	if !e.durable || !en.key.suspendable() || en.detached || en.fenced {
 		en.k.Close()
 		return false
 	}
@@ -155,6 +170,7 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 		}
 		e.log.Log(context.Background(), level, "kernel not suspended", "session", en.key.session, "reason", why, "error", err.Error())
 		en.k.Close()
+		e.dropCheckpoint(en)
 		return false
 	}
 	e.sessions.suspended.Add(1)
@@ -165,23 +181,31 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 }
 
 // resumeKernel resumes the kernel of key from the store (after
-// waitSuspension and takeLease), when it holds one: the kernel, the calls it had run, and how long the resume took. With
-// no image it returns a nil kernel and no note; with one that cannot
-// resume (damaged, made by another build), a nil kernel and the note that
-// says the state is lost.
-func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k engine.Kernel, prior int, took time.Duration, note string) {
-	if !key.suspendable() {
-		return nil, 0, 0, ""
-	}
-	if ctx.Err() != nil {
-		return nil, 0, 0, ""
+// waitSuspension and takeLease), when it holds one: the kernel, the calls
+// it had run, and how long the resume took. With no image it returns a
+// nil kernel and no note; with one that cannot resume (damaged, made by
+// another build), a nil kernel and the note that says the state is lost.
+// An image this process cannot use but another may (sealed with another
+// key, or the store failing) is left in the store, and detach says the
+// call's fresh kernel must not be written over it; one that an interrupt
+// kept from resuming is put back.
+func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k engine.Kernel, prior int, took time.Duration, note string, detach bool) {
+	if !key.suspendable() || ctx.Err() != nil {
+		return nil, 0, 0, "", false
 	}
 	start := time.Now()
 	data, err := e.images.Take(key.session, key.storeName())
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, 0, 0, ""
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		return nil, 0, 0, "", false
+	case err != nil:
+		// Sealed with another key (sessionstore.Guarded put it back), or
+		// the store failed: the image may resume elsewhere, or later.
+		e.sessions.resumeFailures.Add(1)
+		e.log.Log(context.Background(), slog.LevelWarn, "kernel not resumed", "session", key.session, "error", err.Error())
+		return nil, 0, 0, fmt.Sprintf(noteStoreDown, err), true
 	}
-	if err == nil && e.everyCall {
+	if e.everyCall {
 		// Kept until the next checkpoint replaces it: a crash before then
 		// resumes from it again.
 		err = e.images.Put(key.session, key.storeName(), data)
@@ -194,15 +218,22 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 			}
 		}
 	}
+	if err != nil && ctx.Err() != nil && !e.everyCall {
+		// Interrupted, not refused: the image stays for the next call.
+		if perr := e.images.Put(key.session, key.storeName(), data); perr != nil {
+			e.log.Log(context.Background(), slog.LevelWarn, "session store: an image not put back", "session", key.session, "error", perr.Error())
+		}
+		return nil, 0, 0, "", false
+	}
 	if err != nil {
 		e.sessions.resumeFailures.Add(1)
 		e.log.Log(context.Background(), slog.LevelWarn, "kernel not resumed", "session", key.session, "error", err.Error())
-		return nil, 0, 0, fmt.Sprintf(noteNotResumed, err)
+		return nil, 0, 0, fmt.Sprintf(noteNotResumed, err), false
 	}
 	e.sessions.resumed.Add(1)
 	took = time.Since(start)
 	e.log.Log(context.Background(), slog.LevelInfo, "kernel resumed", "session", key.session, "duration", took)
-	return k, prior, took, ""
+	return k, prior, took, "", false
 }
 
 // storeBase puts the snapshot whose sum is sum in the store, once per
@@ -253,11 +284,11 @@ func (t *sessionTable) suspendDoneLocked(key kernelKey) {
 // forgetImages removes the suspended kernels of sessions from the store.
 func (e *Executor) forgetImages(sessions ...string) {
 	for _, s := range sessions {
-		if e.leases != nil {
-			e.leases.forget(s)
-		}
 		if err := e.images.Delete(s); err != nil {
 			e.log.Log(context.Background(), slog.LevelWarn, "session store", "session", s, "error", err.Error())
+		}
+		if e.leases != nil {
+			e.leases.release(s) // once no kernel of it lives here
 		}
 	}
 }
@@ -452,6 +483,37 @@ func (e *Executor) handOff(session string) {
 	ks.mu.Unlock()
 	for _, en := range out {
 		e.endKernel(en, "handoff")
+	}
+}
+
+// fence ends this executor's part in session, whose lease another took
+// (this process was stopped or cut off from the store past the lease):
+// its idle kernels are closed, not suspended (their state is older than
+// the new holder's), and one running a call is marked fenced, so that it
+// is closed when the call ends and its next call takes the lease again.
+func (e *Executor) fence(session string) {
+	ks := e.sessions
+	ks.mu.Lock()
+	var idle []*kernelEntry
+	if s := ks.byName[session]; s != nil {
+		for k, en := range s.kernels {
+			if !en.key.suspendable() {
+				continue
+			}
+			en.fenced = true
+			if !en.running {
+				delete(s.kernels, k)
+				idle = append(idle, en)
+			}
+		}
+	}
+	if len(idle) > 0 {
+		ks.grantLocked()
+	}
+	ks.mu.Unlock()
+	for _, en := range idle {
+		e.log.Log(context.Background(), slog.LevelWarn, "kernel fenced: the session's lease was lost", "session", session)
+		en.k.Close()
 	}
 }
 

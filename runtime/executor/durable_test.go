@@ -184,6 +184,18 @@ func TestDurableStoreProtected(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, res.Output, "error")
 	require.NoFileExists(t, store+"/planted.img")
+
+	// Nor reads or lists it: a session's image holds its data.
+	wd := t.TempDir()
+	okCall(t, e, Request{Session: "victim", Workdir: wd, Code: "secret = 'x' * 10"})
+	okCall(t, e, Request{Session: "other", Workdir: wd, Code: "pass"}) // evicts victim: suspended
+	require.Equal(t, 1, storeImages(t, store))
+	images, _ := filepath.Glob(filepath.Join(store, "*", "*.img"))
+	res = okCall(t, e, Request{Workdir: wd, Code: fmt.Sprintf(`from hermes_tools import read_file, search_files
+print(read_file(%q).get("error"))
+print(search_files("img", path=%q, target="files"))`, images[0], store)})
+	require.Contains(t, res.Output, "is in the session store")
+	require.Contains(t, res.Output, "{'error': \"Access denied: "+store+" is the session store")
 }
 
 // A restarted process makes its interpreter snapshot again, and a
@@ -614,4 +626,100 @@ func TestInheritParent(t *testing.T) {
 
 	res = okCall(t, e, Request{Session: "orphan", ParentSession: "nobody", InheritParent: true, Workdir: wd, Code: "pass"})
 	require.Contains(t, res.Kernel.Note, "has no kernel to copy")
+}
+
+// A reset of a session another executor runs goes through the lease: the
+// other hands the session over, and only then are its images deleted, so
+// the other's kernel never writes the old state back (a review found e1's
+// stale kernel resumed after e2's reset).
+func TestDurableResetElsewhere(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e1 := durableExecutor(t, store, 4)
+	e2 := durableExecutor(t, store, 4)
+	okCall(t, e1, Request{Session: "s", Workdir: wd, Code: "x = 'old'"})
+	res := okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "print('x' in globals())", Reset: true})
+	require.Equal(t, "False\n", res.Output)
+	require.Zero(t, e1.Stats().Kernels, "e1 handed the session over")
+	okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "x = 'after reset'"})
+	e2.reapIdle(time.Now().Add(time.Hour), time.Second)
+	e1.reapIdle(time.Now().Add(time.Hour), time.Second)
+	res = okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, "after reset\n", res.Output)
+}
+
+// slowStore is a store whose Take takes d.
+type slowStore struct {
+	sessionstore.Store
+	d time.Duration
+}
+
+func (s slowStore) Take(session, kernel string) ([]byte, error) {
+	time.Sleep(s.d) // the store's latency, not a wait for an event
+	return s.Store.Take(session, kernel)
+}
+
+// The lease is kept while a kernel resumes, however long that takes: a
+// renewal tick during a slow resume used to release it.
+func TestDurableLeaseKeptDuringSlowResume(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4, shortLease)
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 1"})
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	e.images = slowStore{e.images, 2 * time.Second} // longer than a renewal tick
+	res := okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.True(t, res.Kernel.Resumed)
+	other, err := sessionstore.Open(store)
+	require.NoError(t, err)
+	_, err = other.Acquire("s", "elsewhere/-/1/x", time.Now().Add(time.Minute), "")
+	require.ErrorIs(t, err, sessionstore.ErrLeased, "the session's kernel lives here")
+}
+
+// An interrupt while a kernel resumes leaves its image in the store.
+func TestDurableInterruptedResumeKeepsImage(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4)
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 'precious'"})
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	inner := e.images
+	e.images = slowStore{inner, time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, _ := e.Execute(ctx, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, config.StatusInterrupted, res.Status, res.Output)
+	e.images = inner
+	res = okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print(globals().get('x'))"})
+	require.Equal(t, "precious\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+}
+
+// An executor without the images' key leaves them in the store for one
+// with it, and never writes over them: its calls run detached.
+func TestDurableWrongKeyKeepsImage(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	keyed := withEnv(sessionstore.KeyEnv + "=" + strings.Repeat("ab", 32))
+	e := durableExecutor(t, store, 4, keyed)
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 'precious'"})
+	require.NoError(t, e.Close(context.Background()))
+	e2 := durableExecutor(t, store, 4)
+	res := okCall(t, e2, Request{Session: "s", Workdir: wd, Code: "y = 1"})
+	require.Contains(t, res.Kernel.Note, "could not be used")
+	require.NoError(t, e2.Close(context.Background()))
+	require.Equal(t, 1, storeImages(t, store), "the sealed image stays, not written over")
+	e3 := durableExecutor(t, store, 4, keyed)
+	res = okCall(t, e3, Request{Session: "s", Workdir: wd, Code: "print(x)"})
+	require.Equal(t, "precious\n", res.Output)
+}
+
+// With every_call, a kernel that ended (sys.exit) leaves no checkpoint
+// behind: its session's next call starts afresh, as its note said.
+func TestDurableEveryCallEndedKernel(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	e := durableExecutor(t, store, 4, everyCall)
+	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 1"})
+	res, err := e.Execute(context.Background(), Request{Session: "s", Workdir: wd, Code: "import sys\nsys.exit(0)"})
+	require.NoError(t, err)
+	require.True(t, res.Kernel.Ended)
+	res = okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print('x' in globals())"})
+	require.Equal(t, "False\n", res.Output)
+	require.False(t, res.Kernel.Resumed)
 }

@@ -266,7 +266,7 @@ func New(opts Options) *Executor {
 			e.sessions.end = func(en *kernelEntry, why string) { e.endKernel(en, why) }
 			e.sessions.suspends = kernelKey.suspendable
 			e.leases = newLeases(store, time.Duration(cfg.CodeExecution.SessionLease)*time.Second,
-				time.Duration(cfg.CodeExecution.SessionTTL)*time.Second, e.log, e.sessions.hasLive, e.handOff)
+				time.Duration(cfg.CodeExecution.SessionTTL)*time.Second, e.log, e.sessions.hasLive, e.handOff, e.fence)
 		}
 	}
 	// A run's processes never write the session store: it holds every

@@ -172,6 +172,13 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	// Found and pinned (running) in one step, so that neither another
 	// session's eviction nor the idle reaper can close it under the call.
 	en := ks.pin(key)
+	if en != nil && en.fenced {
+		// Another executor has the session now: this kernel's state is
+		// stale; the call takes the lease again (and the session back).
+		ks.remove(en)
+		en.k.Close()
+		en = nil
+	}
 	reused := en != nil
 	var startNote string
 	var waited, resumeTook time.Duration
@@ -207,6 +214,14 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 			return failed(c.mode, err), err
 		}
+		if e.leases != nil && key.suspendable() && !detached {
+			defer e.leases.settle(key.session)
+			if req.Reset {
+				// Held now (handed over by any executor that had it): the
+				// session's images go, and its kernel starts afresh.
+				e.forgetImages(req.Session)
+			}
+		}
 		var k engine.Kernel
 		var prior int
 		var took time.Duration
@@ -214,7 +229,9 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		if detached {
 			startNote = leaseNote
 		} else {
-			k, prior, took, resumeNote = e.resumeKernel(ctx, c, key)
+			var detach bool
+			k, prior, took, resumeNote, detach = e.resumeKernel(ctx, c, key)
+			detached = detached || detach
 		}
 		if k != nil {
 			// Suspended, not lost: the note of its eviction does not hold.
@@ -266,6 +283,7 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		// kernel (and never says it made room with it).
 		ks.remove(en)
 		en.k.Close()
+		e.dropCheckpoint(en)
 	}
 
 	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,

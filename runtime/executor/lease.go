@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -55,11 +57,19 @@ type leases struct {
 	ttlImages time.Duration
 	lastSweep time.Time
 
-	mu      sync.Mutex
-	held    map[string]time.Time // session: when last taken or used
-	stop    chan struct{}
-	stopped bool
-	done    sync.WaitGroup
+	// fence closes the session's kernels after the lease was lost (the
+	// executor's fence).
+	fence func(session string)
+
+	mu   sync.Mutex
+	held map[string]time.Time // session: when last taken or used
+	// starting counts, by session, the calls between the lease's taking
+	// and the end of the call (a kernel resuming or starting is not live
+	// yet): their leases are neither released nor left to lapse.
+	starting map[string]int
+	stop     chan struct{}
+	stopped  bool
+	done     sync.WaitGroup
 }
 
 // ownersHere are the lease owners of this process's executors: a lease of
@@ -70,12 +80,11 @@ var ownersHere sync.Map
 // newLeases returns the lease keeper of an executor whose store is store:
 // leases last ttl; images expire after imageTTL (0: never), swept now and
 // every sweepEvery.
-func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.Logger, live func(string) bool, handOff func(string)) *leases {
-	host, _ := os.Hostname()
+func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.Logger, live func(string) bool, handOff, fence func(string)) *leases {
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
-	l := &leases{store: store, ttl: ttl, log: log, live: live, handOff: handOff, wait: sleepUntil, held: map[string]time.Time{}, stop: make(chan struct{}),
-		owner: fmt.Sprintf("%s/%d/%s", strings.ReplaceAll(host, "/", "_"), os.Getpid(), hex.EncodeToString(nonce))}
+	l := &leases{store: store, ttl: ttl, log: log, live: live, handOff: handOff, fence: fence, wait: sleepUntil, held: map[string]time.Time{}, stop: make(chan struct{}),
+		owner: fmt.Sprintf("%s/%s/%d/%s", hostName(), machineID(), os.Getpid(), hex.EncodeToString(nonce))}
 	ownersHere.Store(l.owner, true)
 	l.ttlImages, l.lastSweep = imageTTL, time.Now()
 	l.done.Add(2)
@@ -100,6 +109,7 @@ func (l *leases) acquire(ctx context.Context, session string) error {
 	l.mu.Lock()
 	if _, ok := l.held[session]; ok {
 		l.held[session] = time.Now()
+		l.startingLocked(session)
 		l.mu.Unlock()
 		return nil
 	}
@@ -111,6 +121,7 @@ func (l *leases) acquire(ctx context.Context, session string) error {
 		if err == nil {
 			l.mu.Lock()
 			l.held[session] = time.Now()
+			l.startingLocked(session)
 			l.mu.Unlock()
 			if replace != "" {
 				l.log.Log(context.Background(), slog.LevelInfo, "session taken over", "session", session, "from", replace)
@@ -197,14 +208,39 @@ func sleepUntil(ctx context.Context, until time.Time) error {
 	}
 }
 
-// release gives up session's lease, when the executor holds it and has
-// no kernel of the session alive.
-func (l *leases) release(session string) {
-	if l.live(session) {
-		return
+// startingLocked counts a call of session that took the lease (acquire),
+// until its settle. l.mu is held.
+func (l *leases) startingLocked(session string) {
+	if l.starting == nil {
+		l.starting = map[string]int{}
 	}
+	l.starting[session]++
+}
+
+// settle ends what acquire counted for one call of session.
+func (l *leases) settle(session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.starting[session]--; l.starting[session] <= 0 {
+		delete(l.starting, session)
+	}
+}
+
+// inUseLocked reports whether session's lease is needed: a call holds it,
+// or a kernel of the session lives. l.mu is held.
+func (l *leases) inUseLocked(session string) bool {
+	return l.starting[session] > 0 || l.live(session)
+}
+
+// release gives up session's lease, when the executor holds it, no call
+// of the session runs and no kernel of it lives.
+func (l *leases) release(session string) {
 	l.mu.Lock()
 	_, ok := l.held[session]
+	if ok && l.inUseLocked(session) {
+		l.mu.Unlock()
+		return
+	}
 	delete(l.held, session)
 	l.mu.Unlock()
 	if ok {
@@ -238,7 +274,7 @@ func (l *leases) renew() {
 		l.mu.Lock()
 		var keep, drop []string
 		for s, used := range l.held {
-			if l.live(s) || time.Since(used) < l.ttl/3 {
+			if l.inUseLocked(s) || time.Since(used) < l.ttl/3 {
 				keep = append(keep, s)
 			} else {
 				drop = append(drop, s)
@@ -249,10 +285,13 @@ func (l *leases) renew() {
 			if _, err := l.store.Acquire(s, l.owner, time.Now().Add(l.ttl), ""); err != nil {
 				// Lost (this process was stopped past the lease, and
 				// another took the session) or the store failed: the
-				// next renewal tries again; a taken lease is not ours.
+				// next renewal tries again; a taken lease is not ours,
+				// and neither is the session: its kernels here are
+				// fenced (closed, never written to the store).
 				l.log.Log(context.Background(), slog.LevelWarn, "session lease not renewed", "session", s, "error", err.Error())
 				if errors.Is(err, sessionstore.ErrLeased) {
 					l.forget(s)
+					l.fence(s)
 				}
 			}
 		}
@@ -260,8 +299,13 @@ func (l *leases) renew() {
 			l.release(s)
 		}
 		if l.ttlImages > 0 && time.Since(l.lastSweep) >= sweepEvery {
+			// Apart: a long listing must not hold up the renewals.
 			l.lastSweep = time.Now()
-			l.sweepNow()
+			l.done.Add(1)
+			go func() {
+				defer l.done.Done()
+				l.sweepNow()
+			}()
 		}
 	}
 }
@@ -311,18 +355,21 @@ func (l *leases) close() {
 	ownersHere.Delete(l.owner)
 }
 
-// holderGone reports whether owner (host/pid/nonce) is a process of this
-// host known to have exited: its pid is not running, or is this process,
-// whose executors do not include owner.
+// holderGone reports whether owner (host/machine/pid/nonce) is a process
+// of this machine known to have exited: its pid is not running, or is
+// this process, whose executors do not include owner. The machine is
+// the host name with, on Linux, the boot and the pid namespace: two
+// containers named alike (host networking), or two boots, are not one
+// machine, and their pids say nothing of each other.
 func holderGone(owner string) bool {
 	rest, nonce, ok := cutLast(owner, "/")
-	host, pidText, ok2 := cutLast(rest, "/")
+	rest, pidText, ok2 := cutLast(rest, "/")
+	host, machine, ok3 := cutLast(rest, "/")
 	pid, err := strconv.Atoi(pidText)
-	if !ok || !ok2 || nonce == "" || err != nil || pid <= 0 {
+	if !ok || !ok2 || !ok3 || nonce == "" || err != nil || pid <= 0 {
 		return false
 	}
-	me, _ := os.Hostname()
-	if host != strings.ReplaceAll(me, "/", "_") {
+	if host != hostName() || machine != machineID() {
 		return false
 	}
 	if pid == os.Getpid() {
@@ -331,6 +378,27 @@ func holderGone(owner string) bool {
 	}
 	return !proctree.Running(pid)
 }
+
+// hostName is the host's name, as an owner names it.
+func hostName() string {
+	host, _ := os.Hostname()
+	return strings.ReplaceAll(host, "/", "_")
+}
+
+// machineID tells this boot and pid namespace apart from others of the
+// same host name (Linux); "-" elsewhere.
+var machineID = sync.OnceValue(func() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "-"
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "-"
+	}
+	sum := sha256.Sum256(append(bytes.TrimSpace(boot), ns...))
+	return hex.EncodeToString(sum[:6])
+})
 
 func cutLast(s, sep string) (before, after string, ok bool) {
 	i := strings.LastIndex(s, sep)

@@ -92,8 +92,10 @@ type kernelEntry struct {
 	running bool
 	// detached: the session store could not give the session's lease when
 	// the kernel started, so it is closed, never suspended or
-	// checkpointed.
-	detached bool
+	// checkpointed. fenced: the lease was lost since (another executor
+	// took the session): the same, and its next call takes the lease
+	// again rather than run in it.
+	detached, fenced bool
 }
 
 // sessionTable is an executor's sessions, and what their kernels share:
@@ -453,8 +455,10 @@ func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival, gr
 	}
 	p.backend = be
 	p.skillEnv = e.callSkillEnv(req, s)
-	if req.Reset {
-		// A reset starts the session afresh: not from a suspended kernel.
+	if req.Reset && e.leases == nil {
+		// A reset starts the session afresh: not from a suspended kernel
+		// (with a session store, once the call holds the session's lease:
+		// sessionCall).
 		e.forgetImages(req.Session)
 	}
 	return p, nil
@@ -531,6 +535,24 @@ func (e *Executor) Interrupt(session, reason string) bool {
 // closed kernels. Calls that already wait for a turn keep their order and
 // run afterwards in a fresh session.
 func (e *Executor) CloseSession(ctx context.Context, session string) {
+	e.closeSession(session, true)
+}
+
+// ReleaseSession is CloseSession for a front end that may have lost track
+// of where the session runs (an `mcp --http` replica whose MCP session
+// moved to another replica, which took its kernel over from the session
+// store): it closes the session here, and deletes its images from the
+// store only when this executor runs the session's kernel (holds its
+// lease, lease.go). Otherwise they stay for the executor that resumes
+// them, or until code_execution.session_ttl. Without a session store it
+// is CloseSession.
+func (e *Executor) ReleaseSession(ctx context.Context, session string) {
+	e.closeSession(session, e.leases == nil || e.leases.owns(session))
+}
+
+// closeSession is CloseSession; forget says whether the session's images
+// go too.
+func (e *Executor) closeSession(session string, forget bool) {
 	// Taken out of the table first, with what they hold read under its
 	// lock; then the calls that held their turns then are interrupted
 	// (not one that takes a turn afterwards), then the kernels closed: a
@@ -548,7 +570,9 @@ func (e *Executor) CloseSession(ctx context.Context, session string) {
 	}
 	// A session suspended before a restart has no entry: its name is
 	// enough.
-	e.forgetImages(append(closing.names, session)...)
+	if forget {
+		e.forgetImages(append(closing.names, session)...)
+	}
 }
 
 // detached is what detach took out of the table: the interrupts of the

@@ -354,7 +354,7 @@ func tail(path string, n int) string {
 // Env points the AWS SDK of this process at endpoint with this package's
 // credentials, and at nothing of this machine's own AWS setup: no config
 // or credentials file, no profile, no region (OpenS3 defaults it for a
-// custom endpoint), no instance metadata. The variables are restored when
+// custom endpoint), no instance metadata, no CA bundle. The variables are restored when
 // tb ends (tb.Setenv; not for parallel tests).
 func Env(tb testing.TB, endpoint string) {
 	dir := tb.TempDir()
@@ -370,6 +370,9 @@ func Env(tb testing.TB, endpoint string) {
 		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
 		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
 		"AWS_EC2_METADATA_DISABLED":   "true",
+		// A CA bundle of this machine's (a Linux path: under wine, a
+		// Windows test binary could not open it).
+		"AWS_CA_BUNDLE": "",
 	} {
 		tb.Setenv(k, v)
 	}

@@ -234,8 +234,9 @@ type httpService struct {
 	// posts counts the /mcp POSTs being answered: a drain waits for them,
 	// so that a call that has ended has also been answered.
 	posts inflight
-	// takeoverMu: one session taken over at a time (takeOver).
-	takeoverMu sync.Mutex
+	// takeoverMu: one session taken over at a time (takeOver), and no new
+	// session started meanwhile (it could get the id being taken over).
+	takeoverMu sync.RWMutex
 }
 
 // inflight counts requests in progress; wait's channel closes when none
@@ -335,6 +336,11 @@ func (h *httpService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !h.draining.Load() {
 			h.takeOver(r, id)
+		} else if id == "" && r.Method == http.MethodPost {
+			// A new session gets its id under the lock a takeover holds
+			// while it gives its session the id it takes over (sessionID).
+			h.takeoverMu.RLock()
+			defer h.takeoverMu.RUnlock()
 		}
 		h.mcp.ServeHTTP(w, r)
 	default:

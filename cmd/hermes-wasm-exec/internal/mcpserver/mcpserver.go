@@ -484,7 +484,13 @@ func (m *Server) disconnect(ss *mcp.ServerSession) {
 		m.opts.Logf("mcp: a connection closed by the shutdown: session %s", c.session)
 		return
 	}
-	m.ex.CloseSession(context.Background(), c.session)
+	if m.opts.HTTP {
+		// Another replica may run it now (it took the session over):
+		// its images are deleted only where its kernel runs.
+		m.ex.ReleaseSession(context.Background(), c.session)
+	} else {
+		m.ex.CloseSession(context.Background(), c.session)
+	}
 	m.opts.Logf("mcp: a connection closed: session %s", c.session)
 }
 
