@@ -107,7 +107,7 @@ type Tools struct {
 	writeSafeRoot string
 	wasmCacheDir  string
 	wasmPackages  []string
-	sessionStore  string // read-protected too (buildPolicy)
+	sessionStore  string      // read-protected too (buildPolicy)
 	policyCache   policyCache // the file-safety policy (filesafety.go)
 	links         linkIndex   // protected files by identity (hardlink.go)
 	confine       bool
