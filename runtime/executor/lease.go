@@ -26,10 +26,10 @@ import (
 // down. Another executor sharing the store (a replica of `mcp --http`, a
 // restarted `serve`) that gets a call of the session takes the lease over
 // once it has lapsed, or at once when its holder is a process of this
-// host that has exited, and then resumes the session's image. While the
-// holder lives and renews, the call fails saying where the session runs:
-// two executors never run one session's kernel at once, nor write its
-// image over each other's.
+// machine that has exited, and then resumes the session's image; a live
+// holder is asked to hand the session over (inbox), and does once no call
+// runs in it. A holder whose renewal finds the lease taken is fenced: its
+// kernels of the session are closed and never written to the store.
 
 // ErrSessionElsewhere: another executor holds the session's lease.
 var ErrSessionElsewhere = errors.New("the session is running on another executor")
