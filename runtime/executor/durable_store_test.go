@@ -97,7 +97,8 @@ func BenchmarkResumeFromStore(b *testing.B) {
 // kernel, suspended into a local dir (one op is all of them: run it with
 // -benchtime 1x). store-MiB is the store's size; rss-MiB the process's
 // resident memory after all are suspended, less before the first
-// (the goal: none held for a suspended session).
+// (the goal: none held for a suspended session). HERMES_BENCH_SESSIONS
+// sets how many; HERMES_BENCH_COMPRESSION=small measures zstd images.
 //
 //	go test -run X -bench ThousandSuspended -benchtime 1x -timeout 1h ./runtime/executor/
 func BenchmarkThousandSuspended(b *testing.B) {
@@ -109,7 +110,11 @@ func BenchmarkThousandSuspended(b *testing.B) {
 		sessions = n
 	}
 	store := b.TempDir()
-	e := durableExecutor(b, store, 4)
+	var opts []func(*config.Config, *Options)
+	if c := os.Getenv("HERMES_BENCH_COMPRESSION"); c != "" { // fast (the default) or small
+		opts = append(opts, func(cfg *config.Config, _ *Options) { cfg.CodeExecution.SessionStoreCompression = c })
+	}
+	e := durableExecutor(b, store, 4, opts...)
 	wd := b.TempDir()
 	code := "import json, re, sqlite3\nimport random\ndata = [random.random() for _ in range(40000)]\nblob = json.dumps(data)[:1 << 20]"
 	okCall(b, e, Request{Session: "warm", Workdir: wd, Code: code})

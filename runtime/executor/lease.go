@@ -101,10 +101,12 @@ func newLeases(store sessionstore.Store, ttl, imageTTL time.Duration, log *slog.
 }
 
 // acquire takes session's lease for a call about to start or resume its
-// kernel. A lease held by another is waited for once, up to its end (or
-// ctx's); a holder that renewed it meanwhile is still running the session,
-// and acquire returns ErrSessionElsewhere saying so. Other errors are the
-// store's.
+// kernel, and counts the call (settle ends it). A holder known gone is
+// replaced at once; a live one is asked to hand the session over, every
+// handoffPoll, until the end of its lease as first seen (or patience, or
+// ctx's end): one that keeps a call running past that still runs the
+// session, and acquire returns ErrSessionElsewhere saying so; one that
+// stopped renewing has lapsed then. Other errors are the store's.
 func (l *leases) acquire(ctx context.Context, session string) error {
 	l.mu.Lock()
 	if _, ok := l.held[session]; ok {
