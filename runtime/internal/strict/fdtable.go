@@ -66,19 +66,21 @@ func (t *fdTable) get(fd int32) (fdRecord, bool) {
 // is false when it cannot be told (a descriptor opened relative to one
 // the table does not know).
 func (t *fdTable) guestPath(fd int32, mounts []string) (string, bool) {
-	for depth := 0; depth < 64; depth++ {
+	var parts []string // from fd up to a preopened dir
+	for range 64 {
 		r, ok := t.get(fd)
 		if !ok {
 			return "", false
 		}
+		parts = append(parts, r.path)
 		if i := int(r.dirFD) - 3; i >= 0 && i < len(mounts) {
-			return path.Join(mounts[i], r.path), true
+			p := mounts[i]
+			for j := len(parts) - 1; j >= 0; j-- {
+				p = path.Join(p, parts[j])
+			}
+			return p, true
 		}
-		parent, ok := t.guestPath(r.dirFD, mounts)
-		if !ok {
-			return "", false
-		}
-		return path.Join(parent, r.path), true
+		fd = r.dirFD
 	}
 	return "", false
 }
@@ -168,9 +170,6 @@ type reopenWindow struct {
 	first int32
 	to    map[int32]bool
 }
-
-// wasiEPERM is WASI's EPERM.
-const wasiEPERM = 63
 
 // renumberOp answers a renumber request of the guest mod, within w (nil:
 // no reopen runs, and it is refused).
