@@ -133,10 +133,12 @@ func (k kernelKey) storeName() string {
 	return strings.Join([]string{k.mode, k.interpreter, k.workdir, k.tools, k.backend}, "\x00")
 }
 
-// suspendable reports whether kernels of key can be suspended: strict
-// mode's, in the embedded interpreter.
+// suspendable reports whether kernels of key can be suspended: those of
+// the embedded interpreter, strict mode's and the sandboxed project
+// mode's (interpreter "wasm+PYTHON": see sessionCall).
 func (k kernelKey) suspendable() bool {
-	return k.mode == config.ModeStrict && k.interpreter == "wasm"
+	return k.mode == config.ModeStrict && k.interpreter == "wasm" ||
+		k.mode == config.ModeProject && strings.HasPrefix(k.interpreter, "wasm+")
 }
 
 // endKernel ends en, a kernel taken out of the table for why ("lru",
@@ -214,7 +216,12 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 		var image []byte
 		if prior, image, err = unenvelope(data); err == nil {
 			if err = e.strict.Warm(ctx, e.cfg.CodeExecution.MemoryLimitMB); err == nil {
-				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), image, e.images.Base)
+				var project *strict.ProjectOptions
+				if key.mode == config.ModeProject {
+					opts := e.projectOptions(ctx, c)
+					project = &opts
+				}
+				k, err = e.strict.ResumeKernel(ctx, e.kernelSpec(c), project, image, e.images.Base)
 			}
 		}
 	}

@@ -723,3 +723,20 @@ func TestDurableEveryCallEndedKernel(t *testing.T) {
 	require.Equal(t, "False\n", res.Output)
 	require.False(t, res.Kernel.Resumed)
 }
+
+// A sandboxed project-mode session kernel (code_execution.sandbox: wasm)
+// is suspended and resumed over its working dir like a strict one.
+func TestDurableSandboxedProject(t *testing.T) {
+	store, wd := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+	e := durableExecutor(t, store, 4)
+	req := func(code string) Request {
+		return Request{Session: "s", Workdir: wd, Mode: config.ModeProject, Sandbox: config.SandboxWasm, Code: code}
+	}
+	okCall(t, e, req("f = open('notes.txt')\nfirst = f.readline().strip()"))
+	e.reapIdle(time.Now().Add(time.Hour), time.Second)
+	require.Equal(t, 1, storeImages(t, store))
+	res := okCall(t, e, req("print(first, f.readline().strip())"))
+	require.Equal(t, "one two\n", res.Output)
+	require.True(t, res.Kernel.Resumed)
+}

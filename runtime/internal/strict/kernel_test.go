@@ -57,6 +57,7 @@ func TestStrictKernel(t *testing.T) {
 		{"Pool", testKernelPool},
 		{"SuspendResume", testKernelSuspendResume},
 		{"SuspendOpenFiles", testKernelSuspendOpenFiles},
+		{"SuspendOverWorkdir", testKernelSuspendOverWorkdir},
 		{"SmallImages", testKernelSmallImages},
 		{"ImageRefused", testKernelImageRefused},
 		{"Copy", testKernelCopy},

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -783,7 +784,8 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	}
 	if spec.project == nil {
 		box.left = newLeftScan(staging, slices.Collect(maps.Keys(files)))
-	} else if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil {
+	} else if err := os.Mkdir(filepath.Join(staging, "tmp"), 0o700); err != nil && !(errors.Is(err, fs.ErrExist) && len(spec.restored) > 0) {
+		// (A resumed kernel's restored files have it already.)
 		return nil, fmt.Errorf("making the private tmp: %w", err)
 	}
 	jail, err := newJailFS(staging)
@@ -822,6 +824,9 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 			return nil, err
 		}
 		box.project = pfs
+		// The private tmp's restored files, by the inode numbers the guest
+		// knew (it reaches them through the tmp jail, projectFS).
+		box.jails[2].restoreInos(underTmp(spec.restored))
 		mount(open.limit(pfs), "/")
 		mount(open.limit(jail), libMount)
 		box.lib = libMount + "/"
@@ -852,6 +857,19 @@ func (s *Engine) newSandbox(ctx context.Context, c *compiled, spec sandboxSpec) 
 	box.fsc = fsc
 	box.snapshotOK = snapshotEligible(box.env)
 	return box, nil
+}
+
+// underTmp are the files of a resumed kernel's private dir under tmp/,
+// relative to it.
+func underTmp(files []ImageFile) []ImageFile {
+	var out []ImageFile
+	for _, f := range files {
+		if rel, ok := strings.CutPrefix(f.Path, "tmp/"); ok {
+			f.Path = rel
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // projectFS opens the jails of the sandboxed project mode's root (the

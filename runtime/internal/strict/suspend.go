@@ -36,11 +36,12 @@ import (
 //
 // Open files go with it: the WASI descriptor table lives in wazero, out of
 // reach, so the host follows what the guest opened (fdtable.go) and the
-// resumed kernel reopens each at its number and offset. What is not kept,
-// and so refuses a suspension (the kernel is then closed as before): open
-// directories (os.scandir iterators), and a kernel that did not start
-// from the snapshot or runs over a working dir (the sandboxed project
-// mode, whose memory holds host paths).
+// resumed kernel reopens each at its number and offset. A kernel over a
+// working dir (the sandboxed project mode) holds that dir's host path in
+// its memory: its image names the dir, and resumes over it only. What is
+// not kept, and so refuses a suspension (the kernel is then closed as
+// before): open directories (os.scandir iterators), and a kernel that did
+// not start from the snapshot.
 
 // imageFormat opens every image file; a change to Image or its encoding
 // changes it. imageFormatV1's images (before Open and ImageFile.Ino) read
@@ -90,6 +91,11 @@ type Image struct {
 	// Open are the files the kernel held open, which the resumed kernel
 	// reopens at the same descriptors and offsets before its first cell.
 	Open []OpenFile
+	// Workdir is the host dir a sandboxed project-mode kernel ran over
+	// ("" for a strict one): its memory holds that path (its cwd, its
+	// sys.path), so it resumes over the same dir only. The dir's files are
+	// not in the image: they are the project's, where they are.
+	Workdir string
 }
 
 // ImageFile is a file or dir of a suspended kernel's private dir.
@@ -160,14 +166,26 @@ type BaseFunc func(sum string) ([]byte, error)
 // as the suspended kernel's (its environment is in the image's memory and
 // stays as it was). An image made against another snapshot than the
 // engine's (the process restarted and made a new one) needs base to give
-// that one. It fails with ErrImageDamaged or ErrImageStale, and then
-// starts nothing.
-func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, data []byte, base BaseFunc) (engine.Kernel, error) {
+// that one. A sandboxed project-mode kernel's image resumes with project
+// (the options it ran with) over the working dir it ran over
+// (spec.Workdir), a strict one's without. It fails with ErrImageDamaged
+// or ErrImageStale, and then starts nothing.
+func (s *Engine) ResumeKernel(ctx context.Context, spec engine.KernelSpec, project *ProjectOptions, data []byte, base BaseFunc) (engine.Kernel, error) {
 	img, err := unmarshalImage(data)
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.startKernel(ctx, spec, nil, img, base)
+	switch {
+	case img.Workdir == "" && project != nil:
+		return nil, fmt.Errorf("%w: a strict-mode kernel's image, resumed as a sandboxed project-mode one", ErrImageStale)
+	case img.Workdir != "" && project == nil:
+		return nil, fmt.Errorf("%w: a sandboxed project-mode kernel's image, resumed as a strict-mode one", ErrImageStale)
+	case img.Workdir != "":
+		if dir, err := filepath.Abs(spec.Workdir); err != nil || dir != img.Workdir {
+			return nil, fmt.Errorf("%w: its kernel ran over %s, not %s", ErrImageStale, img.Workdir, spec.Workdir)
+		}
+	}
+	k, err := s.startKernel(ctx, spec, project, img, base)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +287,6 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 	switch {
 	case !k.Alive() || mod == nil:
 		return nil, fmt.Errorf("%w: it has ended", ErrNotSuspendable)
-	case k.box.project != nil:
-		return nil, fmt.Errorf("%w: it runs over a working dir (sandbox: wasm)", ErrNotSuspendable)
 	case base == nil:
 		return nil, fmt.Errorf("%w: it did not start from the interpreter snapshot", ErrNotSuspendable)
 	}
@@ -297,6 +313,11 @@ func (k *strictKernel) capture(ctx context.Context, end bool) (*Image, error) {
 	}
 	img := &Image{WasmSum: k.sums.wasm, StdlibSum: k.sums.stdlib, BaseSum: base.digest(), Size: uint64(size),
 		Nanotime: clock(), Cells: k.d.Cells(), Open: open}
+	if k.box.hostDir != "" {
+		if img.Workdir, err = filepath.Abs(k.box.hostDir); err != nil {
+			return nil, err
+		}
+	}
 	var zero [imageChunk]byte
 	for off := uint32(0); off < size; off += imageChunk {
 		was := zero[:]

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -38,7 +40,7 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 	requireGone(t, k)
 	require.Less(t, len(image), 5<<20, "the image is the difference from the snapshot, compressed")
 
-	r, err := e.ResumeKernel(context.Background(), spec, image, nil)
+	r, err := e.ResumeKernel(context.Background(), spec, nil, image, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	require.Equal(t, "1048576 42 kept True True\n",
@@ -49,7 +51,7 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 	require.Contains(t, res.Error, `File "<cell 4>"`, "cells go on being numbered from the suspended kernel's")
 
 	// Resumed twice from one image: two kernels that then diverge.
-	r2, err := e.ResumeKernel(context.Background(), spec, image, nil)
+	r2, err := e.ResumeKernel(context.Background(), spec, nil, image, nil)
 	require.NoError(t, err)
 	defer r2.Close()
 	okCell(t, r2, `data = "y"`)
@@ -62,7 +64,7 @@ atexit.register(lambda: open("/atexit-ran", "w").close())
 // one appended to, one read and written at an offset: the resumed kernel
 // reopens each at its descriptor and offset, and the Python objects go on.
 // An open directory (an os.scandir iterator) refuses the suspension, and
-// the kernel goes on as it was; so does one over a working dir.
+// the kernel goes on as it was.
 func testKernelSuspendOpenFiles(t *testing.T, e *Engine) {
 	spec := engine.KernelSpec{Env: snapEnv}
 	k := startKernel(t, e, spec, false)
@@ -95,16 +97,39 @@ a.write("two\n"); a.close()
 print(open("w.txt").read(), r.readline().strip(), db.execute("select count(*) from t").fetchone()[0], open("a.log").read().split(), b.read(3))
 `
 	for name, data := range map[string][]byte{"suspended": image, "copied": copied} {
-		r, err := e.ResumeKernel(context.Background(), spec, data, nil)
+		r, err := e.ResumeKernel(context.Background(), spec, nil, data, nil)
 		require.NoError(t, err, name)
 		require.Equal(t, "before after line2 2 ['one', 'two'] b'456'\n", okCell(t, r, after), name)
 		require.NoError(t, r.Close())
 	}
+}
 
-	over := startKernel(t, e, engine.KernelSpec{Env: snapEnv, Workdir: t.TempDir()}, true)
-	_, _, err = e.SuspendKernel(context.Background(), over)
-	require.ErrorIs(t, err, ErrNotSuspendable)
-	require.True(t, over.Alive())
+// A sandboxed project-mode kernel (over a working dir) suspends and
+// resumes over the same dir: its state, its cwd, a project file it was
+// reading, its private tmp's files; over another dir, or as a strict
+// kernel, its image is refused.
+func testKernelSuspendOverWorkdir(t *testing.T, e *Engine) {
+	wd := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "data.txt"), []byte("a\nb\n"), 0o644))
+	spec := engine.KernelSpec{Env: snapEnv, Workdir: wd}
+	k := startKernel(t, e, spec, true)
+	okCell(t, k, `import os
+cwd = os.getcwd()
+f = open('data.txt'); f.readline()
+open('/tmp/t.txt', 'w').write('in tmp')
+g = open('/tmp/t.txt')
+`)
+	image, _, err := e.SuspendKernel(context.Background(), k)
+	require.NoError(t, err)
+	requireGone(t, k)
+	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv, Workdir: t.TempDir()}, &ProjectOptions{}, image, nil)
+	require.ErrorIs(t, err, ErrImageStale, "over another dir")
+	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, nil)
+	require.ErrorIs(t, err, ErrImageStale, "as a strict kernel")
+	r, err := e.ResumeKernel(context.Background(), spec, &ProjectOptions{}, image, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, "True b in tmp\n", okCell(t, r, "print(cwd == os.getcwd(), f.readline().strip(), g.read())"))
 }
 
 // A damaged or foreign image is refused, and nothing starts.
@@ -119,18 +144,18 @@ func testKernelImageRefused(t *testing.T, e *Engine) {
 		"empty":     nil,
 		"other":     []byte("PK\x03\x04"),
 	} {
-		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, bad, nil)
+		_, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, bad, nil)
 		require.ErrorIs(t, err, ErrImageDamaged, name)
 	}
 	stale := []byte(strings.Replace(string(image), "image 2\n", "image 0\n", 1))
-	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, stale, nil)
+	_, err = e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, stale, nil)
 	require.ErrorIs(t, err, ErrImageStale)
 
 	// An image of the first format (a store written before images kept
 	// open files) still resumes.
 	v1 := []byte(strings.Replace(string(image[:len(image)-4]), imageFormat, imageFormatV1, 1))
 	v1 = binary.LittleEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
-	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, v1, nil)
+	r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, v1, nil)
 	require.NoError(t, err)
 	require.Equal(t, "1\n", okCell(t, r, "print(x)"))
 	require.NoError(t, r.Close())
@@ -186,7 +211,7 @@ func BenchmarkStrictKernelResume(b *testing.B) {
 			image, err := img.marshal(small)
 			require.NoError(b, err)
 			for b.Loop() {
-				r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+				r, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, nil)
 				require.NoError(b, err)
 				b.StopTimer()
 				r.Close()
@@ -211,11 +236,11 @@ func testKernelSmallImages(t *testing.T, e *Engine) {
 	t.Logf("fast %d, small %d bytes", len(fast), len(small))
 	require.Less(t, len(small), len(fast)*3/4)
 	require.True(t, bytes.HasPrefix(small, []byte(imageFormatZstd)))
-	r, err := e.ResumeKernel(context.Background(), spec, small, nil)
+	r, err := e.ResumeKernel(context.Background(), spec, nil, small, nil)
 	require.NoError(t, err)
 	defer r.Close()
 	require.Equal(t, "True\n", okCell(t, r, "print(len(blob) > 500000 and 'sqlite3' in dir())"))
-	_, err = e.ResumeKernel(context.Background(), spec, flip(small, len(small)/2), nil)
+	_, err = e.ResumeKernel(context.Background(), spec, nil, flip(small, len(small)/2), nil)
 	require.ErrorIs(t, err, ErrImageDamaged)
 }
 
@@ -241,7 +266,7 @@ func TestStrictKernelResumeOnAnotherSnapshot(t *testing.T) {
 	other.snap.Store(fresh)
 	require.NotEqual(t, sum, fresh.digest(), "a snapshot made again differs")
 
-	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, nil)
 	require.ErrorIs(t, err, ErrImageStale)
 	asked := 0
 	base := func(s string) ([]byte, error) {
@@ -250,7 +275,7 @@ func TestStrictKernelResumeOnAnotherSnapshot(t *testing.T) {
 		return encoded, nil
 	}
 	for range 2 {
-		r, err := other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, base)
+		r, err := other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, base)
 		require.NoError(t, err)
 		require.Equal(t, "from the first process\n", okCell(t, r, "print(x)"))
 		require.NoError(t, r.Close())
@@ -262,7 +287,7 @@ func TestStrictKernelResumeOnAnotherSnapshot(t *testing.T) {
 
 	bad := func(string) ([]byte, error) { return flip(encoded, len(encoded)/2), nil }
 	other.base = nil
-	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, bad)
+	_, err = other.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, bad)
 	require.ErrorIs(t, err, ErrImageDamaged)
 }
 
@@ -274,7 +299,7 @@ func testKernelCopy(t *testing.T, e *Engine) {
 	image, _, err := e.CopyKernel(context.Background(), k)
 	require.NoError(t, err)
 	require.True(t, k.Alive(), "the kernel goes on")
-	c, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, image, nil)
+	c, err := e.ResumeKernel(context.Background(), engine.KernelSpec{Env: snapEnv}, nil, image, nil)
 	require.NoError(t, err)
 	defer c.Close()
 	require.Equal(t, "42 file\n", okCell(t, c, "x += 1\nprint(x, open('f').read())"))
