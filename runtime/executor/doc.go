@@ -116,6 +116,22 @@
 //   - "remote kernel unavailable" (warn): session, backend, error; the
 //     session's kernel could not start on the remote backend, so the call
 //     ran as a standalone script there.
+//   - Durable session kernels (code_execution.session_store): "kernel
+//     suspended" (info): session, reason (lru, idle, shutdown, handoff),
+//     bytes, duration; "kernel not suspended" (info when it cannot be, an
+//     open directory or past session_store_max_mb; warn when the store
+//     failed): session, reason, error; "kernel resumed" (info): session,
+//     duration; "kernel not resumed" (warn): session, error; "kernel
+//     checkpointed" (debug) and "kernel not checkpointed" (info or warn):
+//     session, bytes or error; "session forked" (info): from, to,
+//     kernels; "session taken over" (info): session, from (a holder gone);
+//     "session handed over" (info): session (another executor asked for
+//     it); "kernel fenced: the session's lease was lost" (warn): session;
+//     "session lease not renewed", "session lease not released", "session
+//     handoff not asked", "session handoff requests not read", "session
+//     store: no lease" (warn): session, error; "expired session images
+//     removed" (info): images, session_ttl; "session store off" (error):
+//     error, when the setting cannot be used.
 //   - "warm pool failed" (error): error.
 //   - "stdout spill failed" (warn): dir, error; a truncated stdout could
 //     not be saved in full (the result's warning then gives no path).
