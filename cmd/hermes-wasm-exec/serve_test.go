@@ -1399,7 +1399,7 @@ func kernelTests(t *testing.T, mode string) {
 			require.True(t, kernelOf(t, res).Resumed)
 		} else {
 			require.Equal(t, "None\n", res.Output)
-			require.Contains(t, kernelOf(t, res).Note, "only strict-mode kernels can be copied")
+			require.Contains(t, kernelOf(t, res).Note, "only the embedded interpreter's (strict, sandboxed project) can be copied")
 		}
 		m := p.call(t, "execute", map[string]any{"code": "pass", "session": "c3", "inherit_parent": true})
 		require.NotNil(t, m.Error)

@@ -34,6 +34,7 @@ import (
 
 // call is one execution, prepared: everything both paths need.
 type call struct {
+	inherit  bool // start the kernel from a copy of the parent's (sessionParts.inherit)
 	mode     string
 	sandbox  bool // project mode in the embedded interpreter (config.SandboxWasm)
 	workdir  string
@@ -140,6 +141,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 	web := e.cfg.Web
 	c.inject = e.inject(c.mode == config.ModeStrict)
 	c.envOpts, c.envGen = e.envOptionsFor(parts.skillEnv, parts.subagent)
+	c.inherit = parts.inherit
 	if refused := e.newlyRefused(engine.RefusedPassthrough(c.envOpts.Passthrough, c.envOpts.Managed...)); len(refused) > 0 {
 		e.log.Log(context.Background(), slog.LevelWarn, "passthrough refused",
 			"names", refused, "source", "terminal.env_passthrough")

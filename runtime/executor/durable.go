@@ -34,6 +34,70 @@ const (
 	noteStoreDown = "The session store could not be used (%s): this call runs in a fresh kernel, which is closed, not kept in the store, when it ends."
 )
 
+// durableStarted is what durableStart found for a call's new kernel.
+type durableStarted struct {
+	k     engine.Kernel // resumed from the store; nil: none (start one)
+	prior int           // the calls the resumed kernel had run
+	took  time.Duration // its resume
+	note  string        // why the state is lost, or the store not used
+	// detached: the kernel the call starts or resumes is never written
+	// to the store (the store failed, or holds an image this process
+	// cannot open).
+	detached bool
+	settle   func() // ends the call's hold on the lease (leases.settle)
+}
+
+// durableStart prepares the start of key's kernel for call c, with a
+// session store (else it does nothing): it waits for a suspension of the
+// key's kernel under way, takes the session's lease (asking another
+// executor that has it to hand it over), deletes the session's images for
+// a reset, and resumes the kernel when the store holds it. The caller
+// calls settle when the call ends, whatever the error.
+func (e *Executor) durableStart(ctx context.Context, c *call, key kernelKey, req Request) (durableStarted, error) {
+	d := durableStarted{settle: func() {}}
+	if !key.suspendable() {
+		if c.inherit {
+			d.note = fmt.Sprintf(noteNotInherited, "this subagent's kernel is a native project-mode one: only the embedded interpreter's (strict, sandboxed project) can be copied")
+		}
+		return d, nil
+	}
+	var inherited string
+	if c.inherit {
+		inherited = e.inheritParent(ctx, req)
+	}
+	e.waitSuspension(ctx, key)
+	detached, note, err := e.takeLease(ctx, key)
+	if err != nil {
+		return d, err
+	}
+	if detached {
+		d.detached, d.note = true, note
+		return d, nil
+	}
+	if e.leases != nil {
+		d.settle = func() { e.leases.settle(key.session) }
+	}
+	if req.Reset {
+		// Held now (handed over by any executor that had it): the
+		// session's images go, and its kernel starts afresh.
+		e.forgetImages(key.session)
+	}
+	d.k, d.prior, d.took, d.note, d.detached = e.resumeKernel(ctx, c, key)
+	d.note = strings.TrimSpace(inherited + " " + d.note)
+	return d, nil
+}
+
+// durableEnd is what a call's end does for its kernel en with a session
+// store: with session_checkpoint: every_call, the image written (alive)
+// or the last one dropped (ended).
+func (e *Executor) durableEnd(en *kernelEntry, alive bool) {
+	if alive {
+		e.checkpoint(en)
+	} else {
+		e.dropCheckpoint(en)
+	}
+}
+
 // takeLease takes the session's lease (lease.go) before its kernel starts
 // or resumes. With the store failing, the call runs anyway, in a kernel
 // detached from the store, and note says so; another executor running the
@@ -363,7 +427,7 @@ func (e *Executor) inheritParent(ctx context.Context, req Request) string {
 	case err != nil:
 		return fmt.Sprintf(noteNotInherited, err)
 	case n == 0 && e.sessions.hasKernels(req.ParentSession):
-		return fmt.Sprintf(noteNotInherited, "it is a project-mode kernel: only strict-mode kernels can be copied")
+		return fmt.Sprintf(noteNotInherited, "it is a native project-mode kernel: only the embedded interpreter's (strict, sandboxed project) can be copied")
 	case n == 0:
 		return noteInheritedNone
 	}
@@ -441,7 +505,11 @@ func (e *Executor) forkSession(ctx context.Context, from, to string, wait bool) 
 		}
 		copies = append(copies, copied{en.key.storeName(), envelope(en.count, image)})
 	}
-	e.forgetImages(to)
+	// to has no kernel here (checked above): its images go, its lease
+	// (none of this executor's) stays.
+	if err := e.images.Delete(to); err != nil {
+		return 0, err
+	}
 	n, err := e.images.Copy(from, to)
 	if err != nil {
 		return 0, err

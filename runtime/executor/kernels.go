@@ -201,10 +201,10 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 		}
 		startNote = ks.startNote(key)
-		if key.suspendable() {
-			e.waitSuspension(ctx, key)
-		}
-		detached, leaseNote, err := e.takeLease(ctx, key)
+		// With a session store: the session's lease, and its suspended
+		// kernel when the store holds one (durable.go).
+		d, err := e.durableStart(ctx, c, key, req)
+		defer d.settle()
 		if err != nil {
 			if top {
 				ks.releaseSlot()
@@ -214,30 +214,12 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 			}
 			return failed(c.mode, err), err
 		}
-		if e.leases != nil && key.suspendable() && !detached {
-			defer e.leases.settle(key.session)
-			if req.Reset {
-				// Held now (handed over by any executor that had it): the
-				// session's images go, and its kernel starts afresh.
-				e.forgetImages(req.Session)
-			}
-		}
-		var k engine.Kernel
-		var prior int
-		var took time.Duration
-		var resumeNote string
-		if detached {
-			startNote = leaseNote
-		} else {
-			var detach bool
-			k, prior, took, resumeNote, detach = e.resumeKernel(ctx, c, key)
-			detached = detached || detach
-		}
+		k, prior, detached := d.k, d.prior, d.detached
 		if k != nil {
 			// Suspended, not lost: the note of its eviction does not hold.
-			startNote, resumed, resumeTook = "", true, took
-		} else if resumeNote != "" {
-			startNote = resumeNote
+			startNote, resumed, resumeTook = "", true, d.took
+		} else if d.note != "" {
+			startNote = d.note
 		}
 		if k == nil {
 			k, err = e.startKernel(ctx, c)
@@ -262,8 +244,8 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 		}
 		en = &kernelEntry{key: key, parent: req.ParentSession, k: k, prior: prior, count: prior, detached: detached}
 		if !ks.add(en) {
-			if resumed {
-				e.endKernel(en, "shutdown") // back into the store
+			if resumed && ks.end != nil {
+				ks.end(en, "shutdown") // back into the store (endKernel)
 			} else {
 				k.Close()
 			}
@@ -275,15 +257,14 @@ func (e *Executor) sessionCall(ctx context.Context, c *call, req Request) (Resul
 	eres, err := engine.Execute(ctx, en.k, e.request(c, req.Code))
 	res := fromEngine(eres)
 	alive := en.k.Alive()
+	e.durableEnd(en, alive)
 	if alive {
-		e.checkpoint(en)
 		ks.unpin(en)
 	} else {
 		// Removed while still pinned: an eviction never picks a dead
 		// kernel (and never says it made room with it).
 		ks.remove(en)
 		en.k.Close()
-		e.dropCheckpoint(en)
 	}
 
 	info := &KernelInfo{Reused: reused, ExecutionCount: en.count, StateReset: stateReset, Note: startNote,

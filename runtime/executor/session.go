@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -398,15 +397,7 @@ func (e *Executor) sessionExecute(ctx context.Context, req Request, m requestMod
 	if err != nil {
 		return failed(m.mode, err), err
 	}
-	var note string
-	if first := e.sessions.firstCall(a); first && req.InheritParent && req.ParentSession != "" {
-		note = e.inheritParent(turnCtx, req)
-	}
-	res, err := e.runCall(turnCtx, req, m, parts)
-	if note != "" && res.Kernel != nil {
-		res.Kernel.Note = strings.TrimSpace(note + " " + res.Kernel.Note)
-	}
-	return res, err
+	return e.runCall(turnCtx, req, m, parts)
 }
 
 // firstCall reports whether a, whose turn has started, is its session's
@@ -436,8 +427,10 @@ type sessionParts struct {
 	// skillEnv are the skill variables the call passes through: its
 	// session's and its parent's, or a call's own without a session.
 	skillEnv []string
-	// subagent: the call is a subagent's (Request.ParentSession).
-	subagent bool
+	// subagent: the call is a subagent's (Request.ParentSession);
+	// inherit: its session's first, which starts from a copy of the
+	// parent's kernel (Request.InheritParent).
+	subagent, inherit bool
 }
 
 // sessionParts finds (or makes) the backend of req's session, takes the
@@ -445,6 +438,9 @@ type sessionParts struct {
 // registers the skill variables req names.
 func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival, grants *approval.SessionGrants) (sessionParts, error) {
 	p := sessionParts{grants: grants, subagent: req.ParentSession != ""}
+	// A subagent's first call may start from its parent's kernel
+	// (Request.InheritParent; durableStart copies it).
+	p.inherit = e.sessions.firstCall(a) && req.InheritParent && req.ParentSession != ""
 	var s *session
 	if a != nil {
 		p.delegate, s = a.delegate, a.session
@@ -455,12 +451,9 @@ func (e *Executor) sessionParts(ctx context.Context, req Request, a *arrival, gr
 	}
 	p.backend = be
 	p.skillEnv = e.callSkillEnv(req, s)
-	if req.Reset && e.leases == nil {
-		// A reset starts the session afresh: not from a suspended kernel
-		// (with a session store, once the call holds the session's lease:
-		// sessionCall).
-		e.forgetImages(req.Session)
-	}
+	// A reset starts the session afresh, not from a suspended kernel:
+	// durableStart deletes its images (with a session store, once the
+	// call holds the session's lease).
 	return p, nil
 }
 
