@@ -557,13 +557,13 @@ func benchKernels(ctx context.Context, cfg config.Config, tmp string, n int, pyt
 		rows = append(rows, row{m.name + " kernel: 8 sessions x 200 calls", fmt.Sprintf("%.0f calls/s", 1600/el.Seconds()), note})
 
 		if m.name == config.ModeStrict {
-			if before, ok := rssBytes(); ok {
+			if before, ok := cpustat.RSS(); ok {
 				const n = 100
 				for i := range n {
 					exec1(fmt.Sprintf("idle-%d", i), "pass")
 				}
 				goruntime.GC()
-				if after, ok := rssBytes(); ok {
+				if after, ok := cpustat.RSS(); ok {
 					rows = append(rows, row{"strict kernel: resident memory per idle kernel", fmt.Sprintf("%.1f MB", float64(after-before)/n/1e6), fmt.Sprintf("RSS growth over %d idle kernels: %.0f MB in all; goal <= 6 MB each", n, float64(after-before)/1e6)})
 				}
 			}
@@ -717,21 +717,6 @@ func sizeRow(name string, load func() ([]byte, error)) row {
 		return row{name, "-", err.Error()}
 	}
 	return row{name, fmt.Sprintf("%.1f MB", float64(len(b))/1e6), fmt.Sprintf("%d bytes", len(b))}
-}
-
-// rssBytes is this process's resident set size (Linux).
-func rssBytes() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb * 1024, err == nil
-		}
-	}
-	return 0, false
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }

@@ -62,6 +62,33 @@ backend replicas
 	return b.String()
 }
 
+// startProxy starts haproxy with haproxyConfig in front of replicas, and
+// returns once it answers /readyz; it is stopped when t ends.
+func startProxy(t *testing.T, haproxy string, replicas []*httpMCP) *httpMCP {
+	t.Helper()
+	port := freePort(t)
+	conf := filepath.Join(t.TempDir(), "haproxy.cfg")
+	require.NoError(t, os.WriteFile(conf, []byte(haproxyConfig(port, replicas)), 0o600))
+	var hlog syncBuffer
+	hp := exec.Command(haproxy, "-f", conf, "-db")
+	hp.Stdout, hp.Stderr = &hlog, &hlog
+	require.NoError(t, hp.Start())
+	t.Cleanup(func() {
+		_ = hp.Process.Kill()
+		_ = hp.Wait()
+	})
+	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), client: http.DefaultClient, stderr: &hlog}
+	pollUntil(t, time.Minute, func() bool {
+		resp, err := http.Get(proxy.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, func() string { return "haproxy is not up: " + hlog.String() })
+	return proxy
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,26 +121,7 @@ func TestMCPHTTPReplicas(t *testing.T) {
 	for _, r := range replicas {
 		r.waitReady(t)
 	}
-	port := freePort(t)
-	conf := filepath.Join(t.TempDir(), "haproxy.cfg")
-	require.NoError(t, os.WriteFile(conf, []byte(haproxyConfig(port, replicas)), 0o600))
-	var hlog syncBuffer
-	hp := exec.Command(haproxy, "-f", conf, "-db")
-	hp.Stdout, hp.Stderr = &hlog, &hlog
-	require.NoError(t, hp.Start())
-	t.Cleanup(func() {
-		_ = hp.Process.Kill()
-		_ = hp.Wait()
-	})
-	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), client: http.DefaultClient, stderr: &hlog}
-	pollUntil(t, time.Minute, func() bool {
-		resp, err := http.Get(proxy.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return "haproxy is not up: " + hlog.String() })
+	proxy := startProxy(t, haproxy, replicas)
 
 	connect := func(s *replicaSession) {
 		cs, err := proxy.session(t, testHTTPToken)
@@ -272,26 +280,7 @@ func TestMCPHTTPReplicasDurable(t *testing.T) {
 	for _, r := range replicas {
 		r.waitReady(t)
 	}
-	port := freePort(t)
-	conf := filepath.Join(t.TempDir(), "haproxy.cfg")
-	require.NoError(t, os.WriteFile(conf, []byte(haproxyConfig(port, replicas)), 0o600))
-	var hlog syncBuffer
-	hp := exec.Command(haproxy, "-f", conf, "-db")
-	hp.Stdout, hp.Stderr = &hlog, &hlog
-	require.NoError(t, hp.Start())
-	t.Cleanup(func() {
-		_ = hp.Process.Kill()
-		_ = hp.Wait()
-	})
-	proxy := &httpMCP{base: fmt.Sprintf("http://127.0.0.1:%d", port), client: http.DefaultClient, stderr: &hlog}
-	pollUntil(t, time.Minute, func() bool {
-		resp, err := http.Get(proxy.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, func() string { return "haproxy is not up: " + hlog.String() })
+	proxy := startProxy(t, haproxy, replicas)
 
 	sessions := make([]*mcp.ClientSession, 8)
 	counts := make([]int, len(sessions))

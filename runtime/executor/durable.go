@@ -139,22 +139,13 @@ func (e *Executor) checkpoint(en *kernelEntry) {
 		return
 	}
 	start := time.Now()
-	image, base, err := e.strict.CopyKernel(context.Background(), en.k)
-	if err == nil {
-		err = e.storeBase(base)
-	}
-	if err == nil {
-		err = e.images.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
-	}
+	image, err := e.putImage(en, e.strict.CopyKernel)
 	if err != nil {
-		level := slog.LevelWarn
-		if errors.Is(err, strict.ErrNotSuspendable) || errors.Is(err, sessionstore.ErrTooLarge) {
+		level, refused := e.imageFailure(err)
+		if refused {
 			// An open directory, or past the cap: the last checkpoint
 			// no longer describes the kernel, and must not come back.
-			level = slog.LevelInfo
 			e.dropCheckpoint(en)
-		} else {
-			e.sessions.storeFailures.Add(1)
 		}
 		e.log.Log(context.Background(), level, "kernel not checkpointed", "session", en.key.session, "error", err.Error())
 		return
@@ -220,20 +211,9 @@ func (e *Executor) endKernel(en *kernelEntry, why string) bool {
 		return false
 	}
 	start := time.Now()
-	image, base, err := e.strict.SuspendKernel(context.Background(), en.k)
-	if err == nil {
-		err = e.storeBase(base)
-	}
-	if err == nil {
-		err = e.images.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
-	}
+	image, err := e.putImage(en, e.strict.SuspendKernel)
 	if err != nil {
-		level := slog.LevelWarn
-		if errors.Is(err, strict.ErrNotSuspendable) || errors.Is(err, sessionstore.ErrTooLarge) {
-			level = slog.LevelInfo
-		} else {
-			e.sessions.storeFailures.Add(1)
-		}
+		level, _ := e.imageFailure(err)
 		e.log.Log(context.Background(), level, "kernel not suspended", "session", en.key.session, "reason", why, "error", err.Error())
 		en.k.Close()
 		e.dropCheckpoint(en)
@@ -305,6 +285,32 @@ func (e *Executor) resumeKernel(ctx context.Context, c *call, key kernelKey) (k 
 	took = time.Since(start)
 	e.log.Log(context.Background(), slog.LevelInfo, "kernel resumed", "session", key.session, "duration", took)
 	return k, prior, took, "", false
+}
+
+// putImage makes en's image with capture (the engine's SuspendKernel or
+// CopyKernel) and stores it, with the snapshot it was made against, as
+// en's; it returns the image.
+func (e *Executor) putImage(en *kernelEntry, capture func(context.Context, engine.Kernel) ([]byte, string, error)) ([]byte, error) {
+	image, base, err := capture(context.Background(), en.k)
+	if err == nil {
+		err = e.storeBase(base)
+	}
+	if err == nil {
+		err = e.images.Put(en.key.session, en.key.storeName(), envelope(en.count, image))
+	}
+	return image, err
+}
+
+// imageFailure classes err, an image not written: refused (the kernel
+// holds an open directory, or the image would pass
+// session_store_max_mb), logged at info; else a store failure, counted
+// and logged at warn.
+func (e *Executor) imageFailure(err error) (level slog.Level, refused bool) {
+	if errors.Is(err, strict.ErrNotSuspendable) || errors.Is(err, sessionstore.ErrTooLarge) {
+		return slog.LevelInfo, true
+	}
+	e.sessions.storeFailures.Add(1)
+	return slog.LevelWarn, false
 }
 
 // storeBase puts the snapshot whose sum is sum in the store, once per

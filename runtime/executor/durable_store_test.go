@@ -7,13 +7,13 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cpustat"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/sessionstore/s3test"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
@@ -122,7 +122,7 @@ func BenchmarkThousandSuspended(b *testing.B) {
 	settle := func() int64 {
 		goruntime.GC()
 		debug.FreeOSMemory()
-		rss, _ := readRSS()
+		rss, _ := cpustat.RSS()
 		return rss
 	}
 	before := settle()
@@ -141,22 +141,4 @@ func BenchmarkThousandSuspended(b *testing.B) {
 	b.ReportMetric(float64(bytes)/(1<<20), "store-MiB")
 	b.ReportMetric(float64(after-before)/(1<<20), "rss-MiB")
 	b.ReportMetric(float64(bytes)/float64(images)/(1<<20), "image-MiB")
-}
-
-// readRSS returns the process's resident set size (Linux).
-func readRSS() (int64, bool) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				n, err := strconv.ParseInt(f[0], 10, 64)
-				return n << 10, err == nil
-			}
-		}
-	}
-	return 0, false
 }

@@ -48,6 +48,24 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// blockingTool gives the executor a web_extract that closes started
+// when a script calls it, then waits for release (or the call's end):
+// a call held running, for as long as a test needs.
+func blockingTool() (opt func(*config.Config, *Options), started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	opt = func(_ *config.Config, o *Options) {
+		o.Tools = map[string]ToolHandler{"web_extract": func(ctx context.Context, _ json.RawMessage) map[string]any {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return map[string]any{"results": []any{}}
+		}}
+	}
+	return opt, started, release
+}
+
 // shortLease sets code_execution.session_lease to its minimum.
 func shortLease(c *config.Config, _ *Options) { c.CodeExecution.SessionLease = config.MinSessionLease }
 
@@ -370,17 +388,7 @@ func TestDurableHandoff(t *testing.T) {
 // one session's kernel at once.
 func TestDurableLeaseOneWriter(t *testing.T) {
 	store, wd := t.TempDir(), t.TempDir()
-	started, release := make(chan struct{}), make(chan struct{})
-	block := func(_ *config.Config, o *Options) {
-		o.Tools = map[string]ToolHandler{"web_extract": func(ctx context.Context, _ json.RawMessage) map[string]any {
-			close(started)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return map[string]any{"results": []any{}}
-		}}
-	}
+	block, started, release := blockingTool()
 	e1 := durableExecutor(t, store, 4, block)
 	e2 := durableExecutor(t, store, 4)
 	e2.leases.patience = time.Second
@@ -594,17 +602,8 @@ func TestStoreDir(t *testing.T) {
 // parent's kernel (without a session store too); a parent that runs a
 // call cannot be copied, and the subagent starts empty with a note.
 func TestInheritParent(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	e := durableExecutor(t, "", 4, func(_ *config.Config, o *Options) {
-		o.Tools = map[string]ToolHandler{"web_extract": func(ctx context.Context, _ json.RawMessage) map[string]any {
-			close(started)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return map[string]any{"results": []any{}}
-		}}
-	})
+	block, started, release := blockingTool()
+	e := durableExecutor(t, "", 4, block)
 	wd := t.TempDir()
 	okCall(t, e, Request{Session: "parent", Workdir: wd, Code: "x = 41"})
 	res := okCall(t, e, Request{Session: "sub", ParentSession: "parent", InheritParent: true, Workdir: wd, Code: "x += 1\nprint(x)"})
@@ -650,14 +649,20 @@ func TestDurableResetElsewhere(t *testing.T) {
 	require.Equal(t, "after reset\n", res.Output)
 }
 
-// slowStore is a store whose Take takes d.
+// slowStore is a store whose Take waits for gate, or (no gate) takes d:
+// a store's latency.
 type slowStore struct {
 	sessionstore.Store
-	d time.Duration
+	d    time.Duration
+	gate <-chan struct{}
 }
 
 func (s slowStore) Take(session, kernel string) ([]byte, error) {
-	time.Sleep(s.d) // the store's latency, not a wait for an event
+	if s.gate != nil {
+		<-s.gate
+	} else {
+		time.Sleep(s.d) // the latency itself is what is tested: longer than a lease renewal's period
+	}
 	return s.Store.Take(session, kernel)
 }
 
@@ -668,7 +673,7 @@ func TestDurableLeaseKeptDuringSlowResume(t *testing.T) {
 	e := durableExecutor(t, store, 4, shortLease)
 	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 1"})
 	e.reapIdle(time.Now().Add(time.Hour), time.Second)
-	e.images = slowStore{e.images, 2 * time.Second} // longer than a renewal tick
+	e.images = slowStore{Store: e.images, d: 2 * time.Second} // longer than a renewal tick
 	res := okCall(t, e, Request{Session: "s", Workdir: wd, Code: "print(x)"})
 	require.True(t, res.Kernel.Resumed)
 	other, err := sessionstore.Open(store)
@@ -684,9 +689,9 @@ func TestDurableInterruptedResumeKeepsImage(t *testing.T) {
 	okCall(t, e, Request{Session: "s", Workdir: wd, Code: "x = 'precious'"})
 	e.reapIdle(time.Now().Add(time.Hour), time.Second)
 	inner := e.images
-	e.images = slowStore{inner, time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
+	e.images = slowStore{Store: inner, gate: ctx.Done()} // the image read as the call is interrupted
 	res, _ := e.Execute(ctx, Request{Session: "s", Workdir: wd, Code: "print(x)"})
 	require.Equal(t, config.StatusInterrupted, res.Status, res.Output)
 	e.images = inner

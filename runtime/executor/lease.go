@@ -176,6 +176,12 @@ func (l *leases) inbox() {
 			return
 		case <-t.C:
 		}
+		l.mu.Lock()
+		holding := len(l.held) > 0
+		l.mu.Unlock()
+		if !holding {
+			continue // nothing to hand over: no listing of the store
+		}
 		asked, err := l.store.Asked(l.owner)
 		if err != nil {
 			l.log.Log(context.Background(), slog.LevelWarn, "session handoff requests not read", "error", err.Error())

@@ -208,7 +208,7 @@ func rootfsTarball() (string, error) {
 		{"tar", "--numeric-owner", "--exclude=./var/cache/apt/archives/*.deb", "--exclude=./var/lib/apt/lists/*",
 			"-C", root, "-cf", tmp.Name(), "."},
 	} {
-		fmt.Fprintf(os.Stderr, "+ %s\n", commandLine(c[0], c[1:]))
+		fmt.Fprintf(os.Stderr, "+ %s\n", testenv.CommandLine(c[0], c[1:]))
 		if _, err := command(stopCtx, nil, nil, c[0], c[1:]...); err != nil {
 			return "", fmt.Errorf("backendtest: building the test image's root file system: %w", err)
 		}

@@ -95,7 +95,7 @@ func aptInstall(pkgs []string) error {
 // apt runs apt-get with args, non-interactively, printing the command to
 // stderr first.
 func apt(args ...string) error {
-	fmt.Fprintf(os.Stderr, "+ %s\n", commandLine("apt-get", args))
+	fmt.Fprintf(os.Stderr, "+ %s\n", testenv.CommandLine("apt-get", args))
 	_, err := command(stopCtx, []string{"DEBIAN_FRONTEND=noninteractive"}, nil, "apt-get", args...)
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/internal/proctree"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // Main runs the tests of a package and then stops whatever [Docker] and
@@ -151,34 +152,12 @@ func command(ctx context.Context, env []string, stdin io.Reader, name string, ar
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
 	if err := proctree.Run(ctx, cmd); err != nil {
 		if ctx.Err() != nil && stopCtx.Err() != nil {
-			return "", fmt.Errorf("%w (%s was stopped)", errStopping, commandLine(name, args))
+			return "", fmt.Errorf("%w (%s was stopped)", errStopping, testenv.CommandLine(name, args))
 		}
-		return stdout.String(), fmt.Errorf("%s: %w\n%s", commandLine(name, args), err,
-			lastLines(stderr.String()+stdout.String(), 30))
+		return stdout.String(), fmt.Errorf("%s: %w\n%s", testenv.CommandLine(name, args), err,
+			testenv.LastLines(stderr.String()+stdout.String(), 30))
 	}
 	return stdout.String(), nil
-}
-
-// commandLine is name and args as a shell would read them.
-func commandLine(name string, args []string) string {
-	words := []string{name}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?;&|<>()[]{}#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // fileTail is the last n lines of the file at path, at most its last 8 KB.
@@ -193,7 +172,7 @@ func fileTail(path string, n int) string {
 		f.Seek(st.Size()-most, io.SeekStart)
 	}
 	b, _ := io.ReadAll(f)
-	return lastLines(string(b), n)
+	return testenv.LastLines(string(b), n)
 }
 
 // daemon is a long-running process of this package: dockerd or sshd.
@@ -223,7 +202,7 @@ func startDaemon(name, logPath, marker string, env []string, path string, args .
 	tree, err := proctree.Start(cmd)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", commandLine(path, args), err)
+		return nil, fmt.Errorf("starting %s: %w", testenv.CommandLine(path, args), err)
 	}
 	d := &daemon{name: name, tree: tree, exited: make(chan struct{}), log: lw, logPath: logPath}
 	go func() {

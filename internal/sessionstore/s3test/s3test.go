@@ -32,7 +32,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,7 +128,7 @@ func Start(tb testing.TB) (endpoint, bucket string) {
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.WaitDelay = 5 * time.Second
-	fmt.Fprintf(os.Stderr, "+ %s\n", commandLine(weed, args))
+	fmt.Fprintf(os.Stderr, "+ %s\n", testenv.CommandLine(weed, args))
 	started := time.Now()
 	tree, err := proctree.Start(cmd)
 	if err != nil {
@@ -294,13 +293,13 @@ func run(ctx context.Context, dir, name string, args ...string) (string, error) 
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	line := commandLine(name, args)
+	line := testenv.CommandLine(name, args)
 	if dir != "" {
 		line = "(cd " + dir + " && " + line + ")"
 	}
 	fmt.Fprintf(os.Stderr, "+ %s\n", line)
 	if err := proctree.Run(ctx, cmd); err != nil {
-		return stdout.String(), fmt.Errorf("%s: %w\n%s", line, err, lastLines(stderr.String()+stdout.String(), 30))
+		return stdout.String(), fmt.Errorf("%s: %w\n%s", line, err, testenv.LastLines(stderr.String()+stdout.String(), 30))
 	}
 	return stdout.String(), nil
 }
@@ -324,31 +323,12 @@ func repoRoot() (string, error) {
 	}
 }
 
-func commandLine(name string, args []string) string {
-	words := []string{name}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?;&|<>()[]{}#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	return lastLines(string(b), n)
+	return testenv.LastLines(string(b), n)
 }
 
 // Env points the AWS SDK of this process at endpoint with this package's

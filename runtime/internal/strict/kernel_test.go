@@ -10,7 +10,6 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/cpustat"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/engine"
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
@@ -534,24 +534,6 @@ func testKernelPool(t *testing.T, e *Engine) {
 	require.NoError(t, k.Close())
 }
 
-// vmRSS returns the process's resident set size (Linux only).
-func vmRSS() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				n, err := strconv.ParseInt(f[0], 10, 64)
-				return n << 10, err == nil
-			}
-		}
-	}
-	return 0, false
-}
-
 // TestStrictKernelRSS reports the resident memory of an idle strict
 // kernel: the process's RSS growth over 8 of them (goal: at most 30 MB
 // each).
@@ -569,7 +551,7 @@ func TestStrictKernelRSS(t *testing.T) {
 	settle := func() int64 {
 		goruntime.GC()
 		debug.FreeOSMemory()
-		rss, ok := vmRSS()
+		rss, ok := cpustat.RSS()
 		require.True(t, ok)
 		return rss
 	}
