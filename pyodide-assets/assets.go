@@ -1,13 +1,13 @@
 // Package pyodideassets holds the Python interpreter that the executor runs
-// inside wazero: CPython 3.11 compiled for wasm32-wasi by this project's own
-// recipe (cpython/), from Debian's source packages with Debian's clang-19
+// inside wazero: CPython 3.13 compiled for wasm32-wasi by this project's own
+// recipe (cpython/), from Debian's source packages with Debian trixie's clang-19
 // toolchain at -O2, with zlib, bzip2, liblzma, SQLite and musl's time zone
 // code linked in, the IANA time zone database in its standard library, and a
 // built-in module (_hermes_host) that calls the host's tool functions.
 //
 // The package has three parts:
 //
-//   - the committed build: dist/python.wasm and dist/python311.zip are in
+//   - the committed build: dist/python.wasm and dist/python313.zip are in
 //     the repository, so `go build`, `go install` and `go get` give a
 //     working strict mode with no other step; the constants below pin their
 //     sha256 and size, and [RecipeSHA256] pins the recipe they were built
@@ -42,28 +42,28 @@ import (
 )
 
 // Description says what the interpreter is, for `doctor`.
-const Description = "CPython 3.11.2 (Debian python3.11 3.11.2-6+deb12u8 sources) for wasm32-wasi, clang-19 -O2, with zlib, bzip2, liblzma 5.4.1, SQLite 3.40.1 and the IANA time zone database 2026b"
+const Description = "CPython 3.13.5 (Debian python3.13 3.13.5-2+deb13u5 sources) for wasm32-wasi, clang-19 -O2, with zlib, bzip2, liblzma 5.4.1, SQLite 3.40.1 and the IANA time zone database 2026b"
 
 // SHA256 is the hex sha256 of the interpreter module (debug sections
 // stripped): the bytes that are embedded and that [Interpreter] returns.
-const SHA256 = "323e44d109f66f3392d66069619f279490ebb6949d446d7e9add94925d907bda"
+const SHA256 = "b1ffc1d5d973089583b059bfce78aaaa9369f0e455aaa99a8398c6aa5edf2e9d"
 
 // Size is the size in bytes of the interpreter module.
-const Size = 8446496
+const Size = 8501034
 
 // StdlibName is the standard library zip's file name, in dist and in the
 // guest, where it is mounted read-only at /usr/local/lib.
-const StdlibName = "python311.zip"
+const StdlibName = "python313.zip"
 
 // StdlibSHA256 is the hex sha256 of the standard library zip.
-const StdlibSHA256 = "f4378b53d28fca97b7253223eb772cf7790757d3dba573105281bc735d84e3c7"
+const StdlibSHA256 = "02389ed6a6bf021134cbd552db4bb3445b73d6e5fc19e6ef5346be7c65efee08"
 
 // StdlibSize is the size in bytes of the standard library zip.
-const StdlibSize = 5031720
+const StdlibSize = 4681880
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "0e9b0f1c59321722257f07a7311d716a4d2ac61baaf8ad0b08631b691d953dce"
+const RecipeSHA256 = "a4a60abb5580aa6b812e6eaae4f6a7705e833e95758cb0fc5e99ff360b82d3c9"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.
@@ -89,7 +89,7 @@ const InterpreterEnv = "HERMES_WASM_INTERPRETER"
 var (
 	//go:embed dist/python.wasm
 	embeddedWasm string
-	//go:embed dist/python311.zip
+	//go:embed dist/python313.zip
 	embeddedStdlib string
 )
 

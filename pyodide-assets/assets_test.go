@@ -165,7 +165,7 @@ func TestLoadInterpreterEmbeddedMissing(t *testing.T) {
 	b, err := loadInterpreter("", fromFS(fstest.MapFS{"dist/README.md": {Data: []byte("readme")}}))
 	assert.Nil(t, b)
 	require.ErrorIs(t, err, ErrMissing)
-	assert.Equal(t, "pyodideassets: the Python interpreter is missing (pyodide-assets/dist/python.wasm and python311.zip are committed files): "+
+	assert.Equal(t, "pyodideassets: the Python interpreter is missing (pyodide-assets/dist/python.wasm and python313.zip are committed files): "+
 		"restore them with `git checkout -- pyodide-assets/dist` or rebuild them with `make assets-rebuild`, then rebuild the binary", err.Error())
 }
 

@@ -174,7 +174,7 @@ func mcpTests(t *testing.T, mode string) {
 		require.Contains(t, tool.Description, want)
 	}
 	if mode == config.ModeStrict {
-		require.Contains(t, tool.Description, "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files or the network")
+		require.Contains(t, tool.Description, "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.13, standard library only): the script itself cannot open host files or the network")
 	} else {
 		require.Contains(t, tool.Description, "Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python")
 	}

@@ -6,7 +6,7 @@
 # Expects the toolchain of recipe.env installed and deb-src entries for its
 # suite (pyodide-assets/build -rebuild, run by `make assets-rebuild`, sees to both). Writes
 # OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
-# OUT_DIR/python311.zip (the standard library as .pyc, and the IANA time zone
+# OUT_DIR/python313.zip (the standard library as .pyc, and the IANA time zone
 # database as the package tzdata).
 #
 # Everything is built under one fixed path, /tmp/hermes-cpython-build, so
@@ -126,7 +126,7 @@ cp sqlite3.h "$WORK/deps/include/"
 fi
 
 step "CPython (wasm32-wasi, $OPT_FLAGS)"
-cd "$WORK/src/python3.11"
+cd "$WORK/src/python3.13"
 cp "$HERE/hermes_host.c" Modules/_hermes_host.c
 # asyncio's event loop without its socketpair self-pipe on WASI.
 if [ "${BUILD_FROM:-}" != cpython ]; then
@@ -141,18 +141,15 @@ DEPS="$WORK/deps"
 # ac_cv_func_clock_nanosleep=no (in libc and librt): time.sleep then waits with a relative
 #   nanosleep; with clock_nanosleep it asks WASI for an absolute-deadline
 #   clock wait, which wazero does not implement ("Not supported").
-# -Wno-int-conversion: wasi-libc's clockid_t is a pointer and CPython 3.11's
-#   time module exports the clock ids as ints; clang 16+ makes that an error.
-#   (The values round-trip: both are 32 bits on wasm32.)
 # --with-pymalloc: CPython's small-object allocator, off by default on WASI,
 #   is what makes allocation-heavy code (JSON, dicts) fast.
 # hermes_tz.h and -lhermes_tz: tzset(), tzname, timezone and daylight, from
 #   musl's time zone code (see wasi-libc-tz.patch); ac_cv_working_tzset=yes
 #   (configure cannot run its test when cross-compiling) gives time.tzset().
 # The linked libraries come from $DEPS only (PKG_CONFIG=false).
-CONFIG_SITE="$WORK/src/python3.11/Tools/wasm/config.site-wasm32-wasi" \
+CONFIG_SITE="$WORK/src/python3.13/Tools/wasm/config.site-wasm32-wasi" \
 OPT="$OPT_FLAGS" \
-CFLAGS="$PREFIX_MAP -Wno-int-conversion -include $DEPS/include/hermes_tz.h" \
+CFLAGS="$PREFIX_MAP -include $DEPS/include/hermes_tz.h" \
 LIBS="-L$DEPS/lib -lhermes_tz" \
 CPP="clang-cpp-19 --target=wasm32-wasi --sysroot=$WORK/sysroot" \
 ZLIB_CFLAGS="-I$DEPS/include" ZLIB_LIBS="-L$DEPS/lib -lz" \
@@ -160,9 +157,9 @@ BZIP2_CFLAGS="-I$DEPS/include" BZIP2_LIBS="-L$DEPS/lib -lbz2" \
 LIBLZMA_CFLAGS="-I$DEPS/include" LIBLZMA_LIBS="-L$DEPS/lib -llzma" \
 LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3 -lwasi-emulated-getpid -lwasi-emulated-mman" \
 PKG_CONFIG=false ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no ac_cv_working_tzset=yes \
-	../src/python3.11/configure -C \
-	--host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
-	--with-build-python=/usr/bin/python3.11 \
+	../src/python3.13/configure -C \
+	--host=wasm32-unknown-wasip1 --build=x86_64-pc-linux-gnu \
+	--with-build-python=/usr/bin/python3.13 \
 	--prefix=/usr/local \
 	--disable-test-modules --without-ensurepip --with-pymalloc \
 	>configure.log 2>&1 || { tail -40 configure.log >&2; exit 1; }
@@ -180,8 +177,8 @@ grep -E '^(Failed|The necessary|Following modules)' -A4 make.log >&2 || true
 cp python.wasm "$OUT/python.wasm"
 
 step "standard library (.pyc)"
-/usr/bin/python3.11 -I "$HERE/mkstdlib.py" "$WORK/src/python3.11/Lib" "$WORK/build/$(cat pybuilddir.txt)" \
-	"$WORK/zoneinfo" "$(sed -n 's/^# version //p' "$WORK/src/tzdata/tzdata.zi")" "$OUT/python311.zip"
+/usr/bin/python3.13 -I "$HERE/mkstdlib.py" "$WORK/src/python3.13/Lib" "$WORK/build/$(cat pybuilddir.txt)" \
+	"$WORK/zoneinfo" "$(sed -n 's/^# version //p' "$WORK/src/tzdata/tzdata.zi")" "$OUT/python313.zip"
 
 if [ "${KEEP_WORK:-}" != 1 ]; then
 	rm -rf "$WORK"

@@ -1,12 +1,12 @@
 """Compiles the standard library to a zip of .pyc for hermes-wasm-exec.
 
-    python3.11 mkstdlib.py LIB_DIR BUILD_LIB_DIR ZONEINFO_DIR TZ_VERSION OUT_ZIP
+    python3.13 mkstdlib.py LIB_DIR BUILD_LIB_DIR ZONEINFO_DIR TZ_VERSION OUT_ZIP
 
-LIB_DIR is CPython's Lib/, BUILD_LIB_DIR the build's lib.wasi-wasm32-3.11
+LIB_DIR is CPython's Lib/, BUILD_LIB_DIR the build's lib.wasi-wasm32-3.13
 (its generated _sysconfigdata module), ZONEINFO_DIR the time zone files zic
 wrote (TZ_VERSION their release, such as 2026b). OUT_ZIP receives one .pyc per module,
 unchecked-hash (no timestamps) and with the file name the guest sees
-(/usr/local/lib/python311.zip/...), deflated by the build python's zlib
+(/usr/local/lib/python313.zip/...), deflated by the build python's zlib
 (Debian's zlib1g, pinned with the toolchain), in name order, with one fixed
 timestamp and mode: the output does not depend on when or where it was built.
 
@@ -26,7 +26,7 @@ import sys
 import zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc
 
-ZIP_PATH = "/usr/local/lib/python311.zip"
+ZIP_PATH = "/usr/local/lib/python313.zip"
 SKIP_DIRS = {"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip",
              "site-packages", "lib2to3", "__phello__", "__pycache__", "pydoc_data"}
 SKIP_FILES = {"turtle.py", "this.py", "antigravity.py"}
@@ -40,12 +40,6 @@ def sources(root):
             if name.endswith(".py") and name not in SKIP_FILES:
                 full = os.path.join(dirpath, name)
                 yield full, os.path.relpath(full, root)
-
-
-# The build names its sysconfig data after the upstream scheme
-# (_sysconfigdata__wasi_wasm32-wasi); Debian's patched sysconfig looks for
-# _sysconfigdata_<abiflags>_<multiarch>.
-SYSCONFIGDATA = "_sysconfigdata__wasm32-wasi.py"
 
 
 def compile_one(src, rel):
@@ -88,13 +82,11 @@ def tzdata_entries(zoneinfo, version):
 
 def main():
     lib, build_lib, zoneinfo, tz_version, out = sys.argv[1:6]
-    if sys.version_info[:2] != (3, 11):
-        sys.exit("mkstdlib.py: needs python3.11 (the target's bytecode), got %s" % sys.version)
+    if sys.version_info[:2] != (3, 13):
+        sys.exit("mkstdlib.py: needs python3.13 (the target's bytecode), got %s" % sys.version)
     entries = {}
     for root in (lib, build_lib):
         for src, rel in sources(root):
-            if root == build_lib and rel.startswith("_sysconfigdata_"):
-                rel = SYSCONFIGDATA
             entries[rel.replace(os.sep, "/") + "c"] = compile_one(src, rel)
     entries.update(tzdata_entries(zoneinfo, tz_version))
     with zipfile.ZipFile(out, "w") as zf:

@@ -103,8 +103,8 @@ var toolDocs = map[string]string{
 // absolute path; here the script runs in a WebAssembly sandbox and
 // reaches the host only through the tools, so the sentence says that.
 const (
-	strictWorkdirNote  = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files or the network — reach them through the tools above, which act on the session's working directory (subprocess and os.system run their commands through terminal())."
-	sandboxWorkdirNote = "Scripts run in the session's working directory, at its own path, inside a WebAssembly sandbox (CPython 3.11: the standard library and the project's pure-Python packages): project files read and write as usual, nothing else of the host is there, no network, and .env and credential files are refused (PermissionError); subprocess and os.system run their commands through terminal()."
+	strictWorkdirNote  = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.13, standard library only): the script itself cannot open host files or the network — reach them through the tools above, which act on the session's working directory (subprocess and os.system run their commands through terminal())."
+	sandboxWorkdirNote = "Scripts run in the session's working directory, at its own path, inside a WebAssembly sandbox (CPython 3.13: the standard library and the project's pure-Python packages): project files read and write as usual, nothing else of the host is there, no network, and .env and credential files are refused (PermissionError); subprocess and os.system run their commands through terminal()."
 	projectWorkdirNote = "Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python when one is active (VIRTUAL_ENV/CONDA_PREFIX — matches terminal()); otherwise python3 (or python) on PATH, and when there is none, the embedded WASI CPython (standard library only, no processes); check `import x` before relying on project packages."
 )
 

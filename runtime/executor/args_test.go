@@ -121,7 +121,7 @@ const hermesProjectDescription = "Run Python that calls Hermes tools programmati
 	"Scripts run in the session's working directory. Interpreter: the project's activated venv/conda python when one is active (VIRTUAL_ENV/CONDA_PREFIX — matches terminal()); otherwise python3 (or python) on PATH, and when there is none, the embedded WASI CPython (standard library only, no processes); check `import x` before relying on project packages.\n\n" +
 	"Helpers require imports: `from hermes_tools import json_parse, shell_quote, retry`. json_parse(text) — tolerant json.loads for terminal() output; shell_quote(s) — shlex.quote for dynamic shell args; retry(fn, max_attempts=3, delay=2) — exponential backoff."
 
-const hermesStrictNote = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.11, standard library only): the script itself cannot open host files or the network — reach them through the tools above, which act on the session's working directory (subprocess and os.system run their commands through terminal())."
+const hermesStrictNote = "Scripts run in their own temp dir, not the session's CWD, inside a WebAssembly sandbox (CPython 3.13, standard library only): the script itself cannot open host files or the network — reach them through the tools above, which act on the session's working directory (subprocess and os.system run their commands through terminal())."
 
 func TestExecuteCodeSchema(t *testing.T) {
 	cfg := config.Default()

@@ -18,7 +18,7 @@
 // so `go get` and `go build` give a program whose strict mode works with no
 // other step and needs no file at run time (testdata/embed is such a
 // program). $HERMES_WASM_INTERPRETER may point at a python.wasm with its
-// python311.zip beside it instead; it is verified against the same pins.
+// python313.zip beside it instead; it is verified against the same pins.
 //
 // # Lifecycle
 //

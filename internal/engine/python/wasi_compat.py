@@ -601,110 +601,61 @@ def _patch_futures_thread(thread):
     cf.ThreadPoolExecutor = ThreadPoolExecutor
 
 
-# -- tarfile's extraction filters (PEP 706, Python 3.11.4) ----------------------
+# -- hashlib.pbkdf2_hmac without OpenSSL -------------------------------------
 
-def _patch_tarfile(tarfile):
-    """The interpreter is 3.11.2; scripts written for 3.11.4+ pass
-    extractall(filter="data"). The named filters are given with the checks
-    of PEP 706 that matter here: no absolute path, no path or link leading
-    out of the destination (the data filter also drops special files and
-    the owner and set-id bits)."""
-    if hasattr(tarfile, "data_filter"):
+def _patch_hashlib(hashlib):
+    """Python 3.12 dropped hashlib's pure-Python pbkdf2_hmac, leaving only
+    OpenSSL's, and OpenSSL is not linked in. This is the one 3.11 had (an
+    HMAC over hashlib's built-in digests, the same bytes as OpenSSL's),
+    without its deprecation warning."""
+    if hasattr(hashlib, "pbkdf2_hmac"):
         return
-    import copy, os as _o, stat
+    trans_5c = bytes((x ^ 0x5C) for x in range(256))
+    trans_36 = bytes((x ^ 0x36) for x in range(256))
 
-    class FilterError(tarfile.TarError):
-        pass
+    def pbkdf2_hmac(hash_name, password, salt, iterations, dklen=None):
+        """Password based key derivation function 2 (PKCS #5 v2.0) with HMAC as
+        pseudorandom function."""
+        if not isinstance(hash_name, str):
+            raise TypeError(hash_name)
+        if not isinstance(password, (bytes, bytearray)):
+            password = bytes(memoryview(password))
+        if not isinstance(salt, (bytes, bytearray)):
+            salt = bytes(memoryview(salt))
+        inner, outer = hashlib.new(hash_name), hashlib.new(hash_name)
+        blocksize = getattr(inner, "block_size", 64)
+        if len(password) > blocksize:
+            password = hashlib.new(hash_name, password).digest()
+        password = password + b"\x00" * (blocksize - len(password))
+        inner.update(password.translate(trans_36))
+        outer.update(password.translate(trans_5c))
 
-    class AbsolutePathError(FilterError):
-        def __init__(self, tarinfo):
-            super().__init__("member %r has an absolute path" % tarinfo.name)
+        def prf(msg):
+            icpy, ocpy = inner.copy(), outer.copy()
+            icpy.update(msg)
+            ocpy.update(icpy.digest())
+            return ocpy.digest()
 
-    class OutsideDestinationError(FilterError):
-        def __init__(self, tarinfo, path):
-            super().__init__("%r would be extracted to %r, which is outside the destination" % (tarinfo.name, path))
+        if iterations < 1:
+            raise ValueError(iterations)
+        if dklen is None:
+            dklen = outer.digest_size
+        if dklen < 1:
+            raise ValueError(dklen)
+        dkey, loop = b"", 1
+        while len(dkey) < dklen:
+            prev = prf(salt + loop.to_bytes(4, "big"))
+            rkey = int.from_bytes(prev, "big")
+            for _ in range(iterations - 1):
+                prev = prf(prev)
+                rkey ^= int.from_bytes(prev, "big")
+            loop += 1
+            dkey += rkey.to_bytes(inner.digest_size, "big")
+        return dkey[:dklen]
 
-    class LinkOutsideDestinationError(FilterError):
-        def __init__(self, tarinfo, path):
-            super().__init__("%r would link to %r, which is outside the destination" % (tarinfo.name, path))
-
-    class SpecialFileError(FilterError):
-        def __init__(self, tarinfo):
-            super().__init__("%r is a special file" % tarinfo.name)
-
-    def _check(member, dest, data):
-        dest = _o.path.realpath(dest)
-        name = member.name
-        if name.startswith(("/", _o.sep)):
-            raise AbsolutePathError(member)
-        target = _o.path.realpath(_o.path.join(dest, name))
-        if _o.path.commonpath([target, dest]) != dest:
-            raise OutsideDestinationError(member, target)
-        new = member
-        if data:
-            if member.isdev() or member.isfifo():
-                raise SpecialFileError(member)
-            if member.issym() or member.islnk():
-                link = member.linkname
-                if _o.path.isabs(link):
-                    raise LinkOutsideDestinationError(member, link)
-                base = _o.path.dirname(target) if member.issym() else dest
-                lt = _o.path.realpath(_o.path.join(base, link))
-                if _o.path.commonpath([lt, dest]) != dest:
-                    raise LinkOutsideDestinationError(member, lt)
-            new = copy.copy(member)
-            new.mode = member.mode & ~(stat.S_ISUID | stat.S_ISGID) & 0o777 if member.mode is not None else None
-            new.uid = new.gid = None
-            new.uname = new.gname = None
-        return new
-
-    def fully_trusted_filter(member, dest_path):
-        return member
-
-    def tar_filter(member, dest_path):
-        return _check(member, dest_path, False)
-
-    def data_filter(member, dest_path):
-        return _check(member, dest_path, True)
-
-    named = {"fully_trusted": fully_trusted_filter, "tar": tar_filter, "data": data_filter}
-
-    def resolve(f):
-        if f is None or callable(f):
-            return f
-        if f in named:
-            return named[f]
-        raise ValueError("filter must be None, a callable or one of %s" % ", ".join(sorted(named)))
-
-    orig_extractall, orig_extract = tarfile.TarFile.extractall, tarfile.TarFile.extract
-
-    def extractall(self, path=".", members=None, *, numeric_owner=False, filter=None):
-        f = resolve(filter)
-        if f is None:
-            return orig_extractall(self, path, members, numeric_owner=numeric_owner)
-        kept = []
-        for m in (members if members is not None else self.getmembers()):
-            m2 = f(m, path)
-            if m2 is not None:
-                kept.append(m2)
-        return orig_extractall(self, path, kept, numeric_owner=numeric_owner)
-
-    def extract(self, member, path="", set_attrs=True, *, numeric_owner=False, filter=None):
-        f = resolve(filter)
-        if f is not None:
-            if isinstance(member, str):
-                member = self.getmember(member)
-            member = f(member, path or ".")
-            if member is None:
-                return
-        return orig_extract(self, member, path, set_attrs, numeric_owner=numeric_owner)
-
-    tarfile.TarFile.extractall, tarfile.TarFile.extract = extractall, extract
-    for k, v in dict(FilterError=FilterError, AbsolutePathError=AbsolutePathError,
-                     OutsideDestinationError=OutsideDestinationError,
-                     LinkOutsideDestinationError=LinkOutsideDestinationError, SpecialFileError=SpecialFileError,
-                     fully_trusted_filter=fully_trusted_filter, tar_filter=tar_filter, data_filter=data_filter).items():
-        setattr(tarfile, k, v)
+    hashlib.pbkdf2_hmac = pbkdf2_hmac
+    if "pbkdf2_hmac" not in hashlib.__all__:
+        hashlib.__all__ = hashlib.__all__ + ("pbkdf2_hmac",)
 
 
 # -- compiled extension modules ----------------------------------------------
@@ -750,7 +701,7 @@ class _PatchFinder:
         "threading": _patch_threading,
         "selectors": _patch_selectors,
         "concurrent.futures.thread": _patch_futures_thread,
-        "tarfile": _patch_tarfile,
+        "hashlib": _patch_hashlib,
     }
 
     @classmethod

@@ -6,7 +6,6 @@
 package assetbuild
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -16,7 +15,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -75,29 +73,28 @@ type BuildOptions struct {
 // rename, so a damaged dist is restored and a failed build changes nothing.
 func Build(ctx context.Context, opts BuildOptions) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(opts.Log, "assets: "+format+"\n", args...) }
-	if err := ensureToolchain(ctx, opts, logf); err != nil {
+	c, err := openChroot(ctx, opts, logf)
+	if err != nil {
 		return err
 	}
-	out, err := os.MkdirTemp("", "hermes-cpython-out-")
-	if err != nil {
-		return fmt.Errorf("assetbuild: %w", err)
-	}
-	defer os.RemoveAll(out)
-
-	script, err := extractRecipe(out)
-	if err != nil {
+	defer c.close()
+	if _, err := extractRecipe(filepath.Join(c.dir, "recipe")); err != nil {
 		return err
 	}
 	recipe := pyodideassets.RecipeHash()
-	logf("building CPython for wasm32-wasi (recipe %s; about 3.5 minutes on 2 cores)", recipe[:16])
+	logf("building CPython for wasm32-wasi (recipe %s; about 6 minutes on 2 cores)", recipe[:16])
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(script, "build.sh"), filepath.Join(out, "raw"))
-	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("assetbuild: cpython/build.sh failed: %w (its logs are under /tmp/hermes-cpython-build)", err)
+	if err := c.run(ctx, "bash", "/recipe/cpython/build.sh", "/out"); err != nil {
+		// build.sh keeps its work dir after a failure: moved out of the
+		// chroot (which is removed), for its logs.
+		os.RemoveAll(failedWork)
+		if os.Rename(filepath.Join(c.dir, failedWork), failedWork) == nil {
+			return fmt.Errorf("%w (its sources and logs are in %s)", err, failedWork)
+		}
+		return err
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "raw", "python.wasm"))
+	out := filepath.Join(c.dir, "out")
+	raw, err := os.ReadFile(filepath.Join(out, "python.wasm"))
 	if err != nil {
 		return fmt.Errorf("assetbuild: build.sh wrote no python.wasm: %w", err)
 	}
@@ -108,7 +105,7 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if wasm, err = addLoopChecks(wasm); err != nil {
 		return err
 	}
-	stdlib, err := os.ReadFile(filepath.Join(out, "raw", pyodideassets.StdlibName))
+	stdlib, err := os.ReadFile(filepath.Join(out, pyodideassets.StdlibName))
 	if err != nil {
 		return fmt.Errorf("assetbuild: build.sh wrote no %s: %w", pyodideassets.StdlibName, err)
 	}
@@ -202,105 +199,10 @@ func extractRecipe(dir string) (string, error) {
 	return filepath.Join(dir, "cpython"), nil
 }
 
-// ensureToolchain checks the pinned toolchain packages and the deb-src
-// entries for the source packages, and installs what is missing when
-// allowed, printing each command first.
-func ensureToolchain(ctx context.Context, opts BuildOptions, logf func(string, ...any)) error {
-	var missing []string
-	for _, pkg := range strings.Fields(recipeVar("TOOLCHAIN")) {
-		name, want, pinned := strings.Cut(pkg, "=")
-		got, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status} ${Version}", name).Output()
-		version, installed := strings.CutPrefix(string(got), "install ok installed ")
-		if !installed || (pinned && version != want) {
-			missing = append(missing, pkg)
-		}
-	}
-	var sources []string
-	for _, name := range sourceVars {
-		sources = append(sources, strings.Fields(recipeVar(name))...)
-	}
-	needSrc := !haveSources(ctx, sources)
-	if len(missing) == 0 && !needSrc {
-		return nil
-	}
-	run := [][]string{}
-	if needSrc {
-		run = append(run, []string{"write", debSrcFile}, []string{"apt-get", "update"})
-	} else if len(missing) > 0 {
-		run = append(run, []string{"apt-get", "update"})
-	}
-	if len(missing) > 0 {
-		run = append(run, append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, missing...))
-	}
-	if !opts.Install || os.Geteuid() != 0 {
-		var b strings.Builder
-		for _, c := range run {
-			if c[0] == "write" {
-				fmt.Fprintf(&b, "\n  (add deb-src entries for %s, as in %s)", recipeVar("DEBIAN_SUITE"), c[1])
-				continue
-			}
-			fmt.Fprintf(&b, "\n  sudo %s", strings.Join(c, " "))
-		}
-		return fmt.Errorf("assetbuild: the build needs Debian packages that are not installed (%s) or source entries that are missing; run as root, or run:%s",
-			strings.Join(missing, " "), b.String())
-	}
-	for _, c := range run {
-		if c[0] == "write" {
-			logf("writing %s (deb-src entries for the %s source packages)", c[1], recipeVar("DEBIAN_SUITE"))
-			if err := os.WriteFile(c[1], []byte(debSrcEntries()), 0o644); err != nil {
-				return fmt.Errorf("assetbuild: %w", err)
-			}
-			continue
-		}
-		logf("running: %s", strings.Join(c, " "))
-		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("assetbuild: %s: %w", strings.Join(c, " "), err)
-		}
-	}
-	if !haveSources(ctx, sources) {
-		return fmt.Errorf("assetbuild: Debian does not serve the pinned source packages %s any more; update pyodide-assets/cpython/recipe.env and re-pin", strings.Join(sources, " "))
-	}
-	return nil
-}
+// failedWork is where a failed build's work dir (build.sh's, inside the
+// chroot) is kept.
+const failedWork = "/tmp/hermes-cpython-build"
 
 // sourceVars are the variables of recipe.env that name the source packages
 // build.sh fetches.
 var sourceVars = []string{"SRC_PYTHON", "SRC_ZLIB", "SRC_BZIP2", "SRC_SQLITE", "SRC_XZ", "SRC_TZDATA", "SRC_WASI_LIBC"}
-
-// debSrcFile is where Build adds deb-src entries when apt has none.
-const debSrcFile = "/etc/apt/sources.list.d/hermes-wasm-exec-src.sources"
-
-func debSrcEntries() string {
-	suite := recipeVar("DEBIAN_SUITE")
-	return "# Added by hermes-wasm-exec's `make assets-rebuild`: the interpreter is built from Debian source packages.\n" +
-		"Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: " + suite + " " + suite + "-updates\nComponents: main\n" +
-		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n" +
-		"Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: " + suite + "-security\nComponents: main\n" +
-		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-}
-
-// haveSources reports whether apt knows every pinned source package
-// version (name=version).
-func haveSources(ctx context.Context, pins []string) bool {
-	for _, pin := range pins {
-		name, version, _ := strings.Cut(pin, "=")
-		out, err := exec.CommandContext(ctx, "apt-cache", "showsrc", "--only-source", name).Output()
-		if err != nil {
-			return false
-		}
-		found := false
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		for sc.Scan() {
-			if strings.TrimSpace(strings.TrimPrefix(sc.Text(), "Version:")) == version && strings.HasPrefix(sc.Text(), "Version:") {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}

@@ -172,7 +172,7 @@ func TestRecipeVar(t *testing.T) {
 	assert.NotContains(t, toolchain, `"`)
 	assert.NotContains(t, toolchain, "\n")
 
-	assert.True(t, strings.HasPrefix(recipeVar("SRC_PYTHON"), "python3.11="), recipeVar("SRC_PYTHON"))
+	assert.True(t, strings.HasPrefix(recipeVar("SRC_PYTHON"), "python3.13="), recipeVar("SRC_PYTHON"))
 	dsc := strings.Fields(recipeVar("DSC_SHA256"))
 	require.Len(t, dsc, len(sourceVars), "one entry per source package")
 	for _, e := range dsc {
@@ -195,21 +195,25 @@ func TestRecipeVar(t *testing.T) {
 			return false
 		}, "%s (%s) has no DSC_SHA256 entry", v, pin)
 	}
-	assert.True(t, strings.HasPrefix(dsc[0], "python3.11_"), dsc[0])
+	assert.True(t, strings.HasPrefix(dsc[0], "python3.13_"), dsc[0])
 
 	assert.Contains(t, recipeVar("OPT_FLAGS"), "-O2")
 	assert.Empty(t, recipeVar("NO_SUCH_VAR"))
 	assert.Empty(t, recipeVar("SRC"), "a prefix of a name is not a match")
 }
 
-func TestDebSrcEntries(t *testing.T) {
+func TestAptSources(t *testing.T) {
 	suite := recipeVar("DEBIAN_SUITE")
 	require.NotEmpty(t, suite)
-	s := debSrcEntries()
-	assert.Equal(t, 2, strings.Count(s, "Types: deb-src\n"))
-	assert.Contains(t, s, "Suites: "+suite+" "+suite+"-updates\n")
+	s := aptSources()
+	assert.Contains(t, s, "Types: deb deb-src\nURIs: http://deb.debian.org/debian\nSuites: "+suite+" "+suite+"-updates\n")
 	assert.Contains(t, s, "Suites: "+suite+"-security\n")
-	assert.NotContains(t, s, "Types: deb\n", "no binary entries")
+	for _, other := range strings.Fields(recipeVar("SOURCE_SUITES")) {
+		assert.Contains(t, s, "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: "+other+" "+other+"-updates\n", "only sources of "+other)
+	}
+	a, err := chrootTarball()
+	require.NoError(t, err)
+	assert.Regexp(t, `/hermes-wasm-exec/assets-`+suite+`-[0-9a-f]{12}\.tar$`, a, "named after the suite and the toolchain")
 }
 
 func FuzzStripCustomSections(f *testing.F) {

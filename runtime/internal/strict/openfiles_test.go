@@ -42,7 +42,7 @@ func TestStrictOpenFilesLimit(t *testing.T) {
 open("f", "w").close()
 hoard("f")
 hoard("/usr/share/zoneinfo/UTC")
-hoard("/usr/local/lib/python311.zip")
+hoard("/usr/local/lib/python313.zip")
 hoard(".")
 a = [os.open("f", os.O_RDONLY) for _ in range(600)]
 try:
@@ -55,7 +55,7 @@ except OSError as e:
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "f True EMFILE\n"+
 		"/usr/share/zoneinfo/UTC True EMFILE\n"+
-		"/usr/local/lib/python311.zip True EMFILE\n"+
+		"/usr/local/lib/python313.zip True EMFILE\n"+
 		". True EMFILE\n"+
 		"mounts share the limit: True\n", res.Output)
 }

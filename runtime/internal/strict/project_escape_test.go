@@ -304,7 +304,7 @@ open("/tmp/g", "w").close()
 hoard("f")
 hoard("/tmp/g")
 hoard("/.hermes-lib/hermes_tools.py")
-hoard("/usr/local/lib/python311.zip")
+hoard("/usr/local/lib/python313.zip")
 hoard(".")
 a = [os.open("f", os.O_RDONLY) for _ in range(600)]
 try:
@@ -316,7 +316,7 @@ except OSError as e:
 	res := projectRun(t, t.TempDir(), code, nil)
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
 	require.Equal(t, "f True EMFILE\n/tmp/g True EMFILE\n/.hermes-lib/hermes_tools.py True EMFILE\n"+
-		"/usr/local/lib/python311.zip True EMFILE\n. True EMFILE\nmounts share the limit: True\n", res.Output)
+		"/usr/local/lib/python313.zip True EMFILE\n. True EMFILE\nmounts share the limit: True\n", res.Output)
 }
 
 // TestProjectStdlibReadOnly is TestStrictStdlibReadOnly over the working
@@ -336,7 +336,7 @@ with open("/.hermes-lib/hermes_tools.py", "a") as f:
 	for range 2 {
 		res := projectRun(t, wd, code, nil)
 		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
-		require.Equal(t, "['python311.zip'] /usr/local\nread-only True\nno new files\nFalse\n", res.Output)
+		require.Equal(t, "['python313.zip'] /usr/local\nread-only True\nno new files\nFalse\n", res.Output)
 	}
 }
 

@@ -36,27 +36,26 @@ type stdlibModule struct {
 // importsOK are the top-level standard library modules that import in
 // strict mode with no limit worth a note (see stdlibLimits for those that
 // import but cannot do everything).
-var importsOK = strings.Fields(`__future__ _abc _aix_support _ast _asyncio _bisect _blake2
-_bootsubprocess _bz2 _codecs _codecs_cn _codecs_hk _codecs_iso2022 _codecs_jp _codecs_kr _codecs_tw
-_collections _collections_abc _compat_pickle _compression _contextvars _crypt _csv _datetime
-_decimal _elementtree _frozen_importlib _frozen_importlib_external _functools _heapq _imp _io _json
-_locale _lsprof _lzma _markupbase _md5 _multibytecodec _opcode _operator _osx_support _pickle
-_py_abc _pydecimal _pyio _queue _random _sha1 _sha256 _sha3 _sha512 _sitebuiltins _sqlite3 _sre
-_stat _statistics _string _strptime _struct _symtable _threading_local _tokenize _tracemalloc
-_typing _warnings _weakref _weakrefset _zoneinfo abc aifc argparse array ast asynchat asyncore atexit
-audioop base64 bdb binascii bisect builtins bz2 cProfile calendar cgi cgitb chunk cmath cmd code
-codecs codeop collections colorsys compileall configparser contextlib contextvars copy copyreg crypt
-csv dataclasses datetime decimal difflib dis distutils doctest email encodings enum errno
-faulthandler filecmp fileinput fnmatch fractions functools gc genericpath getopt gettext glob
-graphlib gzip heapq hmac html imghdr imp importlib inspect io ipaddress itertools json keyword
-linecache locale logging lzma mailbox mailcap marshal math mimetypes modulefinder netrc ntpath
-nturl2path numbers opcode operator optparse pathlib pdb pickle pickletools pipes pkgutil platform
-plistlib posix posixpath pprint profile pstats py_compile pyclbr pydoc pyexpat queue quopri random
-re reprlib rlcompleter runpy sched secrets shelve shlex shutil site sndhdr sqlite3 sre_compile
-sre_constants sre_parse stat statistics string stringprep struct sunau symtable sys sysconfig
-tabnanny tarfile tempfile textwrap time timeit token tokenize tomllib trace traceback tracemalloc
-types typing unicodedata unittest uu uuid venv warnings wave weakref wsgiref xdrlib xml zipapp
-zipfile zipimport zlib zoneinfo`)
+var importsOK = strings.Fields(`__future__ _abc _aix_support _android_support _apple_support _ast _asyncio _bisect _blake2 _bz2
+_codecs _codecs_cn _codecs_hk _codecs_iso2022 _codecs_jp _codecs_kr _codecs_tw _collections
+_collections_abc _colorize _compat_pickle _compression _contextvars _csv _datetime _decimal
+_elementtree _frozen_importlib _frozen_importlib_external _functools _heapq _imp _io _ios_support
+_json _locale _lsprof _lzma _markupbase _md5 _multibytecodec _opcode _opcode_metadata _operator
+_osx_support _pickle _py_abc _pydatetime _pydecimal _pyio _pylong _pyrepl _queue _random _sha1 _sha2
+_sha3 _sitebuiltins _sqlite3 _sre _stat _statistics _string _strptime _struct _suggestions _symtable
+_sysconfig _threading_local _tokenize _tracemalloc _typing _warnings _weakref _weakrefset _zoneinfo
+abc argparse array ast atexit base64 bdb binascii bisect builtins bz2 cProfile calendar cmath cmd
+code codecs codeop collections colorsys compileall configparser contextlib contextvars copy copyreg
+csv dataclasses datetime decimal difflib dis doctest email encodings enum errno faulthandler filecmp
+fileinput fnmatch fractions functools gc genericpath getopt gettext glob graphlib gzip heapq hmac
+html importlib inspect io ipaddress itertools json keyword linecache locale logging lzma mailbox
+marshal math mimetypes modulefinder netrc ntpath nturl2path numbers opcode operator optparse pathlib
+pdb pickle pickletools pkgutil platform plistlib posix posixpath pprint profile pstats py_compile
+pyclbr pydoc pyexpat queue quopri random re reprlib rlcompleter runpy sched secrets shelve shlex
+shutil site sqlite3 sre_compile sre_constants sre_parse stat statistics string stringprep struct
+symtable sys sysconfig tabnanny tarfile tempfile textwrap time timeit token tokenize tomllib trace
+traceback tracemalloc types typing unicodedata unittest uuid venv warnings wave weakref wsgiref xml
+zipapp zipfile zipimport zlib zoneinfo`)
 
 // stdlibLimits are the modules that do not import in strict mode, and
 // those that import but cannot do everything, with the reason.
@@ -78,18 +77,15 @@ var stdlibLimits = map[string]stdlibModule{
 	"ftplib":           {true, inherent, "imports; no network"},
 	"http":             {true, inherent, "imports (http.client, http.server, cookies); no network"},
 	"imaplib":          {true, inherent, "imports; no network"},
-	"nntplib":          {true, inherent, "imports; no network"},
 	"poplib":           {true, inherent, "imports; no network"},
-	"smtpd":            {true, inherent, "imports; no network"},
 	"smtplib":          {true, inherent, "imports; no network"},
-	"telnetlib":        {true, inherent, "imports; no network"},
 	"urllib":           {true, inherent, "imports (urllib.parse works); urllib.request raises URLError saying the sandbox has no network and to use web_extract"},
 	"xmlrpc":           {true, inherent, "imports; no network"},
 	"webbrowser":       {true, inherent, "imports; open() returns False (no browser, no processes)"},
 	"os":               {true, inherent, "imports; no fork, exec, kill or pipes; files and directories work"},
 	"getpass":          {true, inherent, "imports; getuser() fails without USER/LOGNAME set (no pwd)"},
-	"hashlib":          {true, buildChoice, "imports; md5, sha1, sha2, sha3, blake2 and pbkdf2_hmac work; no scrypt and no OpenSSL-only algorithms (OpenSSL not linked in)"},
-	"dbm":              {true, buildChoice, "imports; only dbm.dumb (no gdbm or ndbm linked in)"},
+	"hashlib":          {true, buildChoice, "imports; md5, sha1, sha2, sha3, blake2 and pbkdf2_hmac (pure Python, as in 3.11) work; no scrypt and no OpenSSL-only algorithms (OpenSSL not linked in)"},
+	"dbm":              {true, buildChoice, "imports; dbm.sqlite3 (the default) and dbm.dumb, no dbm.gnu or dbm.ndbm (no gdbm or ndbm linked in)"},
 	"ctypes":           {false, inherent, "WebAssembly cannot load or call native code (no dlopen; libffi has no wasm32-wasi port)"},
 	"_ctypes":          {false, inherent, "WebAssembly cannot load or call native code (no dlopen; libffi has no wasm32-wasi port)"},
 	"_multiprocessing": {false, inherent, "no processes and no semaphores in WASI preview 1"},
@@ -99,20 +95,17 @@ var stdlibLimits = map[string]stdlibModule{
 	"mmap":             {false, inherent, "no memory mapping of files in WASI preview 1"},
 	"grp":              {false, inherent, "no users or groups in WASI preview 1"},
 	"pwd":              {false, inherent, "no users or groups in WASI preview 1"},
-	"spwd":             {false, inherent, "no users or groups in WASI preview 1"},
-	"nis":              {false, inherent, "no users or groups, and no network, in WASI preview 1"},
 	"resource":         {false, inherent, "no resource limits or usage in WASI preview 1"},
 	"syslog":           {false, inherent, "no syslog in WASI preview 1"},
 	"termios":          {false, inherent, "no terminal interface in WASI preview 1"},
 	"tty":              {false, inherent, "needs termios: no terminal interface in WASI preview 1"},
 	"pty":              {false, inherent, "needs termios and fork: neither exists in WASI preview 1"},
-	"ossaudiodev":      {false, inherent, "no devices in WASI preview 1"},
 	"_ssl":             {false, buildChoice, "OpenSSL is not linked in (and there is no network to use it on)"},
 	"ssl":              {false, buildChoice, "OpenSSL is not linked in (and there is no network to use it on)"},
 	"_hashlib":         {false, buildChoice, "OpenSSL is not linked in; hashlib uses its built-in algorithms"},
 	"_uuid":            {false, buildChoice, "libuuid is not linked in; uuid works without it"},
-	"_dbm":             {false, buildChoice, "no ndbm linked in; dbm falls back to dbm.dumb"},
-	"_gdbm":            {false, buildChoice, "no gdbm linked in; dbm falls back to dbm.dumb"},
+	"_dbm":             {false, buildChoice, "no ndbm linked in; dbm uses dbm.sqlite3"},
+	"_gdbm":            {false, buildChoice, "no gdbm linked in; dbm uses dbm.sqlite3"},
 	"readline":         {false, buildChoice, "GNU readline is not linked in: a script's stdin is not a terminal"},
 	"_curses":          {false, buildChoice, "ncurses is not linked in: a script's output is not a terminal"},
 	"_curses_panel":    {false, buildChoice, "ncurses is not linked in: a script's output is not a terminal"},
@@ -123,18 +116,19 @@ var stdlibLimits = map[string]stdlibModule{
 	"turtledemo":       {false, buildChoice, "left out of the standard library zip: there is no display"},
 	"idlelib":          {false, buildChoice, "left out of the standard library zip: IDLE needs a display"},
 	"ensurepip":        {false, buildChoice, "left out of the standard library zip: nothing can be installed in the sandbox"},
-	"lib2to3":          {false, buildChoice, "left out of the standard library zip (deprecated, for porting Python 2 code)"},
 	"pydoc_data":       {false, buildChoice, "left out of the standard library zip (help()'s topic texts)"},
 	"this":             {false, buildChoice, "left out of the standard library zip (prints on import)"},
 	"antigravity":      {false, buildChoice, "left out of the standard library zip (opens a web browser)"},
-	"_msi":             {false, otherOS, "Windows only"},
-	"msilib":           {false, otherOS, "Windows only"},
 	"_overlapped":      {false, otherOS, "Windows only"},
 	"_winapi":          {false, otherOS, "Windows only"},
 	"msvcrt":           {false, otherOS, "Windows only"},
 	"nt":               {false, otherOS, "Windows only"},
 	"winreg":           {false, otherOS, "Windows only"},
 	"winsound":         {false, otherOS, "Windows only"},
+	"_wmi":             {false, otherOS, "Windows only"},
+	"_interpreters":    {false, inherent, "subinterpreters need threads, which WASI preview 1 lacks (CPython builds them only with threads)"},
+	"_interpchannels":  {false, inherent, "subinterpreters need threads, which WASI preview 1 lacks (CPython builds them only with threads)"},
+	"_interpqueues":    {false, inherent, "subinterpreters need threads, which WASI preview 1 lacks (CPython builds them only with threads)"},
 	"_scproxy":         {false, otherOS, "macOS only"},
 }
 
@@ -212,6 +206,8 @@ probe("subprocess", lambda: subprocess.run(["true"]))
 probe("fork", lambda: os.fork())
 probe("alarm", lambda: signal.alarm(1))
 probe("pbkdf2", lambda: hashlib.pbkdf2_hmac("sha256", b"p", b"s", 10))
+assert hashlib.pbkdf2_hmac("sha256", b"password", b"salt", 4096, 20).hex() == "c5e478d59288c841aa530db6845c4c8d962893a0", "RFC 7914's vector"
+assert hashlib.pbkdf2_hmac("sha1", b"x" * 100, b"salt", 2).hex() == "9162cc76c004b470bd2085f8f7c1a6335eb140a7", "a key longer than the block"
 probe("scrypt", lambda: hashlib.scrypt(b"p", salt=b"s", n=2, r=1, p=1))
 probe("dbm", lambda: dbm.open("x.db", "c").close())
 print(dbm.whichdb("x.db"))
@@ -226,6 +222,6 @@ alarm AttributeError
 pbkdf2 works
 scrypt AttributeError
 dbm works
-dbm.dumb
+dbm.sqlite3
 `, res.Output)
 }

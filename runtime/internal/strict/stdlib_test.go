@@ -15,26 +15,46 @@ import (
 // interpreter (the VMware Labs CPython 3.12.0 WASI build) could import,
 // with the submodules scripts use most: every one must still import.
 // (3.12-only private modules such as _sha2 and _pylong are not listed.)
-var previousModules = strings.Fields(`__future__ abc aifc argparse array ast asyncio atexit audioop
-base64 bdb binascii bisect builtins bz2 cProfile calendar cgi cgitb chunk cmath cmd code codecs
-codeop collections colorsys compileall concurrent configparser contextlib contextvars copy copyreg
-crypt csv dataclasses datetime dbm decimal difflib dis doctest email encodings enum errno
-faulthandler filecmp fileinput fnmatch fractions ftplib functools gc genericpath getopt getpass
-gettext glob graphlib gzip hashlib heapq hmac html http imaplib imghdr importlib inspect io
-ipaddress itertools json keyword linecache locale logging mailbox mailcap marshal math mimetypes
-modulefinder netrc nntplib ntpath nturl2path numbers opcode operator optparse os pathlib pdb
-pickle pickletools pipes pkgutil platform plistlib poplib posix posixpath pprint profile pstats
-py_compile pyclbr pydoc pyexpat queue quopri random re reprlib runpy sched secrets select
-selectors shelve shlex shutil signal site smtplib sndhdr socket socketserver sqlite3 sre_compile
-sre_constants sre_parse stat statistics string stringprep struct subprocess sunau symtable sys
-sysconfig tabnanny tarfile telnetlib tempfile textwrap threading time timeit token tokenize tomllib
-trace traceback tracemalloc types typing unicodedata unittest urllib uuid warnings wave weakref
-wsgiref xml xmlrpc zipapp zipfile zipimport zlib zoneinfo lzma _lzma
-_asyncio _bisect _blake2 _bz2 _codecs_cn _codecs_hk _codecs_iso2022 _codecs_jp _codecs_kr
-_codecs_tw _contextvars _crypt _csv _datetime _decimal _elementtree _heapq _json _lsprof _md5
-_multibytecodec _pickle _queue _random _sha1 _sha3 _socket _sqlite3 _statistics _struct _zoneinfo
-xml.etree.ElementTree xml.dom.minidom email.mime.text http.client urllib.request json.decoder
-concurrent.futures logging.handlers importlib.metadata sqlite3.dbapi2`)
+// The modules PEP 594 removed from Python 3.13 (aifc, audioop, cgi, cgitb,
+// chunk, crypt and _crypt, imghdr, mailcap, nntplib, pipes, sndhdr, sunau,
+// telnetlib) are gone from the interpreter as from a native 3.13: see
+// removedIn313.
+var previousModules = strings.Fields(`__future__ abc argparse array ast asyncio atexit base64 bdb binascii bisect builtins bz2 cProfile
+calendar cmath cmd code codecs codeop collections colorsys compileall concurrent configparser
+contextlib contextvars copy copyreg csv dataclasses datetime dbm decimal difflib dis doctest email
+encodings enum errno faulthandler filecmp fileinput fnmatch fractions ftplib functools gc
+genericpath getopt getpass gettext glob graphlib gzip hashlib heapq hmac html http imaplib importlib
+inspect io ipaddress itertools json keyword linecache locale logging mailbox marshal math mimetypes
+modulefinder netrc ntpath nturl2path numbers opcode operator optparse os pathlib pdb pickle
+pickletools pkgutil platform plistlib poplib posix posixpath pprint profile pstats py_compile pyclbr
+pydoc pyexpat queue quopri random re reprlib runpy sched secrets select selectors shelve shlex
+shutil signal site smtplib socket socketserver sqlite3 sre_compile sre_constants sre_parse stat
+statistics string stringprep struct subprocess symtable sys sysconfig tabnanny tarfile tempfile
+textwrap threading time timeit token tokenize tomllib trace traceback tracemalloc types typing
+unicodedata unittest urllib uuid warnings wave weakref wsgiref xml xmlrpc zipapp zipfile zipimport
+zlib zoneinfo lzma _lzma _asyncio _bisect _blake2 _bz2 _codecs_cn _codecs_hk _codecs_iso2022
+_codecs_jp _codecs_kr _codecs_tw _contextvars _csv _datetime _decimal _elementtree _heapq _json
+_lsprof _md5 _multibytecodec _pickle _queue _random _sha1 _sha3 _socket _sqlite3 _statistics _struct
+_zoneinfo xml.etree.ElementTree xml.dom.minidom email.mime.text http.client urllib.request
+json.decoder concurrent.futures logging.handlers importlib.metadata sqlite3.dbapi2`)
+
+// removedIn313 are the modules of previousModules that PEP 594 removed
+// from the standard library in Python 3.13.
+var removedIn313 = strings.Fields(`aifc audioop cgi cgitb chunk crypt _crypt imghdr mailcap nntplib
+pipes sndhdr sunau telnetlib`)
+
+// TestStrictStdlibRemovedIn313: they fail as on a native 3.13, by name.
+func TestStrictStdlibRemovedIn313(t *testing.T) {
+	res := run(t, "import importlib\nfor name in "+pyList(removedIn313)+`:
+    try:
+        importlib.import_module(name)
+        print(name, "imports")
+    except ModuleNotFoundError as e:
+        assert e.name == name, e
+`+"print('all removed')\n", nil)
+	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+	require.Equal(t, "all removed\n", res.Output)
+}
 
 // TestStrictStdlibSubmodules: the submodules and private modules scripts
 // use import (TestStrictStdlibParity covers the top-level names).
@@ -92,7 +112,7 @@ print(n, total, fts, hit, sqlite3.sqlite_version, hashlib.sha256(b"x").hexdigest
 // stdlibWriteProbe tries to change the standard library zip and to add a
 // file beside it, printing what happened.
 const stdlibWriteProbe = `try:
-    with open("/usr/local/lib/python311.zip", "ab") as f:
+    with open("/usr/local/lib/python313.zip", "ab") as f:
         f.write(b"x")
     print("writable")
 except OSError as e:
@@ -110,7 +130,7 @@ import os, sys
 print(os.listdir("/usr/local/lib"), sys.prefix, sys.path[1:2])
 `+stdlibWriteProbe, nil)
 	require.Equal(t, config.StatusSuccess, res.Status, res.Output)
-	require.Equal(t, "['python311.zip'] /usr/local ['/usr/local/lib/python311.zip']\nread-only True\nno new files\n", res.Output)
+	require.Equal(t, "['python313.zip'] /usr/local ['/usr/local/lib/python313.zip']\nread-only True\nno new files\n", res.Output)
 }
 
 func pyList(names []string) string {

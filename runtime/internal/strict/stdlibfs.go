@@ -15,7 +15,7 @@ import (
 
 // stdlibMount is the guest dir holding the standard library zip: the
 // interpreter was configured with prefix /usr/local, so
-// /usr/local/lib/python311.zip is on its default sys.path.
+// /usr/local/lib/python313.zip is on its default sys.path.
 const stdlibMount = "/usr/local/lib"
 
 // zoneinfoMount is the guest dir holding the time zone files, where a

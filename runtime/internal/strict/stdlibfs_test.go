@@ -39,11 +39,11 @@ func TestStdlibFSZones(t *testing.T) {
 		"tzdata/zoneinfo/Asia/Tokyo":            "TZif2-tokyo-0123456789",
 		"tzdata/zoneinfo/America/Indiana/Vevay": "TZif2-vevay",
 	})
-	s, err := newStdlibFS("python311.zip", data)
+	s, err := newStdlibFS("python313.zip", data)
 	require.NoError(t, err)
 
 	// The zip itself stays one file.
-	b, err := fs.ReadFile(s, "python311.zip")
+	b, err := fs.ReadFile(s, "python313.zip")
 	require.NoError(t, err)
 	require.Equal(t, data, b)
 
@@ -83,12 +83,12 @@ func TestStdlibFSZones(t *testing.T) {
 // TestStdlibFSNoZones: a standard library zip without the time zone data
 // (an interpreter built before it was added) is refused with what to do.
 func TestStdlibFSNoZones(t *testing.T) {
-	_, err := newStdlibFS("python311.zip", zipOf(t, map[string]string{"os.pyc": "x"}))
+	_, err := newStdlibFS("python313.zip", zipOf(t, map[string]string{"os.pyc": "x"}))
 	require.ErrorContains(t, err, "has no time zone data (tzdata/zoneinfo/UTC)")
 	require.ErrorContains(t, err, "older than this version's pinned build")
 
-	_, err = newStdlibFS("python311.zip", []byte("not a zip"))
-	require.ErrorContains(t, err, "reading the standard library zip python311.zip")
+	_, err = newStdlibFS("python313.zip", []byte("not a zip"))
+	require.ErrorContains(t, err, "reading the standard library zip python313.zip")
 }
 
 // TestStdlibFSZoneOpensShareMemory: opening a zone file again does not
@@ -99,7 +99,7 @@ func TestStdlibFSNoZones(t *testing.T) {
 func TestStdlibFSZoneOpensShareMemory(t *testing.T) {
 	testenv.SkipUnderRace(t, "the bytes allocated")
 	const size = 100 << 10
-	s, err := newStdlibFS("python311.zip", zipOf(t, map[string]string{
+	s, err := newStdlibFS("python313.zip", zipOf(t, map[string]string{
 		"tzdata/zoneinfo/UTC":       "TZif2-utc",
 		"tzdata/zoneinfo/tzdata.zi": strings.Repeat("R", size),
 	}))

@@ -70,7 +70,7 @@ type Options struct {
 	// (code_execution.session_store_compression: small).
 	SmallImages bool
 	// Stdlib returns the standard library zip mounted at
-	// /usr/local/lib/python311.zip; nil means the embedded, verified one
+	// /usr/local/lib/python313.zip; nil means the embedded, verified one
 	// (pyodideassets.Stdlib).
 	Stdlib func() ([]byte, error)
 	// interpreterSHA256 and stdlibSHA256 are the hex sha256 of what
