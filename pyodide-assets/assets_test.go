@@ -296,7 +296,7 @@ func TestStdlibZipReal(t *testing.T) {
 		}
 	}
 	require.True(t, sort.StringsAreSorted(names))
-	for _, want := range []string{"json/__init__.pyc", "sqlite3/__init__.pyc", "asyncio/__init__.pyc", "_sysconfigdata__wasm32-wasi.pyc", "lzma.pyc",
+	for _, want := range []string{"json/__init__.pyc", "sqlite3/__init__.pyc", "asyncio/__init__.pyc", "_sysconfigdata__wasi_wasm32-wasi.pyc", "lzma.pyc",
 		"tzdata/__init__.pyc", "tzdata/zones", "tzdata/zoneinfo/__init__.pyc", "tzdata/zoneinfo/America/__init__.pyc",
 		"tzdata/zoneinfo/America/Argentina/__init__.pyc", "tzdata/zoneinfo/America/Argentina/Buenos_Aires", "tzdata/zoneinfo/UTC", "tzdata/zoneinfo/tzdata.zi"} {
 		require.Contains(t, names, want)

@@ -336,14 +336,21 @@ func TestOneShotEnd(t *testing.T) {
 			require.NoError(t, err, name)
 			require.Equal(t, content, string(b), "%s, restored %v", name, e == snap)
 		}
-		gz, err := os.Open(filepath.Join(dir, "left.gz"))
-		require.NoError(t, err)
-		r, err := gzip.NewReader(gz)
-		require.NoError(t, err)
-		b, err := io.ReadAll(r)
-		require.NoError(t, err, "the gzip stream is complete")
-		require.Equal(t, "a gzip file left open", string(b))
-		gz.Close()
+		if e == snap {
+			// A full start's teardown loses a gzip file's trailer in
+			// CPython 3.13 as a native 3.13 does ("RuntimeError: lost
+			// gzip_file": GzipFile's write buffer reaches it through a
+			// weak reference that the teardown has already cleared).
+			// The quick end closes it first.
+			gz, err := os.Open(filepath.Join(dir, "left.gz"))
+			require.NoError(t, err)
+			r, err := gzip.NewReader(gz)
+			require.NoError(t, err)
+			b, err := io.ReadAll(r)
+			require.NoError(t, err, "the gzip stream is complete")
+			require.Equal(t, "a gzip file left open", string(b))
+			gz.Close()
+		}
 		zr, err := zip.OpenReader(filepath.Join(dir, "left.zip"))
 		require.NoError(t, err, "the zip file has its central directory")
 		require.Len(t, zr.File, 1)
