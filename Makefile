@@ -59,9 +59,9 @@ all: build
 assets:
 	$(GO) run ./pyodide-assets/build
 
-# Rebuilds them from Debian source packages (pyodide-assets/cpython; about 4
-# minutes; as root it installs the toolchain with apt-get, printing each
-# command) and fails unless the bytes equal the pins. REPIN=1 accepts a new
+# Rebuilds them from Debian source packages (pyodide-assets/cpython; about 3
+# minutes, as root: in a Debian trixie chroot made with debootstrap the first
+# time and cached, printing each command) and fails unless the bytes equal the pins. REPIN=1 accepts a new
 # build after a deliberate recipe change and prints the pins to commit.
 assets-rebuild:
 	$(GO) run ./pyodide-assets/build -rebuild $(if $(REPIN),-repin)

@@ -170,6 +170,12 @@ func TestHint(t *testing.T) {
 	require.Contains(t, failureHint(config.ModeStrict, exc("ImportError", "cannot import name 'terminal' from 'hermes_tools' (/hermes_tools.py)"), []string{}), "Importable tools here: none.")
 	require.Contains(t, failureHint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "strict mode")
 	require.Contains(t, failureHint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "not installed")
+	// A module PEP 594 removed in 3.13: what to use instead, in both WASI
+	// runs; a host python may be older, so project mode keeps its hint.
+	require.Equal(t, "Module imghdr was removed from Python's standard library in 3.13 (PEP 594), and the WASI interpreter is CPython 3.13: read the file's first bytes and compare them with the format's signature (b'\\x89PNG', b'\\xff\\xd8\\xff' for JPEG, b'GIF8').",
+		failureHint(config.ModeStrict, exc("ModuleNotFoundError", "No module named 'imghdr'"), nil))
+	require.Contains(t, failureHint(modeProjectEmbedded, exc("ModuleNotFoundError", "No module named 'cgi'"), nil), "urllib.parse.parse_qs")
+	require.Contains(t, failureHint(config.ModeProject, exc("ModuleNotFoundError", "No module named 'cgi'"), nil), "not installed")
 	// A project-mode run that fell back to the embedded interpreter.
 	require.Contains(t, failureHint(modeProjectEmbedded, exc("ModuleNotFoundError", "No module named 'pandas'"), nil), "in the embedded WASI CPython this project-mode run used (sandbox: wasm, or no python on this host)")
 	require.Equal(t, "With no python on this host, this project-mode run used the embedded WASI CPython, which has no threads: call tools one after another (each call is fast), or install Python 3.8+ for threads.",

@@ -102,6 +102,31 @@ var dictAsString = []string{
 	"'dict' object is not callable",
 }
 
+// removedIn313 are the standard library modules PEP 594 removed in Python
+// 3.13 that scripts still import, with what to use instead.
+var removedIn313 = map[string]string{
+	"imghdr":    "read the file's first bytes and compare them with the format's signature (b'\\x89PNG', b'\\xff\\xd8\\xff' for JPEG, b'GIF8')",
+	"cgi":       "parse query strings with urllib.parse.parse_qs and headers with email.message.Message",
+	"cgitb":     "print tracebacks with the traceback module",
+	"pipes":     "quote shell words with shlex.quote",
+	"crypt":     "hash passwords with hashlib (pbkdf2_hmac, scrypt is not linked in)",
+	"telnetlib": "the sandbox has no network in any case; use web_extract for web pages",
+	"nntplib":   "the sandbox has no network in any case; use web_extract for web pages",
+	"mailcap":   "use mimetypes",
+	"sndhdr":    "read the file's first bytes (b'RIFF' and b'WAVE' for WAV) or use the wave module",
+	"audioop":   "compute on the samples with array or struct",
+	"aifc":      "use the wave module for WAV files",
+	"sunau":     "use the wave module for WAV files",
+	"chunk":     "read the chunk headers with struct",
+	"uu":        "use base64",
+	"xdrlib":    "pack and unpack with struct (big-endian, '>')",
+	"asyncore":  "use asyncio",
+	"asynchat":  "use asyncio",
+	"smtpd":     "the sandbox has no network in any case",
+	"imp":       "use importlib",
+	"distutils": "use sysconfig or shutil",
+}
+
 // failureHint returns a one-line hint for an uncaught exception that is a common
 // agent mistake, or "". enabled is the execution's tool set (nil: all).
 // modeProjectEmbedded is failureHint's mode for a project-mode run that
@@ -119,6 +144,9 @@ func failureHint(mode string, rep *ExitReport, enabled []string) string {
 		return badImportHint(m[1]+m[2], enabled)
 	case rep.Type == "ModuleNotFoundError" && reMissingModule.MatchString(msg):
 		name := reMissingModule.FindStringSubmatch(msg)[1]
+		if instead, ok := removedIn313[name]; ok && mode != config.ModeProject {
+			return "Module " + name + " was removed from Python's standard library in 3.13 (PEP 594), and the WASI interpreter is CPython 3.13: " + instead + "."
+		}
 		if mode == config.ModeStrict {
 			return "Module " + name + " is not available in strict mode, which runs a sandboxed CPython with the standard library only; use project mode for installed packages, or terminal() for host commands."
 		}

@@ -6,9 +6,10 @@
 //
 // Without -rebuild it verifies the committed files and the recipe against
 // the pins (seconds, no root). With -rebuild it builds both from Debian's
-// source packages (see pyodide-assets/cpython/build.sh) and fails unless the
-// bytes equal the pins; as root it installs the pinned toolchain with
-// apt-get when missing, printing every command first. -repin accepts a new
+// source packages (see pyodide-assets/cpython/build.sh) inside a Debian
+// trixie chroot and fails unless the bytes equal the pins; it needs root, and
+// makes the chroot (debootstrap, the pinned toolchain) the first time,
+// printing every command first. -repin accepts a new
 // build, writes it to dist and prints the pins to commit. It exits with
 // status 1 and the error on any failure.
 package main
@@ -27,8 +28,8 @@ import (
 func main() {
 	opts := assetbuild.BuildOptions{Log: os.Stderr}
 	flag.StringVar(&opts.Dist, "dist", "pyodide-assets/dist", "the directory the binary embeds")
-	rebuild := flag.Bool("rebuild", false, "rebuild from Debian's sources and check the bytes equal the pins (about 4 minutes; root to install the toolchain)")
-	noInstall := flag.Bool("no-install", false, "with -rebuild: never run apt-get; report missing packages instead")
+	rebuild := flag.Bool("rebuild", false, "rebuild from Debian's sources in a trixie chroot and check the bytes equal the pins (about 3 minutes; root)")
+	noInstall := flag.Bool("no-install", false, "with -rebuild: use the cached build chroot only; never make one (debootstrap, apt-get)")
 	flag.BoolVar(&opts.Repin, "repin", false, "with -rebuild: accept new hashes, write them to dist and print the pins to commit")
 	flag.Parse()
 	if flag.NArg() != 0 || (!*rebuild && (opts.Repin || *noInstall)) {

@@ -3,8 +3,9 @@
 #
 #   build.sh OUT_DIR
 #
-# Expects the toolchain of recipe.env installed and deb-src entries for its
-# suite (pyodide-assets/build -rebuild, run by `make assets-rebuild`, sees to both). Writes
+# Runs inside the Debian chroot that pyodide-assets/build -rebuild (`make
+# assets-rebuild`) makes: recipe.env's TOOLCHAIN installed, deb-src entries
+# for the suites of its source packages. Writes
 # OUT_DIR/python.wasm (debug sections still in; the Go step strips them) and
 # OUT_DIR/python313.zip (the standard library as .pyc, and the IANA time zone
 # database as the package tzdata).

@@ -82,7 +82,7 @@ func Build(ctx context.Context, opts BuildOptions) error {
 		return err
 	}
 	recipe := pyodideassets.RecipeHash()
-	logf("building CPython for wasm32-wasi (recipe %s; about 6 minutes on 2 cores)", recipe[:16])
+	logf("building CPython for wasm32-wasi (recipe %s; about 3 minutes on 2 cores)", recipe[:16])
 	start := time.Now()
 	if err := c.run(ctx, "bash", "/recipe/cpython/build.sh", "/out"); err != nil {
 		// build.sh keeps its work dir after a failure: moved out of the

@@ -88,7 +88,11 @@ func openChroot(ctx context.Context, opts BuildOptions, logf func(string, ...any
 			c.close()
 			return nil, err
 		}
-		return c, c.mount(ctx)
+		if err := c.mount(ctx); err != nil {
+			c.close()
+			return nil, err
+		}
+		return c, nil
 	}
 	if !opts.Install {
 		c.close()
@@ -182,9 +186,17 @@ func (c *chroot) unmount() {
 	}
 }
 
-// close unmounts and removes the chroot.
+// close unmounts and removes the chroot. A mount that would not go keeps
+// the directory: removing it would remove what is mounted there (the
+// host's /dev).
 func (c *chroot) close() {
 	c.unmount()
+	for _, m := range []string{"dev", "proc"} {
+		if exec.Command("mountpoint", "-q", filepath.Join(c.dir, m)).Run() == nil {
+			c.logf("warning: %s is still mounted; the chroot %s is left in place (umount it, then remove it)", filepath.Join(c.dir, m), c.dir)
+			return
+		}
+	}
 	os.RemoveAll(c.dir)
 }
 
