@@ -63,7 +63,7 @@ const StdlibSize = 4681880
 
 // RecipeSHA256 is [RecipeHash] of the recipe the committed files were built
 // from. [Check] fails when the recipe changed without a rebuild and re-pin.
-const RecipeSHA256 = "a4a60abb5580aa6b812e6eaae4f6a7705e833e95758cb0fc5e99ff360b82d3c9"
+const RecipeSHA256 = "a78f851167e0684f240a112b89cb84850b0eeee1c970c838683a5921d1c98dd8"
 
 // RestoreCommand puts back the committed files of dist when they were
 // deleted or changed in a checkout; error messages name it.
