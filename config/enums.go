@@ -43,6 +43,10 @@ func DidYouMeanMode(m string) string {
 	return didYouMean(strings.TrimSpace(m), Modes)
 }
 
+// DidYouMean is `; did you mean "x"?` for the name of names nearest to v within edit
+// distance 2, else "".
+func DidYouMean(v string, names []string) string { return didYouMean(v, names) }
+
 // didYouMean is `; did you mean "x"?` for the name of names nearest to v within edit
 // distance 2, else "".
 func didYouMean(v string, names []string) string {

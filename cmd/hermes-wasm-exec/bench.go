@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -110,16 +109,31 @@ func sandboxNote(python native.Choice) string {
 	return "site-packages of " + filepath.Base(python.Path) + " " + python.Version + " read-only"
 }
 
+// benchCommand is `bench`'s help and flags.
+var benchCommand = &cli.Command{
+	Name: "bench",
+	Summary: `Measures start-up, tool round trips, kernels and compute against native python and
+V8, and prints a table (markdown) on stdout; each row is announced on stderr as it
+is measured. With the default --n 5 it takes about two minutes on two cores.`,
+	Order:    []string{"n", "remote", "config"},
+	Examples: []string{"hermes-wasm-exec bench --n 1"},
+}
+
 // benchCmd measures start-up and the tool round trip and prints a table.
 // Numbers are medians over -n repetitions.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	n := fs.Int("n", 5, "repetitions of each measurement")
+	c := benchCommand
+	fs := c.FlagSet()
+	n := 5
+	fs.Var(cli.IntFlag{N: &n, Min: 1}, "n", "`N` repetitions of each measurement, 1 or more (default 5)")
 	remote := fs.Bool("remote", false, "also measure the terminal.backend of the config file (docker, ssh or exec): a tool call and a kernel call over it")
-	configPath := fs.String("config", "", "the config file for -remote (default: $HERMES_HOME/config.yaml)")
-	if err := fs.Parse(args); err != nil || *n < 1 {
-		return cli.ExitUsage
+	configPath := fs.String("config", "", "`FILE` the config file for --remote (default: $HERMES_HOME/config.yaml)")
+	pos, code, ok := c.Parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if code := c.NoArgs(pos, stderr); code != cli.ExitOK {
+		return code
 	}
 	var remoteCfg config.Config
 	if *remote {
@@ -128,7 +142,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			return cli.ExitUsage
 		}
 		if b := remoteCfg.Terminal.Backend; b == "" || b == config.BackendLocal {
-			fmt.Fprintf(stderr, "bench: -remote needs terminal.backend docker, ssh or exec in the config file (it is %q)\n", cmp.Or(b, config.BackendLocal))
+			fmt.Fprintf(stderr, "hermes-wasm-exec bench: --remote needs terminal.backend docker, ssh or exec in the config file (it is %q)\n", cmp.Or(b, config.BackendLocal))
 			return cli.ExitUsage
 		}
 	}
@@ -143,9 +157,23 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 	var rows []row
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "bench: %s: %v\n", what, err)
+		fmt.Fprintf(stderr, "hermes-wasm-exec bench: %s: %v\n", what, err)
 		return cli.ExitFailed
 	}
+	// Progress on stderr: what is measured next, then each row as it is
+	// done, with the time so far (the table comes at the end, on stdout).
+	start, shown := time.Now(), 0
+	progress := func(next string) {
+		for _, r := range rows[shown:] {
+			fmt.Fprintf(stderr, "bench: %s: %s (%s in)\n", r.name, r.value, time.Since(start).Round(time.Second))
+		}
+		shown = len(rows)
+		if next != "" {
+			fmt.Fprintf(stderr, "bench: measuring %s...\n", next)
+		}
+	}
+	fmt.Fprintf(stderr, "bench: %d repetitions of each measurement; about %s on two cores (--n sets the repetitions)\n", n, benchEstimate(n))
+	progress("a cold compile")
 
 	// Every executor of the bench, and every `run` it starts, uses this
 	// cache dir.
@@ -163,9 +191,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	rows = append(rows, row{"cold compile (empty cache)", ms(time.Since(t)), fmt.Sprintf("%d compile workers", goruntime.GOMAXPROCS(0))})
 	cold.Close(ctx)
+	progress("starts with a warm cache")
 
 	var warm []time.Duration
-	for range *n {
+	for range n {
 		e := newExecutor()
 		t := time.Now()
 		if err := e.Warm(ctx); err != nil {
@@ -175,6 +204,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		e.Close(ctx)
 	}
 	rows = append(rows, row{"start with a warm cache", ms(median(warm)), "load compiled code and the interpreter snapshot from disk"})
+	progress("print(1) and tool round trips in each mode")
 
 	ex := newExecutor()
 	defer ex.Close(ctx)
@@ -195,7 +225,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			note = "; " + filepath.Base(python.Path) + " " + python.Version
 		}
 		var inst []time.Duration
-		for range *n {
+		for range n {
 			t := time.Now()
 			res, err := ex.Execute(ctx, executor.Request{Code: "print(1)", Mode: mode, Sandbox: m.sandbox, Workdir: tmp})
 			if err != nil || res.Status != "success" {
@@ -214,7 +244,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 		if self, err := os.Executable(); err == nil {
 			var whole []time.Duration
-			for range *n {
+			for range n {
 				args := []string{"run", "--mode", mode, "--workdir", tmp}
 				if m.sandbox != "" {
 					args = append(args, "--sandbox", m.sandbox)
@@ -243,7 +273,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 			wholeRow := len(rows) - 1
 			if m.name == config.ModeStrict && python.Path != "" {
 				var nat []time.Duration
-				for range *n {
+				for range n {
 					cmd := exec.Command(python.Path, "-c", "print(1)")
 					t := time.Now()
 					if err := proctree.Run(context.Background(), cmd); err != nil {
@@ -265,7 +295,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 		calls := 2000
 		var per []float64
-		for range *n {
+		for range n {
 			max := calls + 1
 			res, err := ex.Execute(ctx, executor.Request{Code: fmt.Sprintf(benchToolScript, calls), Mode: mode, Sandbox: m.sandbox, Workdir: tmp, MaxToolCalls: &max})
 			if err != nil || res.Status != "success" {
@@ -290,40 +320,51 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 	rows = append(rows, sizeRow("interpreter module size", pyodideassets.Interpreter),
 		sizeRow("standard library zip size", pyodideassets.Stdlib))
-	interpRows, err := benchInterp(ctx, ex, tmp, *n, python)
+	progress("compute (loop, JSON, fib, regex) against native python and V8")
+	interpRows, err := benchInterp(ctx, ex, tmp, n, python)
 	if err != nil {
 		return fail("interpreter speed", err)
 	}
 	rows = append(rows, interpRows...)
+	progress("session kernels")
 
-	kernelRows, err := benchKernels(ctx, cfg, tmp, *n, python)
+	kernelRows, err := benchKernels(ctx, cfg, tmp, n, python)
 	if err != nil {
 		return fail("kernels", err)
 	}
 	rows = append(rows, kernelRows...)
+	progress("durable kernels")
 
-	durableRows, err := benchDurable(ctx, cfg, tmp, *n)
+	durableRows, err := benchDurable(ctx, cfg, tmp, n)
 	if err != nil {
 		return fail("durable kernels", err)
 	}
 	rows = append(rows, durableRows...)
 
 	if *remote {
-		remoteRows, err := benchRemote(ctx, remoteCfg, tmp, *n)
+		progress("the remote backend")
+		remoteRows, err := benchRemote(ctx, remoteCfg, tmp, n)
 		if err != nil {
 			return fail("remote backend", err)
 		}
 		rows = append(rows, remoteRows...)
 	}
 
+	progress("")
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "hermes-wasm-exec bench (%s/%s, %d CPUs, median of %d)\n\n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), *n)
+	fmt.Fprintf(&b, "hermes-wasm-exec bench (%s/%s, %d CPUs, median of %d)\n\n", goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU(), n)
 	fmt.Fprintf(&b, "| measurement | value | note |\n|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.name, r.value, r.note)
 	}
 	stdout.Write(b.Bytes())
 	return cli.ExitOK
+}
+
+// benchEstimate is about how long a bench of n repetitions takes on two
+// cores (measured: 2 min 30 s for 5 on a 2-core VM shared with other work).
+func benchEstimate(n int) time.Duration {
+	return (30*time.Second + time.Duration(n)*24*time.Second).Round(10 * time.Second)
 }
 
 // benchRemoteScript times n read_file calls of a small file in the

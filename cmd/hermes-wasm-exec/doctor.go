@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,15 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
+// doctorCommand is `doctor`'s help and flags.
+var doctorCommand = &cli.Command{
+	Name: "doctor",
+	Summary: `Shows what a run would use: the interpreter, the caches, the configuration in
+effect, project mode's python, the session store. Exits 1 when strict mode could not
+run, 2 when the configuration is invalid.`,
+	Examples: []string{"hermes-wasm-exec doctor", "hermes-wasm-exec doctor --config"},
+}
+
 // doctorCmd prints what a run would use: the interpreter asset, the caches,
 // the configuration in effect and project mode's interpreter. With
 // --config (its FILE may be left out for the default file) it also lists
@@ -25,18 +33,18 @@ import (
 // those that were ignored. It exits 1 when strict mode could not run, 2
 // when the configuration is invalid.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "config file (default: $HERMES_HOME/config.yaml)")
+	c := doctorCommand
+	fs := c.FlagSet()
+	cfgPath := fs.String("config", "", "`[FILE]` the config file (default: $HERMES_HOME/config.yaml); given, even without FILE, doctor also lists the keys of the file it used, with their values, and those it ignored")
 	args, report := configFlag(args)
-	if err := fs.Parse(args); err != nil {
-		return cli.ExitUsage
+	pos, code, ok := c.Parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "hermes-wasm-exec doctor: unexpected argument %q (doctor takes only --config [FILE])\n", fs.Arg(0))
-		return cli.ExitUsage
+	if code := c.NoArgs(pos, stderr); code != cli.ExitOK {
+		return code
 	}
-	code := cli.ExitOK
+	code = cli.ExitOK
 	fmt.Fprintf(stdout, "%s\n\n", versionString())
 
 	cfg, err := config.Load(*cfgPath)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/cli"
 	"github.com/hermes-agent/hermes-wasm-exec/cmd/hermes-wasm-exec/internal/mcpserver"
@@ -67,12 +69,35 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "packages":
 		return packagesCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
+		if len(args) > 1 && args[0] == "version" && args[1] != "--help" && args[1] != "-h" {
+			fmt.Fprintf(stderr, "hermes-wasm-exec version: unexpected argument %q (version takes none)\n", args[1])
+			return cli.ExitUsage
+		}
+		if len(args) > 1 {
+			fmt.Fprint(stdout, "usage: hermes-wasm-exec version\n\nPrints the version, the Go toolchain and the embedded interpreter.\n")
+			return cli.ExitOK
+		}
 		printVersion(stdout)
 		return cli.ExitOK
 	case "help", "-h", "--help":
+		if len(args) > 1 {
+			if args[1] == "help" {
+				fmt.Fprint(stdout, cli.Usage)
+				return cli.ExitOK
+			}
+			if !slices.Contains(commands, args[1]) {
+				fmt.Fprintf(stderr, "hermes-wasm-exec help: unknown command %q; the commands: %s\n", args[1], strings.Join(commands, ", "))
+				return cli.ExitUsage
+			}
+			return Run([]string{args[1], "--help"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, cli.Usage)
 		return cli.ExitOK
 	}
-	fmt.Fprintf(stderr, "hermes-wasm-exec: unknown command %q\n\n%s", args[0], cli.Usage)
+	fmt.Fprintf(stderr, "hermes-wasm-exec: unknown command %q; the commands: %s\nsee: hermes-wasm-exec help\n", args[0], strings.Join(commands, ", "))
 	return cli.ExitUsage
 }
+
+// commands are the program's commands, for help and the unknown-command
+// error.
+var commands = []string{"run", "serve", "mcp", "doctor", "bench", "packages", "version", "help"}

@@ -441,10 +441,10 @@ func TestMCPUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"mcp", "extra"}, "unexpected argument"},
-		{[]string{"mcp", "--mode", "sandbox"}, "--mode must be strict or project"},
-		{[]string{"mcp", "--log-level", "trace"}, "--log-level must be info or debug"},
+		{[]string{"mcp", "--mode", "sandbox"}, `--mode "sandbox": give strict or project`},
+		{[]string{"mcp", "--log-level", "trace"}, `--log-level "trace": give info or debug`},
 		{[]string{"mcp", "--workdir", filepath.Join(t.TempDir(), "missing")}, "--workdir"},
-		{[]string{"mcp", "--bogus"}, "flag provided but not defined"},
+		{[]string{"mcp", "--bogus"}, "unknown flag --bogus"},
 		{[]string{"mcp", "--skill", filepath.Join(t.TempDir(), "missing")}, "--skill: skill "},
 		{[]string{"mcp", "--skill", t.TempDir()}, "a skill's directory holds its SKILL.md"},
 	} {
@@ -461,7 +461,10 @@ func TestMCPUsage(t *testing.T) {
 	var out strings.Builder
 	require.Equal(t, 0, Run([]string{"help"}, nil, &out, &out))
 	require.Contains(t, out.String(), "mcp [flags]")
-	require.Contains(t, out.String(), "mcp flags:")
+	out.Reset()
+	require.Equal(t, 0, Run([]string{"help", "mcp"}, nil, &out, &out))
+	require.Contains(t, out.String(), "usage: hermes-wasm-exec mcp [flags]")
+	require.Contains(t, out.String(), "--drain-timeout DURATION")
 }
 
 // TestMCPSkills: --skill (a SKILL.md or its directory) and --skill-env

@@ -61,11 +61,11 @@ func TestModeTypoRunsStrict(t *testing.T) {
 func TestModeFlagTypo(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 2, Run([]string{"run", "--mode", "stict", "x.py"}, strings.NewReader(""), &out, &errb))
-	require.Contains(t, errb.String(), `--mode must be strict or project, not "stict"; did you mean "strict"?`)
+	require.Contains(t, errb.String(), `--mode "stict": give strict or project; did you mean "strict"?`)
 	require.Empty(t, out.String())
 
 	code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", "mcp", "--mode", "Projet")
 	require.Equal(t, 2, code, stderr)
 	require.Empty(t, stdout)
-	require.Contains(t, stderr, `--mode must be strict or project, not "Projet"; did you mean "project"?`)
+	require.Contains(t, stderr, `--mode "Projet": give strict or project; did you mean "project"?`)
 }

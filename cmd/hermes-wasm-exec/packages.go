@@ -32,16 +32,21 @@ func packagesCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	sub := args[0]
-	fs := cli.NewFlagSet("packages "+sub, stderr)
-	dir := fs.String("dir", "", "")
-	pos, err := cli.ParseInterspersed(fs, args[1:])
-	if err != nil {
+	if sub != "install" && sub != "list" && sub != "verify" {
+		fmt.Fprintf(stderr, "hermes-wasm-exec packages: unknown subcommand %q; use install, list or verify\nsee: hermes-wasm-exec packages --help\n", sub)
 		return cli.ExitUsage
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "hermes-wasm-exec packages %s: "+format+"\n", append([]any{sub}, a...)...)
-		return cli.ExitUsage
+	c := &cli.Command{Name: "packages " + sub, Summary: packagesUsage}
+	if sub == "install" {
+		c.Args = "WHEEL.whl..."
 	}
+	fs := c.FlagSet()
+	dir := fs.String("dir", "", "`DIR` the package dir to list in code_execution.wasm_packages")
+	pos, code, ok := c.Parse(fs, args[1:], stdout, stderr)
+	if !ok {
+		return code
+	}
+	fail := func(format string, a ...any) int { return c.Fail(stderr, format, a...) }
 	if *dir == "" {
 		return fail("--dir DIR is required (the package dir to list in code_execution.wasm_packages)")
 	}
@@ -88,8 +93,6 @@ func packagesCmd(args []string, stdout, stderr io.Writer) int {
 			return cli.ExitFailed
 		}
 		fmt.Fprintf(stdout, "%d packages, every file as installed\n", len(m.Packages))
-	default:
-		return fail("unknown subcommand; use install, list or verify\n\n%s", packagesUsage)
 	}
 	return cli.ExitOK
 }

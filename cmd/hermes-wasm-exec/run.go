@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/config"
 	"github.com/hermes-agent/hermes-wasm-exec/native"
 	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
+	"golang.org/x/term"
 )
 
 // hostHeapLimit is the Go heap size at which a one-shot run collects
@@ -28,57 +29,67 @@ import (
 // captured output fit well within it.
 const hostHeapLimit = 256 << 20
 
+// runCommand is `run`'s help and flags.
+var runCommand = &cli.Command{
+	Name: "run",
+	Args: "SCRIPT.py|-",
+	Summary: `Runs one script through the executor and prints its result JSON on stdout (status,
+output, tool_calls_made, ...). The exit status is 0 when the script succeeded, 1 when
+it did not (error, timeout, interrupt), 2 on a usage or configuration error. With -,
+the script is read from stdin.`,
+	Order: []string{"mode", "sandbox", "workdir", "config", "timeout", "max-tool-calls", "kind", "yes", "stream", "log-level", "rpc-transport"},
+	Notes: `Without --yes, approvals are asked on the terminal when stdin is one and the script
+is a file; otherwise nobody answers, and in approvals.mode manual (the default) what
+needs approval is blocked. The working dir must exist. docs/run.md has the details.`,
+	Examples: []string{
+		"hermes-wasm-exec run --mode strict --workdir testdata/project testdata/examples/data_pipeline.py",
+		"echo 'print(6 * 7)' | hermes-wasm-exec run --mode strict -",
+		"hermes-wasm-exec run --workdir ~/project --timeout 2m analyse.py",
+	},
+}
+
 // runCmd is `run`: one script through the executor, its result JSON on
 // stdout.
 func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("run", stderr)
-	mode := fs.String("mode", "", "")
-	sandbox := fs.String("sandbox", "", "")
-	cfgPath := fs.String("config", "", "")
-	workdir := fs.String("workdir", "", "")
-	timeout := fs.Float64("timeout", 0, "")
-	maxCalls := fs.Int("max-tool-calls", -1, "")
-	logLevel := fs.String("log-level", "info", "")
-	transport := fs.String("rpc-transport", "", "")
-	kind := fs.String("kind", config.KindCLI, "")
-	yes := fs.Bool("yes", false, "")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return cli.ExitUsage
+	c := runCommand
+	fs := c.FlagSet()
+	var mode, sandbox, kind, logLevel, transport string
+	kind, logLevel = config.KindCLI, "info"
+	fs.Var(cli.EnumFlag{V: &mode, Allowed: []string{config.ModeStrict, config.ModeProject}}, "mode", "`strict|project` execution mode (default: code_execution.mode)")
+	fs.Var(cli.EnumFlag{V: &sandbox, Allowed: []string{config.SandboxNone, config.SandboxWasm}}, "sandbox", "`none|wasm` with wasm, project mode runs the script in the embedded interpreter over the working dir, with the file tools' rules on its own file access (default: code_execution.sandbox)")
+	cfgPath := fs.String("config", "", "`FILE` config file (default: $HERMES_HOME/config.yaml)")
+	workdir := fs.String("workdir", "", "`DIR` the session's working dir, which the tools act on; it must exist (default: the current dir)")
+	timeout := time.Duration(-1)
+	fs.Var(cli.DurationFlag{D: &timeout}, "timeout", "`DURATION` wall-clock limit: seconds (30, 2.5) or a duration (90s, 2m), more than 0 and at most 24h (default: code_execution.timeout)")
+	maxCalls := -1
+	fs.Var(cli.IntFlag{N: &maxCalls, Min: 0}, "max-tool-calls", "`N` tool-call budget; 0 allows no tool call (default: code_execution.max_tool_calls)")
+	fs.Var(cli.EnumFlag{V: &logLevel, Allowed: []string{"info", "debug"}}, "log-level", "`info|debug` what goes to stderr besides the result (default info)")
+	fs.Var(cli.EnumFlag{V: &transport, Allowed: []string{native.TransportUnix, native.TransportTCP}}, "rpc-transport", "`unix|tcp` project mode's tool channel (default: unix; tcp on Windows)")
+	fs.Var(cli.EnumFlag{V: &kind, Allowed: []string{config.KindCLI, config.KindGateway, config.KindAutomation}}, "kind", "`cli|gateway|automation` who drives the session: gateway scripts need approval before they run, automation ones follow approvals.cron_mode (ask, deny or approve), cli ones need it only for dangerous terminal() commands (default cli)")
+	yes := fs.Bool("yes", false, "approve everything for this run (approvals.mode off)")
+	pos, code, ok := c.Parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: give exactly one script (a .py file, or - for stdin)\n\n%s", cli.Usage)
-		return cli.ExitUsage
+		return c.Fail(stderr, "give exactly one script (a .py file, or - for stdin)")
 	}
-	if *logLevel != "info" && *logLevel != "debug" {
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: --log-level must be info or debug, not %q\n", *logLevel)
-		return cli.ExitUsage
+	if timeout == 0 || timeout > 24*time.Hour {
+		return c.Fail(stderr, "--timeout %s: give more than 0 and at most 24h (leave it out for code_execution.timeout)", timeout)
 	}
-	if *timeout < 0 {
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: --timeout must be a positive number of seconds, not %v\n", *timeout)
-		return cli.ExitUsage
-	}
-	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: --rpc-transport must be unix or tcp, not %q\n", *transport)
-		return cli.ExitUsage
-	}
-	if k, ok := config.NormalizeKind(*kind); ok {
-		*kind = k
-	} else {
-		fmt.Fprintf(stderr, "hermes-wasm-exec run: %s\n", config.UnknownKind("--kind", *kind))
-		return cli.ExitUsage
-	}
-	if *mode != "" {
-		if _, ok := config.NormalizeMode(*mode); !ok {
-			fmt.Fprintf(stderr, "hermes-wasm-exec run: --mode must be strict or project, not %q%s\n", *mode, config.DidYouMeanMode(*mode))
-			return cli.ExitUsage
+	if *workdir != "" {
+		if msg := cli.CheckWorkdir(*workdir); msg != "" {
+			return c.Fail(stderr, "%s", msg)
 		}
 	}
-	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok || !cli.ApplySandbox("run", *sandbox, &cfg, stderr) {
+	cfg, ok := cli.LoadConfig(*cfgPath, stderr, logLevel)
+	if !ok || !cli.ApplySandbox("run", sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
-	code, err := readScript(pos[0], stdin)
+	if pos[0] == "-" && isTerminal(stdin) {
+		fmt.Fprintln(stderr, "hermes-wasm-exec run: reading the script from the terminal; end it with Ctrl-D (Ctrl-Z then Enter on Windows)")
+	}
+	script, err := readScript(pos[0], stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "hermes-wasm-exec run: %v\n", err)
 		return cli.ExitUsage
@@ -104,14 +115,17 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *yes {
 		cfg.Approvals.Mode = config.ApprovalsOff
 	} else if pos[0] != "-" && isTerminal(stdin) {
-		approver = &promptApprover{in: stdin, out: stderr, kind: *kind}
+		approver = &promptApprover{in: stdin, out: stderr, kind: kind}
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, RPCTransport: *transport, Approver: approver})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(logLevel, stderr), Progress: stderr, RPCTransport: transport, Approver: approver})
 	defer ex.Close(context.Background())
 
-	req := executor.Request{Code: code, Mode: *mode, Workdir: *workdir, Timeout: time.Duration(*timeout * float64(time.Second)), Kind: *kind}
-	if *maxCalls >= 0 {
-		req.MaxToolCalls = maxCalls
+	req := executor.Request{Code: script, Mode: mode, Workdir: *workdir, Kind: kind}
+	if timeout > 0 {
+		req.Timeout = timeout
+	}
+	if maxCalls >= 0 {
+		req.MaxToolCalls = &maxCalls
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -168,14 +182,11 @@ func readScript(name string, stdin io.Reader) (string, error) {
 	return strings.TrimPrefix(string(b), "\ufeff"), nil
 }
 
-// isTerminal reports whether r is a terminal (a character device).
+// isTerminal reports whether r is a terminal (not merely a character
+// device: /dev/null is one too, and nobody answers there).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // promptApprover asks the user at the terminal: the question on stderr,

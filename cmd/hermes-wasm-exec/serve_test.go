@@ -694,12 +694,12 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--listen", "tcp:127.0.0.1"}, "missing port"},
 		{[]string{"serve", "--listen", "unix:s.sock", "--token-file", "t"}, "--token-file goes with --listen tcp:"},
 		{[]string{"serve", "--token-file", "t"}, "--token-file goes with --listen tcp:"},
-		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--auth-timeout", "-1s"}, "--auth-timeout must not be negative"},
-		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--max-unauthenticated", "-1"}, "--max-unauthenticated must not be negative"},
-		{[]string{"serve", "--log-level", "trace"}, "--log-level must be info or debug"},
-		{[]string{"serve", "--rpc-transport", "pipe"}, "--rpc-transport must be unix or tcp"},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--auth-timeout", "-1s"}, `--auth-timeout "-1s": must not be negative`},
+		{[]string{"serve", "--listen", "tcp:127.0.0.1:0", "--max-unauthenticated", "-1"}, `--max-unauthenticated "-1": give a whole number of 0 or more`},
+		{[]string{"serve", "--log-level", "trace"}, `--log-level "trace": give info or debug`},
+		{[]string{"serve", "--rpc-transport", "pipe"}, `--rpc-transport "pipe": give unix or tcp`},
 		{[]string{"serve", "extra"}, "unexpected argument"},
-		{[]string{"serve", "--bogus"}, "flag provided but not defined"},
+		{[]string{"serve", "--bogus"}, "unknown flag --bogus\nsee: hermes-wasm-exec serve --help"},
 	} {
 		code, stdout, stderr := child(t, []string{"HERMES_SERVE_TOKEN=", "HERMES_HOME=" + t.TempDir()}, "", tc.args...)
 		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
@@ -716,7 +716,9 @@ func TestServeUsage(t *testing.T) {
 	var out bytes.Buffer
 	require.Equal(t, 0, Run([]string{"help"}, nil, &out, io.Discard))
 	require.Contains(t, out.String(), "serve [flags]")
-	require.Contains(t, out.String(), "--listen tcp:127.0.0.1:PORT")
+	out.Reset()
+	require.Equal(t, 0, Run([]string{"serve", "--help"}, nil, &out, io.Discard))
+	require.Contains(t, out.String(), "--listen unix:PATH|tcp:127.0.0.1:PORT")
 }
 
 // waitListening waits for serve's "listening on ..." line and returns the

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,42 +49,54 @@ const mcpApprovalKey = "approve_command"
 // SEP-2322), never with a request of its own while a call runs.
 const MRTRVersion = "2026-07-28"
 
+// Command is `mcp`'s help and flags.
+var Command = &cli.Command{
+	Name: "mcp",
+	Summary: `Serves the execute_code tool to an MCP client on stdin/stdout, or over MCP's
+Streamable HTTP transport with --http (one session kernel per MCP session). Dangerous
+terminal() commands are asked about through the client (MCP elicitation); a client
+without it cannot approve them, so they are blocked unless approvals.mode is off.
+docs/mcp.md has the client configuration.`,
+	Order: []string{"mode", "sandbox", "workdir", "config", "http", "token-file", "auth-timeout", "idle-timeout", "max-unauthenticated", "drain-timeout", "skill", "skill-env", "log-level", "log-format"},
+	Examples: []string{
+		"hermes-wasm-exec mcp --mode strict --workdir ~/project",
+		"hermes-wasm-exec mcp --http 127.0.0.1:8765 --token-file ~/.hermes/mcp.token",
+	},
+}
+
 // Main runs `mcp` with the arguments after the command name, and returns
 // the exit code. version is what the server tells its clients it is.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version string) int {
 	stderr = &cli.LockedWriter{W: stderr}
-	fs := cli.NewFlagSet("mcp", stderr)
-	cfgPath := fs.String("config", "", "")
-	mode := fs.String("mode", "", "")
-	sandbox := fs.String("sandbox", "", "")
-	workdir := fs.String("workdir", "", "")
-	logLevel := fs.String("log-level", "info", "")
-	logFormat := fs.String("log-format", "text", "")
-	httpAddr := fs.String("http", "", "")
-	tokenFile := fs.String("token-file", "", "")
-	drain := fs.Duration("drain-timeout", config.DefaultDrainTimeout, "")
-	var lim httpLimits
-	fs.DurationVar(&lim.auth, "auth-timeout", config.DefaultAuthTimeout, "")
-	fs.DurationVar(&lim.idle, "idle-timeout", config.DefaultHTTPIdleTimeout, "")
-	fs.IntVar(&lim.maxUnauth, "max-unauthenticated", config.DefaultMaxUnauthenticated, "")
+	c := Command
+	fs := c.FlagSet()
+	cfgPath := fs.String("config", "", "`FILE` config file (default: $HERMES_HOME/config.yaml)")
+	var mode, sandbox string
+	logLevel, logFormat := "info", "text"
+	fs.Var(cli.EnumFlag{V: &mode, Allowed: []string{config.ModeStrict, config.ModeProject}}, "mode", "`strict|project` where scripts run (default: code_execution.mode)")
+	fs.Var(cli.EnumFlag{V: &sandbox, Allowed: []string{config.SandboxNone, config.SandboxWasm}}, "sandbox", "`none|wasm` as for run (default: code_execution.sandbox)")
+	workdir := fs.String("workdir", "", "`DIR` the working dir the tools act on; it must exist (default: the current dir)")
+	fs.Var(cli.EnumFlag{V: &logLevel, Allowed: []string{"info", "debug"}}, "log-level", "`info|debug` logs go to stderr (stdout is the protocol) (default info)")
+	fs.Var(cli.EnumFlag{V: &logFormat, Allowed: []string{"text", "json"}}, "log-format", "`text|json` log lines as text or JSON; json (and --http) also logs one line per execution (session, mode, status, duration, tool calls) (default text)")
+	httpAddr := fs.String("http", "", "`HOST:PORT|unix:PATH` serve MCP's Streamable HTTP transport at /mcp instead of stdio, with /healthz, /readyz and /metrics (Prometheus) on the same listener (docs/service.md); PORT 0: any free port. On TCP, /mcp and /metrics need the bearer token (Authorization: Bearer ...); a Unix socket (0600) needs none")
+	tokenFile := fs.String("token-file", "", "`FILE` with --http HOST:PORT and no $HERMES_SERVE_TOKEN: as for serve (read from FILE, or generated there; with neither, generated into a private temp dir, its path printed on stderr)")
+	drain := config.DefaultDrainTimeout
+	fs.Var(cli.DurationFlag{D: &drain}, "drain-timeout", "`DURATION` with --http, on SIGTERM: how long running calls may finish before they are interrupted; seconds or a duration (30, 30s); a second SIGTERM stops at once (default "+config.DefaultDrainTimeout.String()+")")
+	lim := httpLimits{auth: config.DefaultAuthTimeout, idle: config.DefaultHTTPIdleTimeout, maxUnauth: config.DefaultMaxUnauthenticated}
+	fs.Var(cli.DurationFlag{D: &lim.auth}, "auth-timeout", "`DURATION` with --http: a request's headers must arrive within it; 0: no limit (default "+config.DefaultAuthTimeout.String()+")")
+	fs.Var(cli.DurationFlag{D: &lim.idle}, "idle-timeout", "`DURATION` with --http: an authenticated keep-alive connection is closed after this long without a request; 0: no limit (default "+config.DefaultHTTPIdleTimeout.String()+")")
+	fs.Var(cli.IntFlag{N: &lim.maxUnauth, Min: 0}, "max-unauthenticated", "`N` with --http: connections that have not sent the token that may be open at a time (until it sends the token a connection is closed after each answer); 0: no cap (default "+strconv.Itoa(config.DefaultMaxUnauthenticated)+")")
 	var skills, skillEnv listFlag
-	fs.Var(&skills, "skill", "")
-	fs.Var(&skillEnv, "skill-env", "")
-	fail := cli.Failer("mcp", stderr)
-	if !cli.ParseServerFlags(fs, args, logLevel, fail) {
-		return cli.ExitUsage
+	fs.Var(&skills, "skill", "`PATH` pass through the variables a skill declares in its SKILL.md (required_environment_variables; PATH is the file or the skill's dir); repeatable. Host-managed credentials are refused")
+	fs.Var(&skillEnv, "skill-env", "`NAME[,NAME]` pass through these skill variables; repeatable")
+	pos, code, ok := c.Parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if *mode != "" {
-		if _, ok := config.NormalizeMode(*mode); !ok {
-			return fail("--mode must be strict or project, not %q%s", *mode, config.DidYouMeanMode(*mode))
-		}
+	if code := c.NoArgs(pos, stderr); code != cli.ExitOK {
+		return code
 	}
-	if *logFormat != "text" && *logFormat != "json" {
-		return fail("--log-format must be text or json, not %q", *logFormat)
-	}
-	if *drain < 0 {
-		return fail("--drain-timeout must not be negative")
-	}
+	fail := func(format string, a ...any) int { return c.Fail(stderr, format, a...) }
 	var hl *httpListener
 	if *httpAddr != "" {
 		var err error
@@ -94,12 +107,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	} else if *tokenFile != "" {
 		return fail("--token-file goes with --http")
 	}
+	if *workdir != "" {
+		if msg := cli.CheckWorkdir(*workdir); msg != "" {
+			return fail("%s", msg)
+		}
+	}
 	wd, err := executor.ResolveWorkdir(*workdir)
 	if err != nil {
 		return fail("--workdir: %v", err)
 	}
-	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok || !cli.ApplySandbox("mcp", *sandbox, &cfg, stderr) {
+	cfg, ok := cli.LoadConfig(*cfgPath, stderr, logLevel)
+	if !ok || !cli.ApplySandbox("mcp", sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
 	// The variables skills declare, executor-wide: this process serves
@@ -119,15 +137,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 			}
 		}
 	}
-	modeIn := *mode
+	modeIn := mode
 	if modeIn == "" {
 		modeIn = cfg.CodeExecution.Mode
 	}
 	effective, _ := config.NormalizeMode(modeIn)
 
-	logf := cli.DebugLogf(*logLevel, stderr)
+	logf := cli.DebugLogf(logLevel, stderr)
 	level := slog.LevelWarn
-	if *logLevel == "debug" {
+	if logLevel == "debug" {
 		level = slog.LevelDebug
 	}
 	// Its one mode is the executor's too (which warm pool to keep).
@@ -138,12 +156,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	if hl != nil && hl.token != nil && hl.token.File != "" {
 		statePaths = append(statePaths, hl.token.File)
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, StatePaths: statePaths})
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(logLevel, stderr), Progress: stderr, StatePaths: statePaths})
 	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
 		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
 	}
 	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if *logFormat == "json" {
+	if logFormat == "json" {
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
 	opts := Options{
@@ -151,10 +169,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		Logger: slog.New(handler),
 		HTTP:   *httpAddr != "",
 	}
-	if *httpAddr != "" || *logFormat == "json" {
+	if *httpAddr != "" || logFormat == "json" {
 		// One line per execution, at info level whatever --log-level says.
 		execHandler := slog.Handler(slog.NewTextHandler(stderr, nil))
-		if *logFormat == "json" {
+		if logFormat == "json" {
 			execHandler = slog.NewJSONHandler(stderr, nil)
 		}
 		opts.ExecLog = slog.New(execHandler)
@@ -171,7 +189,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 	defer signal.Stop(sigs)
 	defer cli.CatchSIGPIPE()()
 	if hl != nil {
-		return m.mainHTTP(ctx, ex, hl, *drain, sigs, stderr, opts.Logger)
+		return m.mainHTTP(ctx, ex, hl, drain, sigs, stderr, opts.Logger)
 	}
 	go func() {
 		select {

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,26 +41,45 @@ import (
 // longer line gets an error and is skipped, never held whole.
 const maxRPCLine = 64 << 20
 
+// Command is `serve`'s help and flags.
+var Command = &cli.Command{
+	Name: "serve",
+	Summary: `Serves execute, open_session, register_skill, describe, interrupt, fork_session and
+close_session over JSON-RPC 2.0, one JSON object per line, on stdin/stdout or on a
+listener. Session kernels persist between calls. docs/serve.md has the protocol.`,
+	Order: []string{"listen", "token-file", "auth-timeout", "max-unauthenticated", "config", "sandbox", "log-level", "rpc-transport"},
+	Examples: []string{
+		`printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"print(6 * 7)","mode":"strict"}}' | hermes-wasm-exec serve`,
+		"hermes-wasm-exec serve --listen unix:/tmp/hermes.sock",
+	},
+}
+
 // Main runs `serve` with the arguments after the command name, and returns
 // the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stderr = &cli.LockedWriter{W: stderr}
-	fs := cli.NewFlagSet("serve", stderr)
-	listenAt := fs.String("listen", "", "")
-	tokenFile := fs.String("token-file", "", "")
-	cfgPath := fs.String("config", "", "")
-	sandbox := fs.String("sandbox", "", "")
-	logLevel := fs.String("log-level", "info", "")
-	transport := fs.String("rpc-transport", "", "")
-	authTimeout := fs.Duration("auth-timeout", config.DefaultAuthTimeout, "")
-	maxUnauth := fs.Int("max-unauthenticated", config.DefaultMaxUnauthenticated, "")
-	fail := cli.Failer("serve", stderr)
-	if !cli.ParseServerFlags(fs, args, logLevel, fail) {
-		return cli.ExitUsage
+	c := Command
+	fs := c.FlagSet()
+	listenAt := fs.String("listen", "", "`unix:PATH|tcp:127.0.0.1:PORT` serve clients on a Unix socket (0600) or on loopback TCP (PORT 0: any free port; each connection must first call authenticate with the token) instead of stdin/stdout")
+	tokenFile := fs.String("token-file", "", "`FILE` with tcp and no $HERMES_SERVE_TOKEN: the token is read from FILE (the user's own, mode 0600, not a symlink), or generated and written there when FILE does not exist. With neither, a token is generated into a private temp dir, whose path (never the token) is printed on stderr")
+	cfgPath := fs.String("config", "", "`FILE` config file (default: $HERMES_HOME/config.yaml)")
+	var sandbox, transport string
+	logLevel := "info"
+	fs.Var(cli.EnumFlag{V: &sandbox, Allowed: []string{config.SandboxNone, config.SandboxWasm}}, "sandbox", "`none|wasm` as for run (default: code_execution.sandbox)")
+	fs.Var(cli.EnumFlag{V: &logLevel, Allowed: []string{"info", "debug"}}, "log-level", "`info|debug` logs on stderr (default info)")
+	fs.Var(cli.EnumFlag{V: &transport, Allowed: []string{native.TransportUnix, native.TransportTCP}}, "rpc-transport", "`unix|tcp` project mode's tool channel (default: unix; tcp on Windows)")
+	authTimeout := config.DefaultAuthTimeout
+	fs.Var(cli.DurationFlag{D: &authTimeout}, "auth-timeout", "`DURATION` with tcp: a connection that has not authenticated within it is closed; seconds or a duration (10, 10s); 0: no limit (default "+config.DefaultAuthTimeout.String()+")")
+	maxUnauth := config.DefaultMaxUnauthenticated
+	fs.Var(cli.IntFlag{N: &maxUnauth, Min: 0}, "max-unauthenticated", "`N` with tcp: connections not yet authenticated that may be open at a time; one more is closed at once; 0: no cap (default "+strconv.Itoa(config.DefaultMaxUnauthenticated)+")")
+	pos, code, ok := c.Parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if *transport != "" && *transport != native.TransportUnix && *transport != native.TransportTCP {
-		return fail("--rpc-transport must be unix or tcp, not %q", *transport)
+	if code := c.NoArgs(pos, stderr); code != cli.ExitOK {
+		return code
 	}
+	fail := func(format string, a ...any) int { return c.Fail(stderr, format, a...) }
 	network, address := "", ""
 	if *listenAt != "" {
 		var ok bool
@@ -81,12 +101,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if *authTimeout < 0 {
-		return fail("--auth-timeout must not be negative (0: no limit)")
-	}
-	if *maxUnauth < 0 {
-		return fail("--max-unauthenticated must not be negative (0: no cap)")
-	}
 	if *tokenFile != "" && network != "tcp" {
 		return fail("--token-file goes with --listen tcp:... (a Unix socket is owner-only, 0600: that is its authentication; stdin/stdout is the client's own)")
 	}
@@ -99,12 +113,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		defer token.Close()
 	}
-	cfg, ok := cli.LoadConfig(*cfgPath, stderr, *logLevel)
-	if !ok || !cli.ApplySandbox("serve", *sandbox, &cfg, stderr) {
+	cfg, ok := cli.LoadConfig(*cfgPath, stderr, logLevel)
+	if !ok || !cli.ApplySandbox("serve", sandbox, &cfg, stderr) {
 		return cli.ExitUsage
 	}
 
-	logf := cli.DebugLogf(*logLevel, stderr)
+	logf := cli.DebugLogf(logLevel, stderr)
 	infof := func(format string, a ...any) { fmt.Fprintf(stderr, "hermes-wasm-exec serve: "+format+"\n", a...) }
 
 	var ln net.Listener
@@ -117,7 +131,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		defer ln.Close()
 		if network == "tcp" {
-			ln = listen.Gated(ln, *maxUnauth, infof)
+			ln = listen.Gated(ln, maxUnauth, infof)
 		}
 	}
 
@@ -127,13 +141,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if token != nil && token.File != "" {
 		statePaths = append(statePaths, token.File)
 	}
-	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(*logLevel, stderr), Progress: stderr, RPCTransport: *transport,
+	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(logLevel, stderr), Progress: stderr, RPCTransport: transport,
 		StatePaths: statePaths})
 	s := newServer(executorBackend{ex}, logf, infof)
 	if token != nil {
 		s.token = token.Value
 	}
-	s.authTimeout = *authTimeout
+	s.authTimeout = authTimeout
 	s.cfg = cfg
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -164,7 +178,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		where := network + ":" + ln.Addr().String()
 		if token != nil {
-			infof("listening on %s (each connection calls authenticate first, within %v, with %s)", where, *authTimeout, token.Where())
+			infof("listening on %s (each connection calls authenticate first, within %v, with %s)", where, authTimeout, token.Where())
 		} else {
 			infof("listening on %s (owner-only socket)", where)
 		}

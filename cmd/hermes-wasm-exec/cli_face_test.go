@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hermes-agent/hermes-wasm-exec/config"
+)
+
+// The CLI as a newcomer meets it (issue 33): each test names the friction
+// it pins, measured on the CLI before the issue.
+
+// TestCommandHelp: every command has its own help, on stdout with exit 0,
+// its flags spelled with --, and `help CMD` is the same text (before: the
+// whole usage on stderr with exit 2, or Go's "Usage of doctor: -config").
+func TestCommandHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   []string
+		flags []string
+	}{
+		{[]string{"run"}, []string{"--mode strict|project", "--timeout DURATION", "--workdir DIR", "--max-tool-calls N"}},
+		{[]string{"serve"}, []string{"--listen unix:PATH|tcp:127.0.0.1:PORT", "--auth-timeout DURATION"}},
+		{[]string{"mcp"}, []string{"--http HOST:PORT|unix:PATH", "--drain-timeout DURATION", "--skill PATH"}},
+		{[]string{"doctor"}, []string{"--config [FILE]"}},
+		{[]string{"bench"}, []string{"--n N", "--remote", "--config FILE"}},
+		{[]string{"packages", "install"}, []string{"--dir DIR"}},
+	} {
+		name := strings.Join(tc.cmd, " ")
+		for _, form := range [][]string{append(tc.cmd[:len(tc.cmd):len(tc.cmd)], "--help"), append(tc.cmd[:len(tc.cmd):len(tc.cmd)], "-h")} {
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, Run(form, strings.NewReader(""), &out, &errb), form)
+			require.Empty(t, errb.String(), form)
+			require.True(t, strings.HasPrefix(out.String(), "usage: hermes-wasm-exec "+name), out.String())
+			for _, f := range tc.flags {
+				require.Contains(t, out.String(), "  "+f, "%s: %s", name, out.String())
+			}
+			require.Contains(t, out.String(), "-h, --help")
+			require.NotRegexp(t, `(?m)^\s+-[a-z]{2,}`, out.String(), "no flag with a single dash")
+		}
+		if len(tc.cmd) == 1 {
+			var viaHelp, direct bytes.Buffer
+			require.Equal(t, 0, Run([]string{"help", name}, nil, &viaHelp, io.Discard))
+			require.Equal(t, 0, Run([]string{name, "--help"}, nil, &direct, io.Discard))
+			require.Equal(t, direct.String(), viaHelp.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, Run([]string{"help", "nope"}, nil, &out, &errb))
+	require.Contains(t, errb.String(), `unknown command "nope"; the commands: run, serve, mcp`)
+	// The run help's examples run as written (from the repository root).
+	out.Reset()
+	require.Equal(t, 0, Run([]string{"run", "--help"}, nil, &out, io.Discard))
+	require.Contains(t, out.String(), "examples:\n  hermes-wasm-exec run --mode strict --workdir testdata/project testdata/examples/data_pipeline.py\n")
+}
+
+// TestFlagErrors: a bad flag value is refused in at most three lines that
+// name the flag as typed, the value and the accepted form, then where the
+// help is (before: Go's `invalid value "abc" for flag -timeout: parse
+// error` and 63 lines of usage).
+func TestFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--timeout", "abc", "x.py"}, `hermes-wasm-exec run: --timeout "abc": give seconds (30, 2.5) or a duration (90s, 2m, 1h30m)`},
+		{[]string{"run", "--timeout", "-5", "x.py"}, `--timeout "-5": must not be negative`},
+		{[]string{"run", "--max-tool-calls", "many", "x.py"}, `--max-tool-calls "many": give a whole number of 0 or more`},
+		{[]string{"run", "--kind", "robot", "x.py"}, `--kind "robot": give cli, gateway or automation`},
+		{[]string{"run", "--yes=maybe", "x.py"}, `--yes "maybe": give true or false`},
+		{[]string{"run", "--workdir"}, `--workdir needs a value`},
+		{[]string{"run", "--bogus", "x.py"}, `unknown flag --bogus`},
+		{[]string{"run"}, `give exactly one script (a .py file, or - for stdin)`},
+		{[]string{"mcp", "--drain-timeout", "soon"}, `--drain-timeout "soon": give seconds`},
+		{[]string{"serve", "--auth-timeout", "x"}, `--auth-timeout "x": give seconds`},
+		{[]string{"bench", "-n", "0"}, `--n "0": give a whole number of 1 or more`},
+		{[]string{"bench", "extra"}, `unexpected argument "extra" (bench takes only flags)`},
+		{[]string{"doctor", "extra"}, `unexpected argument "extra" (doctor takes only flags)`},
+		{[]string{"packages", "list", "--dir", dir, "--bogus"}, `unknown flag --bogus`},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, Run(tc.args, strings.NewReader(""), &out, &errb), tc.args)
+		require.Empty(t, out.String(), tc.args)
+		msg := errb.String()
+		require.Contains(t, msg, tc.want, tc.args)
+		require.LessOrEqual(t, strings.Count(msg, "\n"), 3, "%v: %s", tc.args, msg)
+		cmd := tc.args[0]
+		if cmd == "packages" {
+			cmd = "packages list"
+		}
+		require.True(t, strings.HasSuffix(msg, "see: hermes-wasm-exec "+cmd+" --help\n"), "%v: %s", tc.args, msg)
+	}
+	// version takes no argument (before: ignored).
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, Run([]string{"version", "extra"}, nil, &out, &errb))
+	require.Contains(t, errb.String(), `unexpected argument "extra"`)
+}
+
+// TestLimitsMeanWhatTheySay: --timeout 0 and --max-tool-calls -1 are
+// refused with the range, as serve refuses timeout 0 (before: both
+// silently became the config's values).
+func TestLimitsMeanWhatTheySay(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--timeout", "0", "x.py"}, "--timeout 0s: give more than 0 and at most 24h (leave it out for code_execution.timeout)"},
+		{[]string{"run", "--timeout", "25h", "x.py"}, "--timeout 25h0m0s: give more than 0 and at most 24h"},
+		{[]string{"run", "--max-tool-calls", "-1", "x.py"}, `--max-tool-calls "-1": give a whole number of 0 or more`},
+	} {
+		var errb bytes.Buffer
+		require.Equal(t, 2, Run(tc.args, strings.NewReader(""), io.Discard, &errb), tc.args)
+		require.Contains(t, errb.String(), tc.want)
+	}
+}
+
+// TestDurationsAndChoicesOneRule: every duration flag takes seconds or a
+// Go duration, and every choice flag any case (before: --drain-timeout 5
+// was refused while --timeout took seconds; --mode Strict was accepted and
+// --kind Gateway refused).
+func TestDurationsAndChoicesOneRule(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "s.py")
+	require.NoError(t, os.WriteFile(script, []byte("print('ok')\n"), 0o600))
+	for _, args := range [][]string{
+		{"run", "--mode", "STRICT", "--kind", "CLI", "--log-level", "Info", "--timeout", "30", script},
+		{"run", "--mode", "Strict", "--timeout", "1m30s", "--max-tool-calls", "0", script},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, Run(args, strings.NewReader(""), &out, &errb), "%v: %s", args, errb.String())
+		var res struct{ Status, Output string }
+		require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+		require.Equal(t, config.StatusSuccess, res.Status, res.Output)
+		require.Equal(t, "ok\n", res.Output)
+	}
+	// mcp takes a drain timeout in seconds; with its input closed it ends.
+	code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", "mcp", "--mode", "Strict", "--drain-timeout", "5", "--log-format", "JSON")
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, stdout)
+}
+
+// TestMissingWorkdirOneRule: a working dir that does not exist is a usage
+// error in every front end, saying to create it or pass another (before:
+// run exited 1 with a result and mcp 2, both with only `stat DIR: no such
+// file or directory`).
+func TestMissingWorkdirOneRule(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	want := "the working dir " + missing + " does not exist: create it (mkdir -p " + missing + ") or pass another with --workdir"
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, Run([]string{"run", "--mode", "strict", "--workdir", missing, "-"}, strings.NewReader("print(1)\n"), &out, &errb))
+	require.Empty(t, out.String())
+	require.Contains(t, errb.String(), want)
+	code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", "mcp", "--workdir", missing)
+	require.Equal(t, 2, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, want)
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	errb.Reset()
+	require.Equal(t, 2, Run([]string{"run", "--workdir", file, "-"}, strings.NewReader("print(1)\n"), io.Discard, &errb))
+	require.Contains(t, errb.String(), "is a file, not a directory")
+}
