@@ -66,8 +66,9 @@ func (c *rpcClient) send(raw []byte) error {
 // recv reads one response line and decodes it.
 func (c *rpcClient) recv() (map[string]any, error) {
 	// A guard against a hang, not a timing check: a 64 MiB request read
-	// under -race on a loaded machine took more than 10 s.
-	c.conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	// under -race on a loaded machine took more than 10 s, and once (three
+	// test runs sharing two cores) more than 2 minutes.
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Minute))
 	line, err := c.r.ReadBytes('\n')
 	if err != nil {
 		return nil, err
