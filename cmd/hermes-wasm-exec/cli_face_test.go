@@ -166,3 +166,43 @@ func TestMissingWorkdirOneRule(t *testing.T) {
 	require.Equal(t, 2, Run([]string{"run", "--workdir", file, "-"}, strings.NewReader("print(1)\n"), io.Discard, &errb))
 	require.Contains(t, errb.String(), "is a file, not a directory")
 }
+
+// TestQuietShutdown: a short serve or mcp session that ends with its input
+// says nothing but its banner (before: "warning: warm pool: strict engine
+// is closed" ended stderr of nearly every such session).
+func TestQuietShutdown(t *testing.T) {
+	for range 3 {
+		for _, args := range [][]string{{"mcp", "--mode", "strict"}, {"serve"}} {
+			code, _, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, "", args...)
+			require.Equal(t, 0, code, stderr)
+			require.NotContains(t, stderr, "warning", args)
+			require.NotContains(t, stderr, "warm pool", args)
+		}
+	}
+}
+
+// TestMCPAnswersBeforeEOF: requests piped to mcp before its input closes
+// are all answered, as serve answers them (before: `printf '<initialize>\n'
+// | hermes-wasm-exec mcp` printed nothing).
+func TestMCPAnswersBeforeEOF(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	code, stdout, stderr := child(t, []string{"HERMES_HOME=" + t.TempDir()}, in, "mcp", "--mode", "strict")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, `{"jsonrpc":"2.0","id":1,"result":{`)
+
+	in += `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"print(6 * 7)"}}}` + "\n"
+	code, stdout, stderr = child(t, []string{"HERMES_HOME=" + t.TempDir()}, in, "mcp", "--mode", "strict")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 2, stdout)
+	var res struct {
+		ID     string `json:"id"`
+		Result struct {
+			StructuredContent struct{ Status, Output string } `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &res))
+	require.Equal(t, "call", res.ID)
+	require.Equal(t, "42\n", res.Result.StructuredContent.Output)
+}

@@ -345,10 +345,14 @@ func TestMCPHTTPRefusals(t *testing.T) {
 	code, _, stderr = child(t, env, "", "mcp", "--http", "unix:"+filepath.Join(t.TempDir(), "s"), "--token-file", filepath.Join(t.TempDir(), "t"))
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "--token-file goes with --http HOST:PORT (a Unix socket is owner-only")
-	for flag, value := range map[string]string{"--auth-timeout": "-1s", "--idle-timeout": "-1s", "--max-unauthenticated": "-1"} {
-		code, _, stderr = child(t, env, "", "mcp", "--http", "127.0.0.1:0", flag, value)
+	for _, tc := range [][3]string{
+		{"--auth-timeout", "-1s", `--auth-timeout "-1s": must not be negative`},
+		{"--idle-timeout", "-1s", `--idle-timeout "-1s": must not be negative`},
+		{"--max-unauthenticated", "-1", `--max-unauthenticated "-1": give a whole number of 0 or more`},
+	} {
+		code, _, stderr = child(t, env, "", "mcp", "--http", "127.0.0.1:0", tc[0], tc[1])
 		require.Equal(t, 2, code, stderr)
-		require.Contains(t, stderr, flag+" must not be negative")
+		require.Contains(t, stderr, tc[2])
 	}
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))

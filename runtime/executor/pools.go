@@ -230,7 +230,11 @@ func (e *Executor) StartWarmPoolIn(ctx context.Context, workdir string) {
 		// load) first, so the pools' kernels start fast.
 		target := e.projectPoolTarget(context.WithoutCancel(ctx), workdir)
 		if err := e.strict.Warm(context.WithoutCancel(ctx), e.cfg.CodeExecution.MemoryLimitMB); err != nil {
-			e.log.Log(context.Background(), slog.LevelError, "warm pool failed", "error", err.Error())
+			// An executor closed while its pool started (a short serve or
+			// mcp session) is a normal stop, not a failure.
+			if !errors.Is(err, strict.ErrClosed) {
+				e.log.Log(context.Background(), slog.LevelError, "warm pool failed", "error", err.Error())
+			}
 			return
 		}
 		e.mu.Lock()

@@ -212,7 +212,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		ex.StartWarmPoolIn(ctx, wd)
 	}
 	fmt.Fprintf(stderr, "hermes-wasm-exec mcp: serving MCP on stdin/stdout (tool %s, %s mode, working dir %s)\n", mcpToolName, effective, wd)
-	err = m.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	pipe := newStdio(stdin, stdout, ctx.Done())
+	err = m.Serve(ctx, &mcp.IOTransport{Reader: pipe, Writer: pipe})
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
 		logf("mcp: connection: %v", err)
 	}
@@ -257,9 +258,6 @@ func (m *Server) mainHTTP(ctx context.Context, ex *executor.Executor, hl *httpLi
 	return runHTTP(ctx, ln, h, hl.limits, drain, sigs, stderr, m.opts.Config.CodeExecution.WarmPool > 0)
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // listFlag is a flag that may be given several times.
 type listFlag []string
