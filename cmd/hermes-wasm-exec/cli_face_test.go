@@ -206,3 +206,22 @@ func TestMCPAnswersBeforeEOF(t *testing.T) {
 	require.Equal(t, "call", res.ID)
 	require.Equal(t, "42\n", res.Result.StructuredContent.Output)
 }
+
+// TestDoctorSearchKey: doctor warns of a missing key only for a provider
+// that takes one (before: "$BRAVE_API_KEY is NOT set: web_search will
+// fail" with the searxng provider).
+func TestDoctorSearchKey(t *testing.T) {
+	for _, tc := range []struct{ conf, want, not string }{
+		{"web:\n  search:\n    provider: searxng\n    url: http://127.0.0.1:8888\n    api_key_env: BRAVE_API_KEY\n", "web search key: none needed (searxng takes no key; $BRAVE_API_KEY is not read)", "NOT set"},
+		{"web:\n  search:\n    provider: brave\n", "web search key: $BRAVE_API_KEY is NOT set: web_search (brave) will fail until it is", ""},
+	} {
+		home := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(home, "config.yaml"), []byte(tc.conf), 0o600))
+		code, stdout, stderr := child(t, []string{"HERMES_HOME=" + home, "BRAVE_API_KEY="}, "", "doctor")
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, tc.want)
+		if tc.not != "" {
+			require.NotContains(t, stdout, tc.not)
+		}
+	}
+}

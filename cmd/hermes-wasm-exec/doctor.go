@@ -99,12 +99,17 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			fmt.Fprintf(stdout, "  %s\n", line)
 		}
-		if v := cfg.Web.Search.APIKeyEnv; v != "" {
-			state := "set"
-			if os.Getenv(v) == "" {
-				state = "NOT set: web_search will fail until it is"
+		if v, p := cfg.Web.Search.APIKeyEnv, cfg.Web.Search.Provider; v != "" {
+			switch _, keyed := config.DefaultAPIKeyEnv[p]; {
+			case !keyed && p != "":
+				// searxng takes no key: a variable named for it is unused.
+				fmt.Fprintf(stdout, "  web search key: none needed (%s takes no key; $%s is not read)\n", p, v)
+			case !keyed:
+			case os.Getenv(v) == "":
+				fmt.Fprintf(stdout, "  web search key: $%s is NOT set: web_search (%s) will fail until it is (read by the host only, never passed to scripts)\n", v, p)
+			default:
+				fmt.Fprintf(stdout, "  web search key: $%s is set (read by the host only, never passed to scripts)\n", v)
 			}
-			fmt.Fprintf(stdout, "  web search key: $%s is %s (read by the host only, never passed to scripts)\n", v, state)
 		}
 		if report {
 			configReport(stdout, cfg)
