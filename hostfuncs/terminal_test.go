@@ -177,3 +177,15 @@ func stripANSI(s string) string {
 	st.feed([]byte(s), func(b []byte) { out.Write(b) })
 	return out.String()
 }
+
+func TestCommandEnv(t *testing.T) {
+	require.Equal(t, []string{"PYTHONDONTWRITEBYTECODE=1"}, commandEnv(nil))
+	env := []string{"PATH=/bin", "PYTHONDONTWRITEBYTECODE="}
+	require.Equal(t, env, commandEnv(env), "the user's own setting is kept")
+	base := make([]string, 1, 4)
+	base[0] = "PATH=/bin"
+	got := commandEnv(base)
+	require.Equal(t, []string{"PATH=/bin", "PYTHONDONTWRITEBYTECODE=1"}, got)
+	require.Len(t, base[:cap(base)][1:2], 1)
+	require.Empty(t, base[:cap(base)][1], "the caller's slice is not written")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
@@ -116,6 +117,19 @@ type Tools struct {
 	webCache func() (*filecache.Cache, error)
 }
 
+// commandEnv is the environment of terminal's commands: env, and
+// PYTHONDONTWRITEBYTECODE=1 unless env sets it, so that a python a command
+// starts (a test run, a build) leaves no __pycache__ in the user's tree, as
+// the script's own interpreter leaves none.
+func commandEnv(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PYTHONDONTWRITEBYTECODE=") {
+			return env
+		}
+	}
+	return append(slices.Clip(env), "PYTHONDONTWRITEBYTECODE=1")
+}
+
 // New returns the tools for opts.
 func New(opts Options) (*Tools, error) {
 	abs := opts.Workdir
@@ -140,7 +154,7 @@ func New(opts Options) (*Tools, error) {
 		fs:            b.FS(),
 		px:            px,
 		workdir:       abs,
-		env:           opts.Env,
+		env:           commandEnv(opts.Env),
 		web:           opts.Web,
 		hermesHome:    opts.HermesHome,
 		writeSafeRoot: opts.WriteSafeRoot,

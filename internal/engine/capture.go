@@ -444,7 +444,12 @@ func truncatedWarning(spillPath string) string {
 func resultOutput(out, errOut captureResult, status, errText, reason string) string {
 	output := out.Output
 	if status != config.StatusSuccess && errOut.Total > 0 {
-		output += "\n--- stderr ---\n" + errOut.Output
+		// The separator's newline ends what was printed; with nothing
+		// printed the output starts with the separator itself.
+		if output != "" {
+			output += "\n"
+		}
+		output += "--- stderr ---\n" + errOut.Output
 	}
 	switch status {
 	case config.StatusError:

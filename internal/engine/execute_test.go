@@ -280,7 +280,7 @@ func TestExecuteResultTexts(t *testing.T) {
 			return Outcome{ExitCode: 1}, nil
 		}}, req(time.Minute))
 		stderr := "first error\n" + strings.Repeat("e", 10_000-len("first error\n"))
-		require.Equal(t, "\n--- stderr ---\n"+stderr+"\n\n... [OUTPUT TRUNCATED - 4,016 bytes omitted out of 14,016 total] ...", res.Output)
+		require.Equal(t, "--- stderr ---\n"+stderr+"\n\n... [OUTPUT TRUNCATED - 4,016 bytes omitted out of 14,016 total] ...", res.Output)
 		require.Equal(t, "Script exited with code 1", res.Error)
 		require.Equal(t, 1, *res.ExitCode)
 	})

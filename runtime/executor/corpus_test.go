@@ -122,6 +122,9 @@ func answer(r executor.Result) string {
 		out = strings.ReplaceAll(out, r.StdoutSpillPath, "SPILL")
 	}
 	out, _, _ = strings.Cut(out, "\n--- stderr ---\n")
+	if strings.HasPrefix(out, "--- stderr ---\n") { // nothing printed on stdout
+		out = ""
+	}
 	errLine := ""
 	if lines := strings.Split(strings.TrimSpace(r.Error), "\n"); r.Error != "" {
 		errLine = lines[len(lines)-1]
