@@ -157,9 +157,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, version stri
 		statePaths = append(statePaths, hl.token.File)
 	}
 	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(logLevel, stderr), Progress: stderr, StatePaths: statePaths})
-	if refused := ex.RegisterSkillEnv(skillNames...); len(refused) > 0 {
-		fmt.Fprintf(stderr, "hermes-wasm-exec mcp: warning: skill variables %q not passed through: host-managed credentials (the host's own provider keys never reach scripts) or invalid names\n", refused)
-	}
+	// A refused name is warned about once, by the executor's log.
+	ex.RegisterSkillEnv(skillNames...)
 	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	if logFormat == "json" {
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
