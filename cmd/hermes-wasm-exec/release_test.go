@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,14 @@ func TestReleaseReproducible(t *testing.T) {
 	bin, err := os.ReadFile(filepath.Join(out1, name))
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(bin, []byte(root)), "the build path is not in the binary")
+	// docs/building.md says how big a release binary is.
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "building.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`\(about (\d+)–(\d+) MiB each`).FindSubmatch(doc)
+	require.NotNil(t, m, "docs/building.md states the binaries' size as (about N–M MiB each")
+	lo, _ := strconv.Atoi(string(m[1]))
+	hi, _ := strconv.Atoi(string(m[2]))
+	require.True(t, len(bin) >= lo<<20 && len(bin) <= (hi+1)<<20, "the linux/amd64 release binary is %.1f MiB; docs/building.md says %d–%d MiB", float64(len(bin))/(1<<20), lo, hi)
 
 	if runtime.GOOS+"/"+runtime.GOARCH != target {
 		return
@@ -66,7 +76,7 @@ func TestReleaseReproducible(t *testing.T) {
 	run.Stdin = strings.NewReader("import sys, zoneinfo\nprint(sys.version_info[:2], zoneinfo.ZoneInfo('Asia/Tokyo'))\n")
 	res, err := run.Output()
 	require.NoError(t, err, "%s", res)
-	require.Contains(t, string(res), `(3, 11) Asia/Tokyo\n`)
+	require.Contains(t, string(res), `(3, 13) Asia/Tokyo\n`)
 }
 
 // TestReleaseArm64: the linux/arm64 release binary, built by .ci/release,
