@@ -49,7 +49,7 @@ PLAIN_PKGS = $(filter-out $(addprefix $(MODULE)/,$(RACE_DIRS) runtime/internal/s
 SKIPPED := $(CURDIR)/.cache/engine-tests
 CHECK_ENV := HERMES_TEST_TIER=check HERMES_TEST_SKIPPED=$(SKIPPED) HERMES_WASM_CACHE_DIR=$(TEST_CACHE)
 
-.PHONY: all assets assets-rebuild build release image check check-unit check-race check-strict check-executor test test-windows demo bench vet fuzz clean
+.PHONY: all assets assets-rebuild build install release image check check-unit check-race check-strict check-executor test test-windows demo bench vet fuzz clean
 
 all: build
 
@@ -68,6 +68,17 @@ assets-rebuild:
 
 build: assets
 	$(GO) build -o $(BIN) ./cmd/hermes-wasm-exec
+
+# Installs hermes-wasm-exec where `go install` puts programs ($(go env GOBIN),
+# else $(go env GOPATH)/bin) and says where, and whether that dir is on PATH.
+install: assets
+	$(GO) install ./cmd/hermes-wasm-exec
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
+	echo "installed $$dir/hermes-wasm-exec"; \
+	case ":$$PATH:" in \
+	*":$$dir:"*) echo "$$dir is on PATH: run hermes-wasm-exec --help";; \
+	*) echo "$$dir is NOT on PATH: add it, e.g. echo 'export PATH=\"$$dir:\$$PATH\"' >> ~/.profile, then open a new shell";; \
+	esac
 
 # Linters at pinned versions, run with `go run pkg@version` rather than
 # go.mod tool directives, which would put them in embedders' module graphs

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
 // The CLI as a newcomer meets it (issue 33): each test names the friction
@@ -224,4 +226,37 @@ func TestDoctorSearchKey(t *testing.T) {
 			require.NotContains(t, stdout, tc.not)
 		}
 	}
+}
+
+// TestMakeInstall: `make install` puts the binary where `go install` puts
+// programs and says whether that dir is on PATH (before: the binary was
+// never on PATH, and the documented `go install ...@latest` answered 403).
+func TestMakeInstall(t *testing.T) {
+	testenv.SkipUnderWine(t, "make install is a Unix make target; the Windows stage tests the binary itself")
+	t.Parallel()
+	gobin := t.TempDir()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "make install runs go")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	for _, onPath := range []bool{false, true} {
+		path := "/usr/local/bin:/usr/bin:/bin:" + filepath.Dir(goTool)
+		if onPath {
+			path = gobin + ":" + path
+		}
+		cmd := exec.Command("make", "-s", "install")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOBIN="+gobin, "PATH="+path, "GO="+goTool)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "installed "+filepath.Join(gobin, "hermes-wasm-exec")+"\n")
+		if onPath {
+			require.Contains(t, string(out), gobin+" is on PATH: run hermes-wasm-exec --help\n")
+		} else {
+			require.Contains(t, string(out), gobin+" is NOT on PATH: add it, e.g. echo 'export PATH=\""+gobin+":$PATH\"' >> ~/.profile")
+		}
+	}
+	ver, err := exec.Command(filepath.Join(gobin, "hermes-wasm-exec"), "version").Output()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(ver), "hermes-wasm-exec "), string(ver))
 }
