@@ -260,3 +260,29 @@ func TestMakeInstall(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(ver), "hermes-wasm-exec "), string(ver))
 }
+
+// TestTracebackNamesTheScript: a run's traceback names the file given to
+// run, with its lines, in both modes (before: /script.py or
+// /tmp/hermes-project-…/script.py), and a script from stdin is <stdin>;
+// the variable that carries the name never reaches the script.
+func TestTracebackNamesTheScript(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "myscript.py")
+	require.NoError(t, os.WriteFile(script, []byte("import os\nprint(os.environ.get('HERMES_SCRIPT_NAME'))\ndef f():\n    return 1 / 0\nf()\n"), 0o600))
+	for _, mode := range []string{config.ModeStrict, config.ModeProject} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 1, Run([]string{"run", "--mode", mode, "--workdir", dir, script}, strings.NewReader(""), &out, &errb), errb.String())
+		var res struct{ Status, Output, Error string }
+		require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+		require.True(t, strings.HasPrefix(res.Output, "None\n"), res.Output)
+		require.Contains(t, res.Output, "  File \""+script+"\", line 5, in <module>\n    f()\n", mode)
+		require.Contains(t, res.Output, "  File \""+script+"\", line 4, in f\n    return 1 / 0\n", mode)
+		require.NotContains(t, res.Output, "/script.py\"", mode)
+		require.NotContains(t, res.Output, "hermes-project-", mode)
+	}
+	var out bytes.Buffer
+	require.Equal(t, 1, Run([]string{"run", "--mode", "strict", "-"}, strings.NewReader("def f(:\n"), &out, io.Discard))
+	var res struct{ Output string }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+	require.Contains(t, res.Output, "  File \"<stdin>\", line 1\n    def f(:\n")
+}

@@ -120,7 +120,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ex := executor.New(executor.Options{Config: &cfg, Logger: cli.ExecutorLogger(logLevel, stderr), Progress: stderr, RPCTransport: transport, Approver: approver})
 	defer ex.Close(context.Background())
 
-	req := executor.Request{Code: script, Mode: mode, Workdir: *workdir, Kind: kind}
+	req := executor.Request{Code: script, Mode: mode, Workdir: *workdir, Kind: kind, ScriptName: pos[0]}
+	if pos[0] == "-" {
+		req.ScriptName = "<stdin>"
+	}
 	if timeout > 0 {
 		req.Timeout = timeout
 	}

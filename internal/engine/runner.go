@@ -12,6 +12,11 @@ const StubName = "hermes_tools.py"
 // ScriptName is the file name the script is saved under.
 const ScriptName = "script.py"
 
+// ScriptNameEnv, in a one-shot run's environment, is the name the runner
+// gives the script's code (executor.Request.ScriptName), for tracebacks; the
+// runner removes it from the environment before the script runs.
+const ScriptNameEnv = "HERMES_SCRIPT_NAME"
+
 // Runner is the Python entry point of every execution, in both modes:
 // `python _hermes_runner.py SCRIPT` (project mode), or
 // `python -c PROGRAM SCRIPT` (strict mode, whose -c program imports it, so

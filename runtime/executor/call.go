@@ -46,6 +46,7 @@ type call struct {
 	timeout  time.Duration
 	maxCalls int
 	spillDir string
+	script   string // the name tracebacks give the script (Request.ScriptName)
 	kind     string
 	approver Approver
 	grants   *approval.SessionGrants // the session's approvals
@@ -222,6 +223,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		c.maxCalls = *req.MaxToolCalls
 	}
 	c.spillDir = e.spillDir()
+	c.script = req.ScriptName
 	c.enabled = engine.ToolSet(req.Tools)
 	return c, Result{}, nil
 }

@@ -99,6 +99,12 @@ type Request struct {
 	// Workdir is the session working dir the tools act on; empty means the
 	// current directory.
 	Workdir string
+	// ScriptName is the name a one-shot run's tracebacks and warnings give
+	// the script (its code object's file name), such as the file `run` was
+	// given; line numbers are the script's own. Empty: the path the
+	// interpreter ran it from. A session call ignores it (cells are named
+	// by the kernel).
+	ScriptName string
 	// Timeout overrides code_execution.timeout when positive.
 	Timeout time.Duration
 	// MaxToolCalls overrides code_execution.max_tool_calls when non-nil.

@@ -383,7 +383,11 @@ func (e *Executor) projectEngine(c *call) *nativeengine.Engine {
 func (e *Executor) request(c *call, code string) engine.Request {
 	var env []string
 	if c.session == "" {
-		env = engine.ChildEnv(e.environ, c.envOpts, c.inject, c.enabled)
+		inject := c.inject
+		if c.script != "" {
+			inject = append(slices.Clip(inject), engine.ScriptNameEnv+"="+c.script)
+		}
+		env = engine.ChildEnv(e.environ, c.envOpts, inject, c.enabled)
 	}
 	return engine.Request{
 		Code:          code,

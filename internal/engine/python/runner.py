@@ -87,11 +87,20 @@ def _hermes_main():
     _session_dir_first(__name__ == "__main__")
     path = sys.argv[1]
     sys.argv = [path] + sys.argv[2:]
+    # The name tracebacks give the script (the file `run` was given), its
+    # source registered so they show its lines; gone from the environment
+    # before the script runs.
+    import os
+    name = os.environ.pop("HERMES_SCRIPT_NAME", "") or path
     report = {"kind": "ok", "code": 0}
     try:
         with open(path, "rb") as f:
             source = f.read()
-        code = compile(source, path, "exec", dont_inherit=True)
+        if name != path:
+            import linecache
+            text = source.decode("utf-8", "replace")
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+        code = compile(source, name, "exec", dont_inherit=True)
         main = _fresh_main()
         main.__file__ = path
         exec(code, main.__dict__)
@@ -102,7 +111,7 @@ def _hermes_main():
     except SystemExit as e:
         report = {"kind": "exit", "code": _exit_code(e)}
     except BaseException as e:
-        report = _exception_report(e, path)
+        report = _exception_report(e, name)
     _flush()
     if report["kind"] == "exception":
         hermes_tools._report_exit(report)
