@@ -162,6 +162,15 @@ func TestMissingWorkdirOneRule(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, want)
+	// serve (and the Go API beneath it) say the same in the call's result.
+	code, stdout, stderr = child(t, []string{"HERMES_HOME=" + t.TempDir()}, `{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"print(1)","mode":"strict","workdir":"`+missing+`"}}`+"\n", "serve")
+	require.Equal(t, 0, code, stderr)
+	var resp struct {
+		Result struct{ Status, Error string } `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &resp), stdout)
+	require.Equal(t, config.StatusError, resp.Result.Status)
+	require.Equal(t, "the working dir "+missing+" does not exist: create it (mkdir -p "+missing+") or pass another", resp.Result.Error)
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	errb.Reset()

@@ -3,7 +3,9 @@ package executor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -105,7 +107,6 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 		// there: the working dir is the backend's (terminal.cwd).
 		wd = be.Cwd()
 	} else if wd, err = ResolveWorkdir(req.Workdir); err != nil {
-		err = fmt.Errorf("working dir: %w", err)
 		return nil, failed(mode, err), err
 	}
 	for _, m := range []map[string]ToolHandler{e.tools, req.ToolHandlers} {
@@ -288,24 +289,37 @@ func (e *Executor) inject(guest bool) []string {
 
 // ResolveWorkdir is the working-dir rule every front end applies: "" is
 // the current directory; the result is absolute and must be an existing
-// directory.
+// directory. Its error says what to do (create the dir, or pass another),
+// in the same words in run, serve, mcp and the Go API.
 func ResolveWorkdir(dir string) (string, error) {
 	if dir == "" {
 		dir = "."
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("the working dir %s cannot be used: %w", dir, err)
 	}
 	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", &workdirError{fmt.Sprintf("the working dir %s does not exist: create it (mkdir -p %s) or pass another", abs, abs), err}
+	case err != nil:
+		return "", fmt.Errorf("the working dir %s cannot be used: %w", abs, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("the working dir %s is a file, not a directory: pass a directory", abs)
 	}
 	return abs, nil
 }
+
+// workdirError is ResolveWorkdir's error for a dir that is not there: its
+// text says what to do, and it wraps the cause (fs.ErrNotExist).
+type workdirError struct {
+	msg string
+	err error
+}
+
+func (e *workdirError) Error() string { return e.msg }
+func (e *workdirError) Unwrap() error { return e.err }
 
 // toolEnvMemo keeps the last tool environment built (the scrubbed host
 // environment plus the injected variables, which terminal commands get),

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-agent/hermes-wasm-exec/config"
+	"github.com/hermes-agent/hermes-wasm-exec/runtime/executor"
 )
 
 // Command describes one subcommand for its own help (`hermes-wasm-exec
@@ -301,19 +300,12 @@ func orList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
-// CheckWorkdir is the one rule of every front end for a working dir that
-// is not there: "" when dir is a directory, else what to do. (The
-// executor would fail every call in it.)
+// CheckWorkdir is the one rule of every front end for a working dir
+// (executor.ResolveWorkdir's): "" when dir can be used, else what to do,
+// naming the flag that sets it.
 func CheckWorkdir(dir string) string {
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-		return ""
-	case err == nil:
-		return fmt.Sprintf("the working dir %s is a file, not a directory: pass a directory with --workdir", dir)
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("the working dir %s does not exist: create it (mkdir -p %s) or pass another with --workdir", dir, dir)
-	default:
-		return fmt.Sprintf("the working dir %s cannot be used: %v", dir, err)
+	if _, err := executor.ResolveWorkdir(dir); err != nil {
+		return err.Error() + " with --workdir"
 	}
+	return ""
 }
