@@ -160,19 +160,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hermes-wasm-exec bench: %s: %v\n", what, err)
 		return cli.ExitFailed
 	}
-	// Progress on stderr: what is measured next, then each row as it is
-	// done, with the time so far (the table comes at the end, on stdout).
-	start, shown := time.Now(), 0
-	progress := func(next string) {
-		for _, r := range rows[shown:] {
-			fmt.Fprintf(stderr, "bench: %s: %s (%s in)\n", r.name, r.value, time.Since(start).Round(time.Second))
-		}
-		shown = len(rows)
-		if next != "" {
-			fmt.Fprintf(stderr, "bench: measuring %s...\n", next)
-		}
-	}
+	bp := &benchProgress{w: stderr, start: time.Now()}
 	fmt.Fprintf(stderr, "bench: %d repetitions of each measurement; about %s on two cores (--n sets the repetitions)\n", n, benchEstimate(n))
+	progress := func(next string) { bp.update(rows, next) }
 	progress("a cold compile")
 
 	// Every executor of the bench, and every `run` it starts, uses this
@@ -359,6 +349,27 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	stdout.Write(b.Bytes())
 	return cli.ExitOK
+}
+
+// benchProgress says on stderr what bench measures next, then each row
+// as it is done, with the time so far (the table comes at the end, on
+// stdout).
+type benchProgress struct {
+	w     io.Writer
+	start time.Time
+	shown int // rows already shown
+}
+
+// update shows the rows not shown yet, then what is measured next (none
+// when next is empty).
+func (p *benchProgress) update(rows []row, next string) {
+	for _, r := range rows[p.shown:] {
+		fmt.Fprintf(p.w, "bench: %s: %s (%s in)\n", r.name, r.value, time.Since(p.start).Round(time.Second))
+	}
+	p.shown = len(rows)
+	if next != "" {
+		fmt.Fprintf(p.w, "bench: measuring %s...\n", next)
+	}
 }
 
 // benchEstimate is about how long a bench of n repetitions takes on two

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -294,4 +296,21 @@ func TestTracebackNamesTheScript(t *testing.T) {
 	var res struct{ Output string }
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
 	require.Contains(t, res.Output, "  File \"<stdin>\", line 1\n    def f(:\n")
+}
+
+// TestBenchProgress: bench says what it measures as it goes, each row as
+// it is done (before: two minutes of silence, then the whole table).
+func TestBenchProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := &benchProgress{w: &b, start: time.Now()}
+	rows := []row{{"cold compile (empty cache)", "2200 ms", ""}}
+	p.update(rows, "starts with a warm cache")
+	rows = append(rows, row{"start with a warm cache", "120 ms", ""}, row{"print(1) in a warm process", "8 ms", ""})
+	p.update(rows, "")
+	got := regexp.MustCompile(`\(\d+s in\)`).ReplaceAllString(b.String(), "(Ns in)")
+	require.Equal(t, "bench: cold compile (empty cache): 2200 ms (Ns in)\n"+
+		"bench: measuring starts with a warm cache...\n"+
+		"bench: start with a warm cache: 120 ms (Ns in)\n"+
+		"bench: print(1) in a warm process: 8 ms (Ns in)\n", got)
+	require.Equal(t, 2*time.Minute+30*time.Second, benchEstimate(5), "the measured figure the help and docs give")
 }
