@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,67 @@ func TestMCPHTTPNodeClient(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), "401")
+}
+
+// TestMCPDocEntryNodeClient: docs/mcp.md's client entry works as written
+// (issue 33): after `make install` puts hermes-wasm-exec on PATH, the
+// official TypeScript MCP client starts the entry's command with its
+// arguments (the project path made a real dir) and calls execute_code.
+func TestMCPDocEntryNodeClient(t *testing.T) {
+	t.Parallel()
+	node, dir := nodeMCPSDK(t)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "mcp.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```json\n(\\{\"mcpServers\".*?)\n```").FindSubmatch(doc)
+	require.NotNil(t, m, "docs/mcp.md has an mcpServers entry in a json block")
+	var conf struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(m[1], &conf))
+	entry, ok := conf.MCPServers["hermes"]
+	require.True(t, ok, "the entry is named hermes")
+	project := t.TempDir()
+	for i, a := range entry.Args {
+		if a == "/path/to/project" {
+			entry.Args[i] = project
+		}
+	}
+	entryFile := filepath.Join(t.TempDir(), "entry.json")
+	b, err := json.Marshal(entry)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(entryFile, b, 0o600))
+
+	gobin := t.TempDir()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	install := exec.Command("make", "-s", "install")
+	install.Dir = root
+	install.Env = append(os.Environ(), "GOBIN="+gobin, "GO="+goTool)
+	out, err := install.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	script := filepath.Join(dir, fmt.Sprintf("stdio-client-%d.mjs", os.Getpid()))
+	client, err := os.ReadFile("../../testdata/clients/mcp_stdio_client.mjs")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(script, client, 0o644))
+	t.Cleanup(func() { os.Remove(script) })
+	cmd := exec.Command(node, script, entryFile)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+gobin+":/usr/local/bin:/usr/bin:/bin", "HERMES_HOME="+t.TempDir())
+	res, err := cmd.Output()
+	require.NoError(t, err, "%s", res)
+	var got struct {
+		Tools  []string `json:"tools"`
+		Text   string   `json:"text"`
+		Status string   `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(res, &got), "%s", res)
+	require.Equal(t, []string{"execute_code"}, got.Tools)
+	require.Equal(t, "success", got.Status, got.Text)
+	require.Equal(t, "42 (3, 13)\n", got.Text)
 }
