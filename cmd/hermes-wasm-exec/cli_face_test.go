@@ -314,3 +314,29 @@ func TestBenchProgress(t *testing.T) {
 		"bench: print(1) in a warm process: 8 ms (Ns in)\n", got)
 	require.Equal(t, 2*time.Minute+30*time.Second, benchEstimate(5), "the measured figure the help and docs give")
 }
+
+// TestApprovalPromptOnlyOnATerminal: /dev/null is a character device but
+// not a terminal: nobody answers there, so run asks no question on it
+// (before: the approval prompt was printed with stdin /dev/null), and
+// `run -` says how to end the script only when stdin is a terminal.
+func TestApprovalPromptOnlyOnATerminal(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	require.False(t, isTerminal(null), os.DevNull)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	require.False(t, isTerminal(r), "a pipe")
+	require.False(t, isTerminal(strings.NewReader("")), "not a file")
+
+	// A script that needs approval, with stdin /dev/null: blocked without
+	// a question.
+	script := filepath.Join(t.TempDir(), "s.py")
+	require.NoError(t, os.WriteFile(script, []byte("from hermes_tools import terminal\nprint(terminal('rm -rf /tmp/hermes-nothing-here-xyz')['output'])\n"), 0o600))
+	var out, errb bytes.Buffer
+	Run([]string{"run", "--mode", "strict", "--workdir", t.TempDir(), script}, null, &out, &errb)
+	require.NotContains(t, errb.String(), "Approve this command?")
+	require.NotContains(t, errb.String(), "reading the script from the terminal")
+}
