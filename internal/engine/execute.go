@@ -133,9 +133,7 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 	broker := NewBroker(req.Tools, req.MaxToolCalls, req.Enabled)
 	stdout := newCapture(StdoutLimits(req.SpillDir))
 	stderr := newCapture(stderrLimits)
-	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
-	defer cancel()
-	outcome, runErr := eng.Run(runCtx, &Job{
+	job := &Job{
 		Code:          req.Code,
 		Env:           env,
 		Workdir:       req.Workdir,
@@ -145,7 +143,24 @@ func Execute(ctx context.Context, eng Engine, req Request) (Result, error) {
 		MemoryLimitMB: req.MemoryLimitMB,
 		DiskLimitMB:   req.DiskLimitMB,
 		ProcessLimits: req.ProcessLimits,
-	})
+	}
+	var live *liveOutput
+	if req.Output != nil {
+		// The captures see the output first: the result is the same with
+		// or without someone following it.
+		live = newLiveOutput(req.Output, LiveInterval, LiveChunkMax)
+		job.Stdout = teeWriter{stdout, liveWriter{live, 0}}
+		job.Stderr = teeWriter{stderr, liveWriter{live, 1}}
+		job.FlushAfter = LiveInterval
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+	outcome, runErr := eng.Run(runCtx, job)
+	if live != nil {
+		// The engine has handed over all the run's output: the last of it
+		// goes out now, and nothing after Execute returns.
+		live.close()
+	}
 
 	out := stdout.Finish()
 	errOut := stderr.Finish()

@@ -60,6 +60,12 @@ type Request struct {
 	// Logger receives the run's log events (nil discards them): "stdout
 	// spill failed" when a truncated stdout could not be saved in SpillDir.
 	Logger *slog.Logger
+	// Output, when not nil, receives the script's stdout and stderr while
+	// it runs (live output): in order per stream, from one goroutine at a
+	// time, coalesced to at most one call per [LiveInterval] per stream
+	// and [LiveChunkMax] bytes per call, and never after [Execute]
+	// returns. The result is the same with or without it.
+	Output OutputFunc
 }
 
 // ToolFunc runs one tool with its JSON arguments and returns the tool's
@@ -77,8 +83,14 @@ type Job struct {
 	// Workdir is the session working dir.
 	Workdir string
 	// Stdout and Stderr receive the interpreter's output through the
-	// streaming limits. Engines must not buffer it elsewhere.
+	// streaming limits. Engines must not buffer it elsewhere, except in
+	// chunks they hand over when the interpreter ends (or a kernel's cell
+	// does) and, when FlushAfter is set, within FlushAfter.
 	Stdout, Stderr io.Writer
+	// FlushAfter, when positive, is the longest an engine may hold output
+	// before handing it to Stdout or Stderr: someone follows it live
+	// (Request.Output). Zero: until a chunk fills or the run ends.
+	FlushAfter time.Duration
 	// Broker serves the script's tool calls and receives its exit report.
 	Broker *Broker
 	// MemoryLimitMB caps the interpreter's memory where the engine can.

@@ -59,6 +59,7 @@ type call struct {
 	// backend is the remote backend the tools act in, and where a
 	// project-mode script runs; nil for this host.
 	backend backend.Backend
+	output  engine.OutputFunc // Request.Output
 }
 
 // shell is the dialect of the shell c's terminal() commands run with: a
@@ -127,7 +128,7 @@ func (e *Executor) prepare(ctx context.Context, req Request, m requestMode, part
 			"use sandbox: none to run project-mode scripts on the backend, or terminal.backend: local", sandbox, e.cfg.Terminal.Backend)
 		return nil, failed(mode, err), err
 	}
-	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: m.kind, approver: req.Approver, grants: parts.grants, session: req.Session}
+	c := &call{mode: mode, sandbox: mode == config.ModeProject && sandbox == config.SandboxWasm, workdir: wd, backend: be, kind: m.kind, approver: req.Approver, grants: parts.grants, session: req.Session, output: req.Output}
 	c.handlers = e.tools
 	if len(req.ToolHandlers) > 0 || len(delegate) > 0 {
 		c.handlers = maps.Clone(e.tools)

@@ -166,6 +166,20 @@ type Request struct {
 	// running kernel's scripts see them after a reset. Host-managed
 	// credentials are refused with a warning event.
 	SkillEnv []string
+	// Output, when not nil, receives what the script prints while it
+	// runs (live output), in every mode, one-shot or in a session kernel:
+	// stream is "stdout" or "stderr", chunk the bytes (the function's to
+	// keep). It is called in order per stream, from one goroutine at a
+	// time, and never after Execute (or Call.Wait) returns; output is
+	// coalesced to at most one call per 100 ms per stream, each of at
+	// most 64 KiB (what a script prints past that within 100 ms is left
+	// out of the live output, with a line saying how much; the result
+	// has it). A chunk is whole UTF-8 when the output is. The function
+	// should return quickly: the last call delays the result, and a
+	// blocked one holds it. The result is the same with or without
+	// Output: everything printed is in it, a timeout or an interrupt
+	// included (docs/behaviour.md §5).
+	Output func(stream string, chunk []byte)
 }
 
 // Executor runs scripts. It is safe for concurrent use. Close it to end

@@ -404,6 +404,7 @@ func (e *Executor) request(c *call, code string) engine.Request {
 		Tools:         e.toolFunc(c),
 		Enabled:       c.enabled,
 		Logger:        e.log,
+		Output:        c.output,
 	}
 }
 

@@ -90,7 +90,7 @@ func (s *Engine) startKernel(ctx context.Context, spec engine.KernelSpec, projec
 	}
 	k.sums.wasm, k.sums.stdlib = c.wasmSum, c.stdlibSum
 	startErr := &boundedBuffer{max: maxStartStderr}
-	k.stderr.set(startErr)
+	k.stderr.set(startErr, 0)
 	// From the snapshot the kernel runs in steps (and can be suspended);
 	// started in full, its loop runs in the interpreter (hermes_main).
 	opts := instanceOptions{cellStop: k.runningCellStop, mem: k.mem, snapshot: box.snapshotOK, resume: img, resumeBase: resumeBase, started: k.started}
@@ -287,8 +287,8 @@ func (k *strictKernel) Run(ctx context.Context, job *engine.Job) (engine.Outcome
 	stop := ctx.Done()
 	k.cellStop.Store(&stop)
 	k.mem.rearm()
-	k.stdout.set(job.Stdout)
-	k.stderr.set(job.Stderr)
+	k.stdout.set(job.Stdout, job.FlushAfter)
+	k.stderr.set(job.Stderr, job.FlushAfter)
 	k.inCell.Store(true)
 	defer func() {
 		k.inCell.Store(false)

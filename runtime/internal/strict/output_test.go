@@ -124,7 +124,7 @@ func TestGuestOutput(t *testing.T) {
 	require.Equal(t, 7, n)
 
 	var w countingWriter
-	g.set(&w)
+	g.set(&w, 0)
 	for range 1000 {
 		g.Write([]byte("0123456789\n")) // 11 KB in small writes
 	}
@@ -146,7 +146,7 @@ func TestGuestOutput(t *testing.T) {
 	// set and discard hand over what is held before switching.
 	g.Write([]byte("tail"))
 	var next countingWriter
-	g.set(&next)
+	g.set(&next, 0)
 	require.True(t, strings.HasSuffix(w.buf.String(), "tail"))
 	g.Write([]byte("for next"))
 	g.discard()
@@ -154,6 +154,45 @@ func TestGuestOutput(t *testing.T) {
 	g.Write([]byte("dropped again"))
 	g.flush()
 	require.Equal(t, "for next", next.buf.String())
+}
+
+// TestGuestOutputFlushAfter: with a writer set with an interval (someone
+// follows the output live), what is held is handed over within it without
+// a flush; once discarded, a timer left over writes nothing.
+func TestGuestOutputFlushAfter(t *testing.T) {
+	var g guestOutput
+	w := &notifyingWriter{wrote: make(chan string, 10)}
+	g.set(w, 5*time.Millisecond)
+	g.Write([]byte("print 1\n"))
+	select {
+	case got := <-w.wrote:
+		require.Equal(t, "print 1\n", got)
+	case <-time.After(time.Minute):
+		t.Fatal("held output was not handed over")
+	}
+	g.Write([]byte("print 2\n"))
+	g.discard()
+	require.Equal(t, "print 2\n", <-w.wrote, "discard hands it over")
+	g.Write([]byte("dropped"))
+	g.flush()
+	require.Empty(t, w.wrote)
+
+	// Without an interval, output waits for a flush.
+	g.set(w, 0)
+	g.Write([]byte("held"))
+	g.mu.Lock()
+	require.Nil(t, g.timer, "no timer without an interval")
+	g.mu.Unlock()
+	g.flush()
+	require.Equal(t, "held", <-w.wrote)
+}
+
+// notifyingWriter reports each write on wrote.
+type notifyingWriter struct{ wrote chan string }
+
+func (w *notifyingWriter) Write(p []byte) (int, error) {
+	w.wrote <- string(p)
+	return len(p), nil
 }
 
 type countingWriter struct {

@@ -77,7 +77,7 @@ func benchPhases(t *testing.B, script string, runner, scratch bool) {
 		mark("newSandbox")
 		var out guestOutput
 		var buf bytes.Buffer
-		out.set(&buf)
+		out.set(&buf, 0)
 		mem := newInstanceMemory(c.limit)
 		t.Cleanup(mem.done)
 		if scratch {

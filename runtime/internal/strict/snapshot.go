@@ -435,7 +435,7 @@ func (s *Engine) makeSnapshot(ctx context.Context, c *compiled) (*snapshot, erro
 	var stdout, stderr guestOutput
 	errs := &boundedBuffer{max: maxStartStderr}
 	stdout.discard()
-	stderr.set(errs)
+	stderr.set(errs, 0)
 	// The guest's monotonic clock starts at 0 here; the snapshot keeps its
 	// reading for the instances restored from it (snapshot.clock).
 	start := time.Now()

@@ -412,8 +412,8 @@ func (s *Engine) run(ctx context.Context, job *engine.Job, project *projectRoot)
 	}
 	defer box.close()
 	var stdout, stderr guestOutput
-	stdout.set(job.Stdout)
-	stderr.set(job.Stderr)
+	stdout.set(job.Stdout, job.FlushAfter)
+	stderr.set(job.Stderr, job.FlushAfter)
 	mc := box.moduleConfig(&stdout, &stderr).
 		WithArgs(box.args("-c", runnerCommand, box.lib+engine.ScriptName)...)
 	err = s.startWith(box.ctx, c, mc, instanceOptions{snapshot: box.snapshotOK})
@@ -978,28 +978,34 @@ func (b *sandbox) moduleConfig(stdout, stderr io.Writer) wazero.ModuleConfig {
 // inline limit) is not called a hundred thousand times by a print loop.
 // The chunk is the only buffering, and it is host memory: flush, set and
 // discard hand it over, and the engine calls them whenever an instance or
-// a cell ends, whatever ended it. It is safe for concurrent use (a kernel
-// switches writers between cells while its instance runs).
+// a cell ends, whatever ended it; when the writer was set with a positive
+// every (someone follows the output live: engine.Job.FlushAfter), what is
+// held is also handed over at most every after it was written. It is safe
+// for concurrent use (a kernel switches writers between cells while its
+// instance runs).
 type guestOutput struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	every time.Duration
+	timer *time.Timer // armed while buf holds output and every is set
 }
 
 // outputChunk is the most guestOutput holds before passing it on.
 const outputChunk = 32 << 10
 
-// set hands what is held to the current writer, then makes w current.
-func (g *guestOutput) set(w io.Writer) {
+// set hands what is held to the current writer, then makes w current,
+// with what it writes held at most every when every is positive.
+func (g *guestOutput) set(w io.Writer, every time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.flushLocked()
-	g.w = w
+	g.w, g.every = w, every
 }
 
 // discard hands what is held to the current writer and drops later
 // writes until the next set.
-func (g *guestOutput) discard() { g.set(nil) }
+func (g *guestOutput) discard() { g.set(nil, 0) }
 
 // flush hands what is held to the current writer.
 func (g *guestOutput) flush() {
@@ -1013,6 +1019,10 @@ func (g *guestOutput) flushLocked() {
 		g.w.Write(g.buf) // the capture never fails; nothing to retry
 	}
 	g.buf = g.buf[:0]
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
 }
 
 func (g *guestOutput) Write(p []byte) (int, error) {
@@ -1032,6 +1042,11 @@ func (g *guestOutput) Write(p []byte) (int, error) {
 		} else {
 			g.buf = append(g.buf, p...)
 		}
+	}
+	if len(g.buf) > 0 && g.every > 0 && g.timer == nil {
+		// A timer that fires after a flush or a set finds nothing held,
+		// or the next writer's output, which it hands over early.
+		g.timer = time.AfterFunc(g.every, g.flush)
 	}
 	return len(p), nil
 }
