@@ -11,8 +11,8 @@ import (
 )
 
 // TestServeFromPython runs testdata/clients/serve_demo.py, the Python agent
-// host example of docs/serve.md: a session kernel, a delegated web_search and
-// a denied approval, through `serve` (the test binary acting as the CLI).
+// host example of docs/serve.md: a session kernel, a delegated web_search, a
+// denied approval and a streamed call, through `serve` (the test binary acting as the CLI).
 func TestServeFromPython(t *testing.T) {
 	if goruntime.GOOS == "windows" {
 		t.Skip("Windows: the demo runs serve with --rpc-transport unix, and Windows' python has no AF_UNIX sockets (nor is there a Windows CPython under wine); it runs on Linux and macOS")
@@ -32,6 +32,6 @@ func TestServeFromPython(t *testing.T) {
 			stderr = string(ee.Stderr)
 		}
 		require.NoError(t, err, stderr)
-		require.JSONEq(t, `{"state": ["42", 2], "delegated": "From the host: wasm", "blocked": [true, true], "asked": ["script"]}`, string(out))
+		require.JSONEq(t, `{"state": ["42", 2], "delegated": "From the host: wasm", "blocked": [true, true], "asked": ["script"], "streamed": ["live\n", {"stdout": "live\n", "stderr": "err\n"}]}`, string(out))
 	})
 }

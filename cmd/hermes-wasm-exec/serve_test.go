@@ -90,6 +90,7 @@ type serveClient struct {
 	tool    func(toolCallParams) map[string]any
 
 	other      chan testMsg // responses nobody waits for (id null, ...)
+	outputs    chan testMsg // output notifications, in arrival order
 	asks       chan approveParams
 	asked      atomic.Int32
 	toolCalls  chan toolCallParams
@@ -100,7 +101,7 @@ type serveClient struct {
 func newServeClient(r io.Reader, w io.Writer) *serveClient {
 	c := &serveClient{
 		w: w, waiting: map[string]chan testMsg{},
-		other: make(chan testMsg, 100), asks: make(chan approveParams, 100),
+		other: make(chan testMsg, 100), outputs: make(chan testMsg, 1000), asks: make(chan approveParams, 100),
 		toolCalls: make(chan toolCallParams, 100), closed: make(chan struct{}),
 	}
 	go c.read(r)
@@ -130,6 +131,11 @@ func (c *serveClient) read(r io.Reader) {
 			c.mu.Lock()
 			c.bad = append(c.bad, string(line))
 			c.mu.Unlock()
+			continue
+		}
+		if m.Method == "output" {
+			// Before any later line (the call's response) is handed on.
+			c.outputs <- m
 			continue
 		}
 		if m.Method == "tool_call" {
@@ -1463,6 +1469,97 @@ func kernelTests(t *testing.T, mode string) {
 		require.Equal(t, 1, kernelOf(t, res).ExecutionCount)
 		require.Contains(t, kernelOf(t, res).Note, "closed after 1s idle (kernel_idle_timeout)", "the note says why the state is gone")
 	})
+}
+
+// outputParams are the params of serve's output notifications.
+type outputParams struct {
+	ID     json.RawMessage `json:"id"`
+	Stream string          `json:"stream"`
+	Text   string          `json:"text"`
+}
+
+// nextOutput waits for the next output notification.
+func (c *serveClient) nextOutput(t *testing.T) outputParams {
+	t.Helper()
+	select {
+	case m := <-c.outputs:
+		require.Nil(t, m.ID, "a notification has no id")
+		var p outputParams
+		require.NoError(t, json.Unmarshal(m.Params, &p))
+		return p
+	case <-time.After(rpcTimeout):
+		t.Fatal("no output notification")
+	}
+	return outputParams{}
+}
+
+// TestServeStream: an execute with stream: true gets what the script
+// prints as output notifications while it runs, before its response: a
+// script printing once a second for 3 s gives at least 3 (each tick's
+// notification arrives while the script waits for a delegated tool call
+// the test answers only once it has it); the result is the same. Without
+// stream, none.
+func TestServeStream(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"strict", "project"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newServeEnv(t, defaultServeConfig)
+			p := e.start()
+			code := "import sys, time\nfrom hermes_tools import web_search\nfor i in range(3):\n    print('tick', i)\n    web_search(str(i))\n    time.sleep(1)\nsys.stderr.write('bye\\n')\nprint('done')\n"
+			for _, session := range []string{"", "s"} {
+				params := map[string]any{"code": code, "mode": mode, "workdir": e.workdir, "stream": true, "delegate_tools": []string{"web_search"}}
+				if session != "" {
+					params["session"] = session
+				}
+				resp := p.start("execute", params)
+				var stdout, stderr strings.Builder
+				notes := 0
+				take := func(n outputParams) {
+					notes++
+					require.NotEmpty(t, n.Text)
+					switch n.Stream {
+					case "stdout":
+						stdout.WriteString(n.Text)
+					case "stderr":
+						stderr.WriteString(n.Text)
+					default:
+						t.Fatalf("output on stream %q", n.Stream)
+					}
+				}
+				var id json.RawMessage
+				for i := range 3 {
+					for !strings.Contains(stdout.String(), fmt.Sprintf("tick %d\n", i)) {
+						n := p.nextOutput(t)
+						id = n.ID
+						take(n)
+					}
+					require.GreaterOrEqual(t, notes, i+1)
+					tc := p.nextToolCall(t)
+					p.respond(tc.ID, map[string]any{"result": map[string]any{"success": true}})
+				}
+				m := wait(t, resp)
+				require.Equal(t, string(m.ID), string(id), "the notifications name the call")
+				// The notifications came before the response: the client
+				// has read them all.
+				for len(p.outputs) > 0 {
+					take(p.nextOutput(t))
+				}
+				res := execResult(t, m)
+				require.Equal(t, "success", res.Status, res.Output)
+				require.Equal(t, "tick 0\ntick 1\ntick 2\ndone\n", res.Output)
+				require.Equal(t, res.Output, stdout.String())
+				require.Equal(t, "bye\n", stderr.String())
+				require.GreaterOrEqual(t, notes, 3)
+			}
+			res := p.exec(t, map[string]any{"code": "print('quiet')", "mode": mode, "workdir": e.workdir, "stream": false})
+			require.Equal(t, "quiet\n", res.Output)
+			require.Empty(t, p.outputs, "no notifications without stream")
+			m := p.call(t, "execute", map[string]any{"code": "print(1)", "stream": "yes"})
+			require.NotNil(t, m.Error)
+			require.Equal(t, "Invalid params: stream must be true or false", m.Error.Message)
+		})
+	}
 }
 
 // ---- Tool delegation: open_session, delegate_tools and tool_call ----

@@ -10,7 +10,9 @@ JSON object per line on the server's stdin/stdout).
 Server-to-client requests are answered by callbacks: `approve(params)`
 returns {"approved": bool, "scope": "once"|"session"|"always"}, and
 `tools[name](args)` answers the `tool_call` of a tool delegated with
-`delegate_tools`. Standard library only; one call at a time per client
+`delegate_tools`, and `on_output(params)` gets the `output` notifications of
+an `execute` sent with `stream=True` ({"id", "stream", "text"}), before its
+result. Standard library only; one call at a time per client
 (use one client per thread, or extend the id bookkeeping).
 """
 import itertools
@@ -23,11 +25,12 @@ class HermesError(Exception):
 
 
 class HermesClient:
-    def __init__(self, argv, approve=None, tools=None, env=None):
+    def __init__(self, argv, approve=None, tools=None, env=None, on_output=None):
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      env=env, text=True, encoding="utf-8", bufsize=1)
         self.approve = approve
         self.tools = tools or {}
+        self.on_output = on_output
         self.ids = itertools.count(1)
 
     def _send(self, obj):
@@ -42,6 +45,10 @@ class HermesClient:
             if not line:
                 raise HermesError("the server closed its output")
             msg = json.loads(line)
+            if "method" in msg and "id" not in msg:  # a notification: a streamed call's output
+                if msg["method"] == "output" and self.on_output is not None:
+                    self.on_output(msg["params"])
+                continue
             if "method" in msg:  # a request from the server
                 self._answer(msg)
                 continue

@@ -48,6 +48,12 @@ func (c *Conn) Send(method string, params any) (*Outgoing, error) {
 	return o, nil
 }
 
+// Notify sends the client a notification (a request without an id,
+// which gets no answer). It is dropped when the connection is gone.
+func (c *Conn) Notify(method string, params any) {
+	c.send(message{JSONRPC: "2.0", Method: method, Params: params})
+}
+
 // newRequestID returns a fresh id for a request to the client: see
 // Outgoing.ID.
 func newRequestID() string {

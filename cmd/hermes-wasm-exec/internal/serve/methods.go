@@ -19,9 +19,10 @@ import (
 // starts); this connection approves what needs approval, and runs the
 // delegated tools: the call's own delegate_tools (override, when not nil),
 // else those it registered for the session (open_session), which the
-// executor takes as the call arrives. The returned function waits for the
-// result.
-func (c *client) execute(id json.RawMessage, req executor.Request, override []string) func() (any, *jsonrpc.Error) {
+// executor takes as the call arrives. With stream, what the script prints
+// goes to the client as output notifications while it runs, all of them
+// before the response. The returned function waits for the result.
+func (c *client) execute(id json.RawMessage, req executor.Request, override []string, stream bool) func() (any, *jsonrpc.Error) {
 	req.Approver = executor.ApproverFunc(func(ctx context.Context, ar executor.ApprovalRequest) (executor.Decision, error) {
 		return c.approve(ctx, id, ar)
 	})
@@ -32,6 +33,14 @@ func (c *client) execute(id json.RawMessage, req executor.Request, override []st
 			req.ToolHandlers[tool] = func(ctx context.Context, args json.RawMessage) map[string]any {
 				return c.toolCall(ctx, executor.DelegatedCall{Session: req.Session, Tool: tool, Args: args, Tag: id})
 			}
+		}
+	}
+	if stream {
+		// The executor calls this from one goroutine, and never after the
+		// call's result, which is answered after Wait: the notifications
+		// come in order, before the response.
+		req.Output = func(stream string, chunk []byte) {
+			c.conn.Notify("output", outputParams{ID: jsonrpc.IDOrNull(id), Stream: stream, Text: string(chunk)})
 		}
 	}
 	ctx, cancel := context.WithCancelCause(c.s.ctx)
@@ -46,6 +55,15 @@ func (c *client) execute(id json.RawMessage, req executor.Request, override []st
 		c.s.logf("serve: -> execute id=%s session=%s status=%s in %v", jsonrpc.IDOrNull(id), req.Session, res.Status, time.Since(start).Round(time.Millisecond))
 		return res, nil
 	}
+}
+
+// outputParams are the params of an output notification: a chunk of what
+// the script of execute request id printed on stream ("stdout" or
+// "stderr").
+type outputParams struct {
+	ID     json.RawMessage `json:"id"`
+	Stream string          `json:"stream"`
+	Text   string          `json:"text"`
 }
 
 func (c *client) interrupt(params json.RawMessage) (any, *jsonrpc.Error) {

@@ -54,7 +54,7 @@ func sessionOrDefault(p map[string]json.RawMessage) (string, *jsonrpc.Error) {
 // executeParams are execute's parameters. command is not one: it is
 // accepted only to answer a terminal call sent to execute_code with
 // Hermes's message (executor.CommandNotCodeMessage).
-var executeParams = []string{"code", "session", "mode", "sandbox", "workdir", "reset", "parent_session", "inherit_parent", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "command"}
+var executeParams = []string{"code", "session", "mode", "sandbox", "workdir", "reset", "parent_session", "inherit_parent", "kind", "tools", "enabled_tools", "timeout", "max_tool_calls", "delegate_tools", "skill_env", "stream", "command"}
 
 // toolListParam decodes a list of tool names: as in Hermes, names that are
 // not one of the seven (vision_analyze, delegate_task, ...) are dropped
@@ -105,26 +105,32 @@ func namesParam(p map[string]json.RawMessage, name string) ([]string, *jsonrpc.E
 }
 
 // executeRequest turns execute's params into an executor request, and
-// returns the call's own delegate_tools (nil when not given). problem is
+// returns the call's own delegate_tools (nil when not given) and whether
+// it asked for its output live (stream). problem is
 // Hermes's message for a misdirected call (a command instead of code, a
 // code that is not a string): the call is then answered with it.
-func executeRequest(params json.RawMessage) (req executor.Request, delegate []string, problem string, rerr *jsonrpc.Error) {
+func executeRequest(params json.RawMessage) (req executor.Request, delegate []string, stream bool, problem string, rerr *jsonrpc.Error) {
 	p, rerr := jsonrpc.ParamsObject(params, executeParams...)
 	if rerr != nil {
-		return req, nil, "", rerr
+		return req, nil, false, "", rerr
 	}
 	// Hermes looks at the arguments as sent, nulls included.
 	raw := map[string]json.RawMessage{}
 	_ = json.Unmarshal(params, &raw)
 	if req.Code, problem = executor.CodeArgument(raw); problem != "" {
 		req.Mode, _ = stringParam(p, "mode", false)
-		return req, nil, problem, nil
+		return req, nil, false, problem, nil
 	}
 	if req, rerr = executeParamsRequest(p, req.Code); rerr != nil {
-		return req, nil, "", rerr
+		return req, nil, false, "", rerr
+	}
+	if raw, ok := p["stream"]; ok {
+		if json.Unmarshal(raw, &stream) != nil {
+			return req, nil, false, "", jsonrpc.InvalidParams("stream must be true or false")
+		}
 	}
 	delegate, rerr = toolListParam(p, "delegate_tools")
-	return req, delegate, "", rerr
+	return req, delegate, stream, "", rerr
 }
 
 func executeParamsRequest(p map[string]json.RawMessage, code string) (executor.Request, *jsonrpc.Error) {

@@ -249,10 +249,11 @@ func (c *client) handle(r *jsonrpc.Request) {
 	}
 	var req executor.Request
 	var override []string
+	var stream bool
 	if method == "execute" {
 		var rerr *jsonrpc.Error
 		var problem string
-		if req, override, problem, rerr = executeRequest(params); rerr != nil {
+		if req, override, stream, problem, rerr = executeRequest(params); rerr != nil {
 			c.conn.Reply(id, nil, rerr)
 			return
 		}
@@ -270,7 +271,7 @@ func (c *client) handle(r *jsonrpc.Request) {
 	}
 	var call func() (any, *jsonrpc.Error)
 	if method == "execute" {
-		call = c.execute(id, req, override) // takes the session's place now, in arrival order
+		call = c.execute(id, req, override, stream) // takes the session's place now, in arrival order
 	}
 	c.conn.Go(func() {
 		defer c.s.calls.Done()
