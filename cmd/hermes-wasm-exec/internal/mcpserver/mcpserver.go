@@ -322,6 +322,64 @@ type mcpRun struct {
 	res    executor.Result
 	asks   chan *mcpAsk // approval questions for the client (multi round trip)
 	asking *mcpAsk      // the question the client was sent (pending runs)
+
+	// outMu guards out, and is held while output is sent to it, so that
+	// nothing is sent for a call once it stopped following the run.
+	outMu sync.Mutex
+	out   *outputTarget // the call waiting for the run, if it has a progress token
+	sent  float64       // bytes of output sent: the progress value
+	// unfollow ends the first call's following (set by start).
+	unfollow func()
+}
+
+// outputTarget is a tools/call request waiting for its run that carries
+// a progress token: the script's output goes to it as progress
+// notifications while it runs.
+type outputTarget struct {
+	ctx   context.Context // the request's: the notifications go with it
+	ss    *mcp.ServerSession
+	token any // the request's progressToken
+}
+
+// follow makes req's call (ctx its context) the one the run's output goes
+// to, until the returned function is called; a call without a progress
+// token gets none, and output meanwhile is dropped.
+func (run *mcpRun) follow(ctx context.Context, req *mcp.CallToolRequest) (unfollow func()) {
+	var t *outputTarget
+	if token := req.Params.GetProgressToken(); token != nil {
+		t = &outputTarget{ctx: ctx, ss: req.Session, token: token}
+	}
+	run.outMu.Lock()
+	run.out = t
+	run.outMu.Unlock()
+	return func() {
+		run.outMu.Lock()
+		if run.out == t {
+			run.out = nil
+		}
+		run.outMu.Unlock()
+	}
+}
+
+// outputMeta is the _meta key of a progress notification naming the
+// stream its message is from ("stdout" or "stderr").
+const outputMeta = "hermes-wasm-exec/stream"
+
+// output sends a chunk of the run's output to the call following it, if
+// any (executor.Request.Output: one chunk at a time, never after the run).
+func (run *mcpRun) output(stream string, chunk []byte) {
+	run.outMu.Lock()
+	defer run.outMu.Unlock()
+	t := run.out
+	if t == nil {
+		return
+	}
+	run.sent += float64(len(chunk))
+	_ = t.ss.NotifyProgress(t.ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: t.token, Progress: run.sent,
+		Message: strings.ToValidUTF8(string(chunk), "\uFFFD"),
+		Meta:    mcp.Meta{outputMeta: stream},
+	})
 }
 
 // mcpAsk is an approval question and where its answer goes (nil: none).
@@ -569,6 +627,7 @@ func (m *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 		run.asking.answer <- answer
 		run.asking = nil
+		defer run.follow(ctx, req)()
 	} else {
 		in, problem := codeInput(req.Params.Arguments)
 		if problem != "" {
@@ -580,7 +639,8 @@ func (m *Server) executeCode(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		if closed {
 			return errorResult(errors.New("the connection is closed")), nil
 		}
-		run = m.start(c, req, in)
+		run = m.start(ctx, c, req, in)
+		defer run.unfollow()
 	}
 	select {
 	case <-run.done:
@@ -630,10 +690,13 @@ func errorResult(err error) *mcp.CallToolResult {
 }
 
 // start starts a run of in for connection c, asking approvals through the
-// client that made req.
-func (m *Server) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput) *mcpRun {
+// client that made req, whose call (callCtx) gets the run's output until
+// run.unfollow is called.
+func (m *Server) start(callCtx context.Context, c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput) *mcpRun {
 	ctx, cancel := context.WithCancelCause(m.ctx)
 	run := &mcpRun{cancel: cancel, done: make(chan struct{}), asks: make(chan *mcpAsk)}
+	// The output goes to the call from the start (unfollow ends it).
+	run.unfollow = run.follow(callCtx, req)
 	ask := m.approver(req, run)
 	ereq := executor.Request{
 		Code:     strings.TrimPrefix(in.Code, "\ufeff"),
@@ -643,6 +706,7 @@ func (m *Server) start(c *mcpConn, req *mcp.CallToolRequest, in executeCodeInput
 		Reset:    in.Reset,
 		Kind:     config.KindCLI,
 		Approver: executor.ApproverFunc(ask),
+		Output:   run.output,
 	}
 	m.runs.Add(1)
 	go func() {
