@@ -67,6 +67,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(cli.EnumFlag{V: &transport, Allowed: []string{native.TransportUnix, native.TransportTCP}}, "rpc-transport", "`unix|tcp` project mode's tool channel (default: unix; tcp on Windows)")
 	fs.Var(cli.EnumFlag{V: &kind, Allowed: []string{config.KindCLI, config.KindGateway, config.KindAutomation}}, "kind", "`cli|gateway|automation` who drives the session: gateway scripts need approval before they run, automation ones follow approvals.cron_mode (ask, deny or approve), cli ones need it only for dangerous terminal() commands (default cli)")
 	yes := fs.Bool("yes", false, "approve everything for this run (approvals.mode off)")
+	stream := fs.Bool("stream", false, "copy what the script prints (stdout and stderr) to stderr as it prints it; stdout stays the JSON result alone")
 	pos, code, ok := c.Parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -129,6 +130,12 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if maxCalls >= 0 {
 		req.MaxToolCalls = &maxCalls
+	}
+	if *stream {
+		// What the script prints (both streams) goes to stderr as it
+		// comes, so that stdout stays the result alone; the result has it
+		// too.
+		req.Output = func(_ string, chunk []byte) { stderr.Write(chunk) }
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

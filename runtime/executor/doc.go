@@ -79,6 +79,10 @@
 //     session (or one call). [ParseSkillFile] and [SkillEnvFromMarkdown] read
 //     the names from a SKILL.md as Hermes does. Host-managed provider
 //     credentials are refused with a warning.
+//   - Live output: Request.Output receives what the script prints while it
+//     runs (stdout and stderr chunks, coalesced to one call per stream
+//     every 100 ms at most, never after Execute returns); the result is
+//     the same with or without it.
 //   - The tool as a model sees it: [ExecuteCodeSchema] builds execute_code's
 //     description and parameters by Hermes's rules, and [CodeArgument] reads
 //     a model's arguments with Hermes's errors ([NoCodeMessage],

@@ -162,6 +162,46 @@ func ExampleExecutor_Execute_interrupt() {
 	// [execution interrupted — the user pressed stop]
 }
 
+// Request.Output follows a script's output as it prints it (here each line
+// arrives before the script goes on); the result has it all too.
+func ExampleRequest_output() {
+	home, _ := os.MkdirTemp("", "hermes-home-")
+	defer os.RemoveAll(home)
+	ex := executor.New(executor.Options{HermesHome: home})
+	defer ex.Close(context.Background())
+
+	var live strings.Builder // Output is called from one goroutine at a time
+	arrived := make(chan struct{}, 1)
+	res, err := ex.Execute(context.Background(), executor.Request{
+		Mode: "strict", Workdir: home,
+		Code: "from hermes_tools import web_search\nfor i in range(3):\n    print('step', i)\n    web_search('wait')\n",
+		Output: func(stream string, chunk []byte) {
+			live.Write(chunk) // stream is "stdout" or "stderr"
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+		},
+		// The script waits in web_search until its line has arrived.
+		ToolHandlers: map[string]executor.ToolHandler{"web_search": func(ctx context.Context, _ json.RawMessage) map[string]any {
+			select {
+			case <-arrived:
+			case <-ctx.Done():
+			}
+			return map[string]any{}
+		}},
+	})
+	fmt.Println(err, res.Status)
+	fmt.Print(live.String())
+	fmt.Println(live.String() == res.Output)
+	// Output:
+	// <nil> success
+	// step 0
+	// step 1
+	// step 2
+	// true
+}
+
 // A skill that declares required_environment_variables registers them: they
 // then reach scripts (and terminal commands) like terminal.env_passthrough.
 // Credentials the host manages are refused, with a warning event.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,4 +127,66 @@ func TestMCPLiveOutput(t *testing.T) {
 	params := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": gatedTicks}}
 	params.SetProgressToken("tick-token")
 	runGated(t, e, cs, params, progress)
+}
+
+// notifyingBuffer is a stderr that says on wrote when it got more.
+type notifyingBuffer struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	wrote chan struct{}
+}
+
+func (b *notifyingBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	b.buf.Write(p)
+	b.mu.Unlock()
+	select {
+	case b.wrote <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (b *notifyingBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestRunStream: `run --stream` copies what the script prints to stderr
+// while it runs (each tick is there before the script goes on), and
+// stdout is the same one JSON result; without --stream, stderr has none
+// of it.
+func TestRunStream(t *testing.T) {
+	forModes(t, allModes, func(t *testing.T, m runMode) {
+		e := newEnvIn(t, m)
+		full := append(append([]string{"run"}, m.args...), "--workdir", e.workdir, "--max-tool-calls", "100000", "--stream", "-")
+		var stdout bytes.Buffer
+		stderr := &notifyingBuffer{wrote: make(chan struct{}, 1)}
+		exit := make(chan int, 1)
+		go func() { exit <- Run(full, strings.NewReader(gatedTicks), &stdout, stderr) }()
+		deadline := time.After(rpcTimeout)
+		for i := range 3 {
+			for !strings.Contains(stderr.String(), fmt.Sprintf("tick %d\n", i)) {
+				select {
+				case <-stderr.wrote:
+				case <-deadline:
+					t.Fatalf("tick %d is not on stderr: %q", i, stderr.String())
+				}
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(e.workdir, fmt.Sprintf("go%d.txt", i)), []byte("go"), 0o644))
+		}
+		require.Equal(t, 0, <-exit, stderr.String())
+		var res result
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), "stdout is one JSON object: %s", stdout.String())
+		require.Equal(t, "tick 0\ntick 1\ntick 2\ndone\n", res.Output)
+		require.Contains(t, stderr.String(), "tick 2\n")
+		require.Contains(t, stderr.String(), "bye\n")
+		require.Contains(t, stderr.String(), "done\n")
+
+		code, res, errText := e.run("print('quiet')")
+		require.Equal(t, 0, code)
+		require.Equal(t, "quiet\n", res.Output)
+		require.NotContains(t, errText, "quiet")
+	})
 }
