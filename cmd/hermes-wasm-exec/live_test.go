@@ -67,7 +67,7 @@ func (l *liveText) waitFor(stream, want string, contains bool) {
 
 // runGated runs gatedTicks with params, releasing each tick once live
 // has it, and checks the result and what live got.
-func runGated(t *testing.T, e *mcpEnv, cs *mcp.ClientSession, params *mcp.CallToolParams, live *liveText) {
+func runGated(t *testing.T, workdir string, cs *mcp.ClientSession, params *mcp.CallToolParams, live *liveText) {
 	t.Helper()
 	type answer struct {
 		res *mcp.CallToolResult
@@ -82,7 +82,7 @@ func runGated(t *testing.T, e *mcpEnv, cs *mcp.ClientSession, params *mcp.CallTo
 	}()
 	for i := range 3 {
 		live.waitFor("stdout", fmt.Sprintf("tick %d\n", i), true)
-		require.NoError(t, os.WriteFile(filepath.Join(e.workdir, fmt.Sprintf("go%d.txt", i)), []byte("go"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(workdir, fmt.Sprintf("go%d.txt", i)), []byte("go"), 0o644))
 	}
 	a := <-done
 	require.NoError(t, a.err)
@@ -93,7 +93,7 @@ func runGated(t *testing.T, e *mcpEnv, cs *mcp.ClientSession, params *mcp.CallTo
 	live.waitFor("stdout", "tick 0\ntick 1\ntick 2\ndone\n", false)
 	live.waitFor("stderr", "bye\n", false)
 	for i := range 3 {
-		require.NoError(t, os.Remove(filepath.Join(e.workdir, fmt.Sprintf("go%d.txt", i))))
+		require.NoError(t, os.Remove(filepath.Join(workdir, fmt.Sprintf("go%d.txt", i))))
 	}
 }
 
@@ -126,7 +126,26 @@ func TestMCPLiveOutput(t *testing.T) {
 
 	params := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": gatedTicks}}
 	params.SetProgressToken("tick-token")
-	runGated(t, e, cs, params, progress)
+	runGated(t, e.workdir, cs, params, progress)
+}
+
+// TestMCPHTTPLiveOutput: over Streamable HTTP, the progress notifications
+// of a call's output reach the client on the call's own stream while it
+// runs.
+func TestMCPHTTPLiveOutput(t *testing.T) {
+	t.Parallel()
+	s := startHTTPMCPIn(t, httpSetup{config: "  max_tool_calls: 100000\n"}, nil)
+	s.waitReady(t)
+	progress := newLiveText(t)
+	cs, err := s.sessionWith(s.token, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		stream, _ := r.Params.Meta["hermes-wasm-exec/stream"].(string)
+		progress.add(stream, r.Params.Message)
+	}}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": gatedTicks}}
+	params.SetProgressToken(7)
+	runGated(t, s.workdir, cs, params, progress)
 }
 
 // notifyingBuffer is a stderr that says on wrote when it got more.
