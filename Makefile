@@ -34,11 +34,12 @@ RACE_DIRS := native hostfuncs cmd/hermes-wasm-exec/internal/serve cmd/hermes-was
 # runs their concurrent tests under -race and the rest without, and make
 # test runs both whole under -race (RACE_STRICT=. RACE_EXECUTOR=.).
 #   strict: kernels, close (also during a compile), interrupt, stop,
-#   concurrent runs, threads, large tool messages, the shared snapshot.
+#   concurrent runs, threads, large tool messages, the shared snapshot,
+#   guest output handed over on a timer.
 #   executor: sessions and their queue, kernels, slots and pools,
-#   interrupt, close, contention.
-RACE_STRICT ?= TestStrictKernel|TestStrictClose|TestStrictInterrupt|TestStrictOutputKeptOnStop|TestStrictConcurrent|TestStrictThreads|TestStrictLargeToolMessages|TestSnapshotShared
-RACE_EXECUTOR ?= TestSession|TestKernel|TestSlot|TestInterrupt|TestClose|Concurren|WarmPool|TestLogIdleKernel|TestAsClosed
+#   interrupt, close, contention, live output.
+RACE_STRICT ?= TestStrictKernel|TestStrictClose|TestStrictInterrupt|TestStrictOutputKeptOnStop|TestStrictConcurrent|TestStrictThreads|TestStrictLargeToolMessages|TestSnapshotShared|TestGuestOutput
+RACE_EXECUTOR ?= TestSession|TestKernel|TestSlot|TestInterrupt|TestClose|Concurren|WarmPool|TestLogIdleKernel|TestAsClosed|TestLiveOutput|TestOutputKeptOnStop
 # The tests of runtime/internal/strict that measure memory, which -race inflates
 # (they skip under it through internal/testenv.SkipUnderRace): make test
 # runs them without -race too.
