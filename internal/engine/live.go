@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"time"
@@ -23,6 +24,11 @@ const (
 // sooner). Output that arrives meanwhile is coalesced into one chunk.
 const LiveInterval = 100 * time.Millisecond
 
+// liveGather is how long the first output after a quiet spell waits for
+// what follows it (a print's newline is often a write of its own), so
+// that a chunk holds whole lines.
+const liveGather = 10 * time.Millisecond
+
 // LiveChunkMax is the most bytes of one stream one call of an
 // [OutputFunc] carries. What a script prints past it within one
 // interval is not passed on live (the result has it, within the capture
@@ -40,10 +46,13 @@ func liveSkipNotice(n int64) string {
 
 // liveOutput passes a script's output to an [OutputFunc] as it comes, in
 // order per stream, from one goroutine, coalesced to at most one call
-// per interval per stream. Nothing is called after close returns.
+// per interval per stream. A chunk ends at the end of a line when it has
+// one: the line's start waits for the next chunk. Nothing is called after
+// close returns.
 type liveOutput struct {
 	fn       OutputFunc
 	interval time.Duration
+	gather   time.Duration
 	max      int
 
 	mu      sync.Mutex
@@ -59,13 +68,14 @@ type liveStream struct {
 	name    string
 	pending []byte    // at most max bytes
 	skipped int64     // bytes left out since pending began
+	since   time.Time // when pending began
 	last    time.Time // when the last chunk was handed over
 }
 
 // newLiveOutput starts passing output to fn; close it when the run ends.
 func newLiveOutput(fn OutputFunc, interval time.Duration, maxChunk int) *liveOutput {
 	l := &liveOutput{
-		fn: fn, interval: interval, max: max(maxChunk, utf8.UTFMax),
+		fn: fn, interval: interval, gather: min(liveGather, interval), max: max(maxChunk, utf8.UTFMax),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	l.streams[0].name, l.streams[1].name = StreamStdout, StreamStderr
@@ -81,6 +91,9 @@ func (l *liveOutput) write(i int, p []byte) {
 		return
 	}
 	s := &l.streams[i]
+	if len(s.pending) == 0 && s.skipped == 0 {
+		s.since = time.Now()
+	}
 	room := l.max - len(s.pending)
 	if s.skipped > 0 {
 		room = 0 // the chunk's bytes stay contiguous: nothing after a gap
@@ -135,15 +148,21 @@ func (l *liveOutput) run() {
 			if len(s.pending) == 0 && s.skipped == 0 {
 				continue
 			}
-			if wait := s.last.Add(l.interval).Sub(now); !closed && wait > 0 {
-				if next == 0 || wait < next {
-					next = wait
-				}
+			at := s.last.Add(l.interval)
+			if g := s.since.Add(l.gather); g.After(at) {
+				at = g
+			}
+			if wait := at.Sub(now); !closed && wait > 0 {
+				next = soonest(next, wait)
 				continue
 			}
 			if data := s.take(closed); len(data) > 0 {
 				due = append(due, liveChunk{s.name, data})
 				s.last = now
+				if len(s.pending) > 0 { // a line's start: with the next chunk
+					s.since = now
+					next = soonest(next, l.interval)
+				}
 			}
 		}
 		l.mu.Unlock()
@@ -159,9 +178,18 @@ func (l *liveOutput) run() {
 	}
 }
 
+// soonest is the shorter of two waits, 0 being none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}
+
 // take returns the pending chunk (with the notice of what was left out)
-// and empties it. Unless final, a rune cut short at its end stays for the
-// next chunk, so that each chunk is whole UTF-8 when the output is.
+// and empties it. Unless final, what follows its last newline (when it
+// has one) stays for the next chunk, and so does a rune cut short at its
+// end, so that each chunk is whole UTF-8 when the output is.
 func (s *liveStream) take(final bool) []byte {
 	data := s.pending
 	if s.skipped > 0 {
@@ -175,7 +203,11 @@ func (s *liveStream) take(final bool) []byte {
 	}
 	keep := data
 	if !final {
-		keep = trimIncompleteRune(data)
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			keep = data[:i+1]
+		} else {
+			keep = trimIncompleteRune(data)
+		}
 	}
 	out := append([]byte(nil), keep...)
 	s.pending = append(s.pending[:0], data[len(keep):]...)

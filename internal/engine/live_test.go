@@ -126,6 +126,21 @@ func TestLiveOutputBounded(t *testing.T) {
 	require.Equal(t, "abcdefg\n[... 19 bytes of output not shown live ...]\n", string(r.next().data))
 }
 
+// TestLiveOutputLines: a chunk ends at its last newline, the line's start
+// going with the next chunk (an interval later); a chunk without a newline
+// goes whole.
+func TestLiveOutputLines(t *testing.T) {
+	r := newLiveRecorder(t)
+	l := newLiveOutput(r.fn, 20*time.Millisecond, 1<<10)
+	l.write(0, []byte("one\ntw"))
+	require.Equal(t, "one\n", string(r.next().data))
+	require.Equal(t, "tw", string(r.next().data), "an unfinished line goes an interval later")
+	l.write(0, []byte("o\nthree\nfo"))
+	require.Equal(t, "o\nthree\n", string(r.next().data))
+	l.close()
+	require.Equal(t, "fo", string(r.next().data))
+}
+
 // TestLiveOutputWholeRunes: a rune split between writes reaches the
 // function whole; at the close, what is held goes out as it is.
 func TestLiveOutputWholeRunes(t *testing.T) {

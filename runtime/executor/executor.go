@@ -174,7 +174,8 @@ type Request struct {
 	// coalesced to at most one call per 100 ms per stream, each of at
 	// most 64 KiB (what a script prints past that within 100 ms is left
 	// out of the live output, with a line saying how much; the result
-	// has it). A chunk is whole UTF-8 when the output is. The function
+	// has it). A chunk is whole UTF-8 when the output is, and ends with a
+	// whole line when it has a newline. The function
 	// should return quickly: the last call delays the result, and a
 	// blocked one holds it. The result is the same with or without
 	// Output: everything printed is in it, a timeout or an interrupt
