@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,6 +178,9 @@ func (b *notifyingBuffer) String() string {
 // stdout is the same one JSON result; without --stream, stderr has none
 // of it.
 func TestRunStream(t *testing.T) {
+	var help bytes.Buffer
+	require.Equal(t, 0, Run([]string{"run", "--help"}, nil, &help, io.Discard))
+	require.Contains(t, help.String(), "\n  --stream                  copy what the script prints (stdout and stderr) to\n")
 	forModes(t, allModes, func(t *testing.T, m runMode) {
 		e := newEnvIn(t, m)
 		full := append(append([]string{"run"}, m.args...), "--workdir", e.workdir, "--max-tool-calls", "100000", "--stream", "-")

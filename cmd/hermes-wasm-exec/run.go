@@ -75,6 +75,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return c.Fail(stderr, "give exactly one script (a .py file, or - for stdin)")
 	}
+	if *stream {
+		// The script's output shares stderr with the logs.
+		stderr = &cli.LockedWriter{W: stderr}
+	}
 	if timeout == 0 || timeout > 24*time.Hour {
 		return c.Fail(stderr, "--timeout %s: give more than 0 and at most 24h (leave it out for code_execution.timeout)", timeout)
 	}
