@@ -257,7 +257,6 @@ func (m *Server) mainHTTP(ctx context.Context, ex *executor.Executor, hl *httpLi
 	return runHTTP(ctx, ln, h, hl.limits, drain, sigs, stderr, m.opts.Config.CodeExecution.WarmPool > 0)
 }
 
-
 // listFlag is a flag that may be given several times.
 type listFlag []string
 
