@@ -191,7 +191,7 @@ func TestRemoteTerminal(t *testing.T) {
 	c := b.cmds[0]
 	assert.Equal(t, "echo hi", c.Shell)
 	assert.Equal(t, "/srv/app/sub", c.Dir)
-	assert.Equal(t, []string{"A=b"}, c.Env)
+	assert.Equal(t, []string{"A=b", "PYTHONDONTWRITEBYTECODE=1"}, c.Env, "the given env, and no bytecode written")
 	assert.Same(t, c.Stdout.(*outputCapture), c.Stderr.(*outputCapture), "one writer: one stream")
 	assert.Contains(t, b.fs.calls(), "Stat /srv/app/sub")
 

@@ -1154,7 +1154,7 @@ func TestRunApprovals(t *testing.T) {
 
 	var errb bytes.Buffer
 	require.Equal(t, 2, Run([]string{"run", "--kind", "tui", "-"}, strings.NewReader("print(1)"), io.Discard, &errb))
-	require.Contains(t, errb.String(), "--kind must be one of cli, gateway, automation, not \"tui\"")
+	require.Contains(t, errb.String(), `--kind "tui": give cli, gateway or automation`)
 }
 
 // promptedBuffer is a syncBuffer that sends on prompted (when it has
