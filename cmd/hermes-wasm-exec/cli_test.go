@@ -732,7 +732,7 @@ func badScripts(t *testing.T, m runMode) {
 		code, res, _ := e.run("print('a'\nx = 1\n")
 		require.Equal(t, 1, code)
 		require.Contains(t, res.Error, "SyntaxError")
-		require.Contains(t, res.Error, "script.py")
+		require.Contains(t, res.Error, `File "<stdin>", line 1`, "a script from stdin is <stdin> in tracebacks")
 	})
 	t.Run("exception with hint", func(t *testing.T) {
 		e := newEnvIn(t, m)
