@@ -40,7 +40,7 @@ func main() {
 func run() error {
 	strict := flag.Bool("strict", true, "run the modules in strict mode")
 	native := flag.Bool("native", true, "run the modules in native python3.13 (a Debian trixie chroot; needs root)")
-	jobs := flag.Int("j", 1, "strict-mode modules run at once (the native side runs one at a time)")
+	jobs := flag.Int("j", 1, "modules run at once (natively, each in a chroot of its own)")
 	timeout := flag.Duration("timeout", 180*time.Second, "each module's time limit")
 	match := flag.String("run", "", "run only the modules matching this regexp (e.g. '^test_[a-f]')")
 	resume := flag.Bool("resume", false, "skip the modules the results files already hold")
@@ -95,15 +95,25 @@ func run() error {
 	machine := regrtest.Machine()
 	if !*tableOnly && *native {
 		mods := pick(nativeRun)
-		logf("native: %d modules, %s each at most", len(mods), *timeout)
-		ch, err := regrtest.OpenChroot(ctx, logf, os.Stdout)
-		if err != nil {
-			return err
+		logf("native: %d modules, %d at once, %s each at most", len(mods), *jobs, *timeout)
+		chroots := make(chan *regrtest.Chroot, max(*jobs, 1))
+		closeAll := func() {
+			for len(chroots) > 0 {
+				(<-chroots).Close()
+			}
+		}
+		for range max(*jobs, 1) {
+			ch, err := regrtest.OpenChroot(ctx, logf, os.Stdout)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			chroots <- ch
 		}
 		nativeRun.Interpreter = "Debian trixie python3.13 " + regrtest.DebianVersion + ", user nobody, in a chroot"
 		nativeRun.Machine, nativeRun.Timeout = machine, timeout.Seconds()
-		err = regrtest.RunSide(ctx, regrtest.NativeSide{Chroot: ch, Timeout: *timeout}, nativeRun, nativePath, mods, 1, logf)
-		ch.Close()
+		err = regrtest.RunSide(ctx, regrtest.NativeSide{Chroots: chroots, Timeout: *timeout}, nativeRun, nativePath, mods, *jobs, logf)
+		closeAll()
 		if err != nil {
 			return err
 		}

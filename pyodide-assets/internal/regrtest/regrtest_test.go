@@ -84,11 +84,22 @@ func TestClassify(t *testing.T) {
 		require.Equal(t, c.class, class, "%+v", c.o)
 		require.Equal(t, c.note, note, "%+v", c.o)
 	}
-	// A last line no pattern knows is looked up in its traceback.
+	// A last line no pattern knows is looked up in its traceback; the
+	// note is the line that matched.
 	o := fails("AssertionError: 0 != 1")
-	o.Failures = []string{"test_a:\n  File \"subprocess.py\", line 3\n    proc = Popen()\nAssertionError: 0 != 1"}
-	class, _ := Classify(o)
+	o.Failures = []string{"test_a:\n  File \"x.py\", line 3\n    proc = subprocess.Popen()\nAssertionError: 0 != 1"}
+	class, note := Classify(o)
 	require.Equal(t, ClassProcesses, class)
+	require.Equal(t, "proc = subprocess.Popen()", note)
+	// A module of the named table gets its class and note when it fails.
+	o = fails("AssertionError: 'a\\\\b' != 'a'")
+	o.Module = "test_ntpath"
+	class, note = Classify(o)
+	require.Equal(t, named["test_ntpath"].class, class)
+	require.Equal(t, named["test_ntpath"].note, note)
+	for m, n := range named {
+		require.Contains(t, classMeaning, n.class, m)
+	}
 	// Every class the classifier gives has a meaning in the legend.
 	for _, p := range patterns {
 		require.Contains(t, classMeaning, p.class)

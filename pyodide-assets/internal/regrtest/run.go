@@ -119,17 +119,20 @@ func firstLine(s string) string {
 	return l
 }
 
-// NativeSide runs modules in the native chroot, one at a time (after each,
-// every process left in the chroot is killed).
+// NativeSide runs modules in native chroots, one module at a time in
+// each (after a module, every process left in its chroot is killed).
 type NativeSide struct {
-	Chroot  *Chroot
+	// Chroots holds the chroots not running a module.
+	Chroots chan *Chroot
 	Timeout time.Duration
 }
 
-// Run runs module with the chroot's python3.13.
+// Run runs module with a free chroot's python3.13.
 func (n NativeSide) Run(ctx context.Context, module string) Outcome {
+	c := <-n.Chroots
+	defer func() { n.Chroots <- c }()
 	start := time.Now()
-	stdout, stderr, timedOut, err := n.Chroot.Run(ctx, Script(module), n.Timeout)
+	stdout, stderr, timedOut, err := c.Run(ctx, Script(module), n.Timeout)
 	if ctx.Err() == nil && err != nil && stdout == "" && stderr == "" && !timedOut {
 		return Outcome{Module: module, Status: StatusCrash, Error: err.Error(), Seconds: time.Since(start).Seconds()}
 	}
