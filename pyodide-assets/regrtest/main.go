@@ -5,7 +5,7 @@
 // markers). Run from the repository root (make compat-cpython):
 //
 //	go run ./pyodide-assets/regrtest [-strict=false] [-native=false] [-j N] [-timeout 180s]
-//	    [-run REGEXP] [-resume] [-table-only]
+//	    [-native-timeout 600s] [-run REGEXP] [-resume] [-table-only]
 //
 // Each side's results go to .cache/regrtest/{strict,native}.json, saved
 // after each module: -resume skips the modules a file already holds, so an
@@ -41,7 +41,8 @@ func run() error {
 	strict := flag.Bool("strict", true, "run the modules in strict mode")
 	native := flag.Bool("native", true, "run the modules in native python3.13 (a Debian trixie chroot; needs root)")
 	jobs := flag.Int("j", 1, "modules run at once (natively, each in a chroot of its own)")
-	timeout := flag.Duration("timeout", 180*time.Second, "each module's time limit")
+	timeout := flag.Duration("timeout", 180*time.Second, "each module's time limit in strict mode")
+	nativeTimeout := flag.Duration("native-timeout", 600*time.Second, "each module's time limit natively (where the modules that start processes take minutes)")
 	match := flag.String("run", "", "run only the modules matching this regexp (e.g. '^test_[a-f]')")
 	resume := flag.Bool("resume", false, "skip the modules the results files already hold")
 	tableOnly := flag.Bool("table-only", false, "only rewrite the table from the results files")
@@ -95,7 +96,7 @@ func run() error {
 	machine := regrtest.Machine()
 	if !*tableOnly && *native {
 		mods := pick(nativeRun)
-		logf("native: %d modules, %d at once, %s each at most", len(mods), *jobs, *timeout)
+		logf("native: %d modules, %d at once, %s each at most", len(mods), *jobs, *nativeTimeout)
 		chroots := make(chan *regrtest.Chroot, max(*jobs, 1))
 		closeAll := func() {
 			for len(chroots) > 0 {
@@ -111,8 +112,8 @@ func run() error {
 			chroots <- ch
 		}
 		nativeRun.Interpreter = "Debian trixie python3.13 " + regrtest.DebianVersion + ", user nobody, in a chroot"
-		nativeRun.Machine, nativeRun.Timeout = machine, timeout.Seconds()
-		err = regrtest.RunSide(ctx, regrtest.NativeSide{Chroots: chroots, Timeout: *timeout}, nativeRun, nativePath, mods, *jobs, logf)
+		nativeRun.Machine, nativeRun.Timeout = machine, nativeTimeout.Seconds()
+		err = regrtest.RunSide(ctx, regrtest.NativeSide{Chroots: chroots, Timeout: *nativeTimeout}, nativeRun, nativePath, mods, *jobs, logf)
 		closeAll()
 		if err != nil {
 			return err

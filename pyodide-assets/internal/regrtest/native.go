@@ -151,8 +151,9 @@ func (c *Chroot) make(ctx context.Context, tarball string) error {
 }
 
 // mount mounts /proc, binds /dev (made private, so nothing mounted under
-// it reaches the host's) and mounts a tmpfs of its own at /dev/shm (POSIX
-// semaphores, for multiprocessing's tests).
+// it reaches the host's) and the host's /dev/pts (pseudo-terminals, for
+// pty, os.openpty and pdb's tests), and mounts a tmpfs of its own at
+// /dev/shm (POSIX semaphores, for multiprocessing's tests).
 func (c *Chroot) mount(ctx context.Context) error {
 	if err := c.host(ctx, "mount", "-t", "proc", "proc", filepath.Join(c.dir, "proc")); err != nil {
 		return err
@@ -164,14 +165,17 @@ func (c *Chroot) mount(ctx context.Context) error {
 	if err := c.host(ctx, "mount", "--make-private", dev); err != nil {
 		return err
 	}
+	if err := c.host(ctx, "mount", "--bind", "/dev/pts", filepath.Join(dev, "pts")); err != nil {
+		return err
+	}
 	return c.host(ctx, "mount", "-t", "tmpfs", "-o", "mode=1777,size=512m", "tmpfs", filepath.Join(dev, "shm"))
 }
 
-// unmount kills what still runs in the chroot, then unmounts /dev/shm,
-// /dev and /proc.
+// unmount kills what still runs in the chroot, then unmounts /dev/pts,
+// /dev/shm, /dev and /proc.
 func (c *Chroot) unmount() {
 	c.killAll()
-	for _, m := range []string{"dev/shm", "dev", "proc"} {
+	for _, m := range []string{"dev/pts", "dev/shm", "dev", "proc"} {
 		p := filepath.Join(c.dir, m)
 		if exec.Command("mountpoint", "-q", p).Run() != nil {
 			continue
@@ -253,7 +257,8 @@ func (c *Chroot) Run(ctx context.Context, script string, timeout time.Duration) 
 	}
 	guest := "/tmp/" + filepath.Base(work)
 	args := append([]string{"--userspec=nobody:nogroup", c.dir, "/usr/bin/env", "-i"}, nativeEnv...)
-	args = append(args, "/bin/sh", "-c", `cd "$1" && exec python3.13 runner.py`, "sh", guest)
+	// -m, as regrtest runs as `python -m test`: __main__ has a spec.
+	args = append(args, "/bin/sh", "-c", `cd "$1" && exec python3.13 -m runner`, "sh", guest)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "chroot", args...)

@@ -11,6 +11,7 @@
 # (each failure's last traceback line, counted).
 import collections
 import json
+import os
 import sys
 import time
 import traceback
@@ -30,6 +31,12 @@ def short(text):
     return text if len(text) <= MAX_CHARS else "..." + text[-MAX_CHARS:]
 
 
+def test_id(test):
+    """The test's id, from its class: a test may shadow the method with
+    an attribute of its own (test__interpreters does)."""
+    return type(test).id(test)
+
+
 def last_line(text):
     lines = [l for l in text.rstrip().splitlines() if l.strip()]
     return (lines[-1] if lines else "")[:200]
@@ -47,14 +54,14 @@ class Result(unittest.TestResult):
         self.module_skip = ""
 
     def _fail(self, test, text):
-        self.outcome[test.id()] = "fail"
+        self.outcome[test_id(test)] = "fail"
         if len(self.notes) < MAX_FAILURES:
-            self.notes.append(test.id() + ":\n" + short(text))
+            self.notes.append(test_id(test) + ":\n" + short(text))
         self.exceptions[last_line(text)] += 1
 
     def addSuccess(self, test):
         super().addSuccess(test)
-        self.outcome.setdefault(test.id(), "pass")
+        self.outcome.setdefault(test_id(test), "pass")
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
@@ -72,13 +79,13 @@ class Result(unittest.TestResult):
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
         test = getattr(test, "test_case", test)
-        if isinstance(test, unittest.suite._ErrorHolder) and test.id().startswith("setUpModule"):
+        if isinstance(test, unittest.suite._ErrorHolder) and test_id(test).startswith("setUpModule"):
             self.module_skip = "setUpModule: " + str(reason)
-        self.outcome.setdefault(test.id(), "skip")
+        self.outcome.setdefault(test_id(test), "skip")
 
     def addExpectedFailure(self, test, err):
         super().addExpectedFailure(test, err)
-        self.outcome.setdefault(test.id(), "pass")
+        self.outcome.setdefault(test_id(test), "pass")
 
     def addUnexpectedSuccess(self, test):
         super().addUnexpectedSuccess(test)
@@ -91,6 +98,20 @@ def run(name):
     start = time.monotonic()
     try:
         from test import support
+        from test.support.os_helper import FS_NONASCII, TESTFN_UNDECODABLE
+        # What regrtest's setup_process does that needs no processes or
+        # signals: the original stdout recorded, absolute module paths, the
+        # non-ASCII environment variable its tests look for.
+        support.record_original_stdout(sys.stdout)
+        for module in list(sys.modules.values()):
+            if isinstance(getattr(module, "__path__", None), list):
+                module.__path__[:] = [os.path.abspath(p) for p in module.__path__]
+            if isinstance(getattr(module, "__file__", None), str):
+                module.__file__ = os.path.abspath(module.__file__)
+        if TESTFN_UNDECODABLE and os.supports_bytes_environ:
+            os.environb.setdefault(b"PYTHONREGRTEST_UNICODE_GUARD", TESTFN_UNDECODABLE)
+        elif FS_NONASCII:
+            os.environ.setdefault("PYTHONREGRTEST_UNICODE_GUARD", FS_NONASCII)
         # regrtest's defaults: not verbose, no -u resources (network,
         # cpu, largefile, ... tests skip with ResourceDenied).
         support.verbose = 0

@@ -68,7 +68,7 @@ func Table(all []string, strict, native *Run) string {
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", m, cell(s, sok), cell(n, nok), cellText(class, note)))
 	}
 
-	fmt.Fprintf(&b, "CPython %s's own regression tests (Debian's `libpython3.13-testsuite` and the `test` package of `libpython3.13-stdlib`), %d modules, run module by module with `unittest` (`pyodide-assets/internal/regrtest/runner.py`), each in a fresh interpreter with a %s limit and regrtest's default of no `-u` resources.\n\n",
+	fmt.Fprintf(&b, "CPython %s's own regression tests (Debian's `libpython3.13-testsuite` and the `test` package of `libpython3.13-stdlib`), %d modules, run module by module with `unittest` (`pyodide-assets/internal/regrtest/runner.py`), each in a fresh interpreter with a %s and regrtest's default of no `-u` resources.\n\n",
 		DebianVersion, len(all), limit(strict, native))
 	fmt.Fprintf(&b, "- **strict**: %s; %d of the %d modules, %s.\n", orDash(strict.Interpreter), ranStrict, len(all), where(strict))
 	fmt.Fprintf(&b, "- **native**: %s; %d of the %d modules, %s.\n", orDash(native.Interpreter), ranNative, len(all), where(native))
@@ -164,14 +164,17 @@ func where(r *Run) string {
 	return fmt.Sprintf("on %s, finished %s, %.0f min of runs", r.Machine, r.Date.Format("2006-01-02 15:04 UTC"), r.Seconds/60)
 }
 
-// limit is the time limit of the runs.
-func limit(runs ...*Run) string {
-	for _, r := range runs {
-		if r.Timeout > 0 {
-			return fmt.Sprintf("%.0f s", r.Timeout)
-		}
+// limit is the time limits of the runs.
+func limit(strict, native *Run) string {
+	switch {
+	case strict.Timeout > 0 && native.Timeout > 0 && strict.Timeout != native.Timeout:
+		return fmt.Sprintf("%.0f s limit in strict mode (%.0f s natively)", strict.Timeout, native.Timeout)
+	case strict.Timeout > 0:
+		return fmt.Sprintf("%.0f s limit", strict.Timeout)
+	case native.Timeout > 0:
+		return fmt.Sprintf("%.0f s limit", native.Timeout)
 	}
-	return "time"
+	return "time limit"
 }
 
 // modList is a list of modules, shortened to its first and last ones when
