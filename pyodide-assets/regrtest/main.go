@@ -80,7 +80,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// pick lists the modules to run on a side. A side's time is that of
+	// the run that makes its file, and of the earlier ones it resumes.
 	pick := func(r *regrtest.Run) []string {
+		if !*resume {
+			r.Seconds = 0
+		}
 		var mods []string
 		for _, m := range all {
 			if re != nil && !re.MatchString(m) {

@@ -1,6 +1,7 @@
 package regrtest
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -136,6 +137,15 @@ func Classify(o Outcome) (class, note string) {
 			return c, "skipped: " + o.ModuleSkip
 		}
 		return ClassOther, "skipped: " + o.ModuleSkip
+	case o.Failed == 0 && o.Passed == 0:
+		if len(o.Skips) == 0 {
+			return ClassOther, "every test skipped"
+		}
+		c, _ := classifyText(o.Skips[0].Line)
+		if c == "" {
+			c = ClassOther
+		}
+		return c, fmt.Sprintf("every test skipped (%d: %s)", o.Skips[0].Count, o.Skips[0].Line)
 	}
 	// Failed tests: each failure's last line, counted, votes for a class;
 	// a line no pattern knows is looked up in the failures' tracebacks.

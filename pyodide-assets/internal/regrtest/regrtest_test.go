@@ -79,6 +79,8 @@ func TestClassify(t *testing.T) {
 		{fails("AttributeError: module 'signal' has no attribute 'alarm'", "RuntimeError: can't start new thread"), ClassThreads, "RuntimeError: can't start new thread"},
 		{fails("AttributeError: module 'os' has no attribute 'umask'"), ClassWASI, "AttributeError: module 'os' has no attribute 'umask'"},
 		{fails("AssertionError: 1 != 2"), ClassOther, "AssertionError: 1 != 2"},
+		// Every test skipped: the most frequent reason.
+		{Outcome{Status: StatusOK, Skipped: 7, Skips: []Exception{{Line: "requires subprocess support", Count: 6}, {Line: "x", Count: 1}}}, ClassProcesses, "every test skipped (6: requires subprocess support)"},
 	} {
 		class, note := Classify(c.o)
 		require.Equal(t, c.class, class, "%+v", c.o)
@@ -134,7 +136,7 @@ func TestReplaceBetweenMarkers(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	all := []string{"test_a", "test_b", "test_c", "test_d", "test_e", "test_f", "test_g"}
+	all := []string{"test_a", "test_b", "test_c", "test_d", "test_e", "test_f", "test_g", "test_h", "test_i"}
 	date := time.Date(2026, 12, 7, 13, 0, 0, 0, time.UTC)
 	strict := &Run{Side: "strict", Interpreter: "strict mode", Machine: "m", Date: date, Timeout: 180, Seconds: 600, Modules: map[string]Outcome{
 		"test_a": {Module: "test_a", Status: StatusOK, Passed: 10},
@@ -143,6 +145,8 @@ func TestTable(t *testing.T) {
 		"test_d": {Module: "test_d", Status: StatusOK, Passed: 1, Failed: 1, Exceptions: []Exception{{Line: "AssertionError: x | y", Count: 1}}},
 		"test_e": {Module: "test_e", Status: StatusOK, ModuleSkip: "SkipTest: requires subprocess support"},
 		"test_g": {Module: "test_g", Status: StatusOK, ModuleSkip: "SkipTest: Windows only"},
+		"test_h": {Module: "test_h", Status: StatusOK, Skipped: 3, Skips: []Exception{{Line: "requires threading support", Count: 3}}},
+		"test_i": {Module: "test_i", Status: StatusOK, Skipped: 2},
 	}}
 	native := &Run{Side: "native", Interpreter: "native", Machine: "m", Date: date, Timeout: 180, Seconds: 60, Modules: map[string]Outcome{
 		"test_a": {Module: "test_a", Status: StatusOK, Passed: 10, Skipped: 1},
@@ -152,17 +156,20 @@ func TestTable(t *testing.T) {
 		"test_e": {Module: "test_e", Status: StatusOK, Passed: 3},
 		"test_f": {Module: "test_f", Status: StatusOK, Passed: 3},
 		"test_g": {Module: "test_g", Status: StatusOK, ModuleSkip: "SkipTest: Windows only"},
+		"test_h": {Module: "test_h", Status: StatusOK, Passed: 3},
+		"test_i": {Module: "test_i", Status: StatusOK, Skipped: 2},
 	}}
 	table := Table(all, strict, native)
 	require.Equal(t, table, Table(all, strict, native), "the table is the same for the same results")
 	for _, want := range []string{
-		"- Modules passing in both (their tests ran, none failed): 1 of 6; skipped as a whole in both: 1.\n",
-		"- Tests passed in strict mode: 15 of the 40 that pass natively (37.5%",
-		"by class: no threads 1; no processes 1; timeout 1; 3 in all.\n",
+		"- Modules passing in both (their tests ran, none failed): 1 of 8; skipped as a whole in both: 2.\n",
+		"- Tests passed in strict mode: 15 of the 43 that pass natively (34.9%",
+		"by class: no threads 2; no processes 1; timeout 1; 4 in all.\n",
 		"- Not run in strict mode yet (1): test_f. Run them with `make compat-cpython ARGS=-resume`.\n",
 		"| test_a | 10/0/0 | 10/0/1 |  |\n| test_b | 4/2/0 | 6/0/0 | no threads: RuntimeError: can't start new thread |\n| test_c | timeout | 20/0/0 | timeout |\n" +
 			"| test_d | 1/1/0 | 1/1/0 | fails natively: AssertionError: x \\| y |\n| test_e | skipped | 3/0/0 | no processes: skipped: SkipTest: requires subprocess support |\n| test_f | – | 3/0/0 | not run in strict mode |\n" +
-			"| test_g | skipped | skipped | skipped natively: SkipTest: Windows only |\n",
+			"| test_g | skipped | skipped | skipped natively: SkipTest: Windows only |\n" +
+			"| test_h | 0/0/3 | 3/0/0 | no threads: every test skipped (3: requires threading support) |\n| test_i | 0/0/2 | 0/0/2 | skipped natively |\n",
 	} {
 		require.Contains(t, table, want)
 	}

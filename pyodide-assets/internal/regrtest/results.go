@@ -46,22 +46,32 @@ type Outcome struct {
 	Error      string      `json:"error,omitempty"`
 	Failures   []string    `json:"failures,omitempty"`
 	Exceptions []Exception `json:"exceptions,omitempty"`
+	// Skips are the reasons tests were skipped, counted, the most
+	// frequent first.
+	Skips []Exception `json:"skips,omitempty"`
 	// Seconds is the wall time of the whole run, the interpreter's start
 	// included.
 	Seconds float64 `json:"seconds"`
 }
 
 // Exception is the last line of a failure's traceback and how many
-// failures ended with it.
+// failures ended with it (or a skip reason and how many tests it
+// skipped).
 type Exception struct {
 	Line  string `json:"line"`
 	Count int    `json:"count"`
 }
 
-// passes says whether the module passed: its tests ran, none failed, it
-// was not skipped as a whole.
+// passes says whether the module passed: tests of it ran and passed,
+// none failed, it was not skipped as a whole.
 func (o Outcome) passes() bool {
-	return o.Status == StatusOK && o.Error == "" && o.Failed == 0 && o.ModuleSkip == ""
+	return o.Status == StatusOK && o.Error == "" && o.Failed == 0 && o.ModuleSkip == "" && o.Passed > 0
+}
+
+// skippedWhole says whether the module was skipped as a whole: at import,
+// in setUpModule, or every test of it.
+func (o Outcome) skippedWhole() bool {
+	return o.Status == StatusOK && o.Error == "" && o.Failed == 0 && (o.ModuleSkip != "" || o.Passed == 0)
 }
 
 // ParseOutput reads the runner's result line from a run's stdout (the
@@ -98,7 +108,8 @@ type Run struct {
 	Date    time.Time `json:"date"`
 	// Timeout is each module's limit, in seconds.
 	Timeout float64 `json:"timeout_seconds"`
-	// Seconds is the wall time of the runs that made the file, together.
+	// Seconds is the wall time of the run that made the file, with the
+	// earlier ones it resumed.
 	Seconds float64 `json:"seconds"`
 	// Modules are the outcomes by module.
 	Modules map[string]Outcome `json:"modules"`

@@ -7,8 +7,9 @@
 # passed, failed (failures, errors and unexpected successes, by test), skipped,
 # module_skip (the module skipped as a whole: SkipTest or ResourceDenied at
 # import or in setUpModule), error (the module could not be imported or
-# run), failures (the first lines of the first failures) and exceptions
-# (each failure's last traceback line, counted).
+# run), failures (the first lines of the first failures), exceptions
+# (each failure's last traceback line, counted) and skips (the reasons
+# tests were skipped, counted, the most frequent first).
 import collections
 import json
 import os
@@ -22,6 +23,7 @@ MAX_FAILURES = 12
 MAX_LINES = 6
 MAX_CHARS = 600
 MAX_EXCEPTIONS = 12
+MAX_SKIPS = 5
 
 
 def short(text):
@@ -51,6 +53,7 @@ class Result(unittest.TestResult):
         self.outcome = {}
         self.notes = []
         self.exceptions = collections.Counter()
+        self.skips = collections.Counter()
         self.module_skip = ""
 
     def _fail(self, test, text):
@@ -78,6 +81,7 @@ class Result(unittest.TestResult):
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
+        self.skips[str(reason)[:200]] += 1
         test = getattr(test, "test_case", test)
         if isinstance(test, unittest.suite._ErrorHolder) and test_id(test).startswith("setUpModule"):
             self.module_skip = "setUpModule: " + str(reason)
@@ -94,7 +98,7 @@ class Result(unittest.TestResult):
 
 def run(name):
     out = {"module": name, "passed": 0, "failed": 0, "skipped": 0,
-           "module_skip": "", "error": "", "failures": [], "exceptions": []}
+           "module_skip": "", "error": "", "failures": [], "exceptions": [], "skips": []}
     start = time.monotonic()
     try:
         from test import support
@@ -134,7 +138,8 @@ def run(name):
     counts = collections.Counter(result.outcome.values())
     out.update(passed=counts["pass"], failed=counts["fail"], skipped=counts["skip"],
                module_skip=result.module_skip, failures=result.notes,
-               exceptions=[{"line": line, "count": n} for line, n in result.exceptions.most_common(MAX_EXCEPTIONS)])
+               exceptions=[{"line": line, "count": n} for line, n in result.exceptions.most_common(MAX_EXCEPTIONS)],
+               skips=[{"line": line, "count": n} for line, n in result.skips.most_common(MAX_SKIPS)])
     if result.module_skip and counts["pass"] == 0 and counts["fail"] == 0:
         out["skipped"] = 0
     out["seconds"] = round(time.monotonic() - start, 3)

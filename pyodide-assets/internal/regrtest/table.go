@@ -45,16 +45,18 @@ func Table(all []string, strict, native *Run) string {
 			nativePassedTests += n.Passed
 			strictPassedTests += min(s.Passed, n.Passed)
 			switch {
-			case !n.passes() && n.Status == StatusOK && n.ModuleSkip != "" && n.Failed == 0 && n.Error == "":
-				note = "skipped natively: " + n.ModuleSkip
-				if s.passes() {
-					break
+			case n.skippedWhole():
+				note = "skipped natively"
+				if n.ModuleSkip != "" {
+					note += ": " + n.ModuleSkip
 				}
-				if s.ModuleSkip != "" && s.Failed == 0 && s.Error == "" && s.Status == StatusOK {
+				if s.skippedWhole() {
 					bothSkipped++
 					break
 				}
-				class, note = Classify(s)
+				if !s.passes() {
+					class, note = Classify(s)
+				}
 			case !n.passes():
 				class = ClassNativeFail
 				note = nativeNote(n)
