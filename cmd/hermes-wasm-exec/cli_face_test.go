@@ -165,7 +165,9 @@ func TestMissingWorkdirOneRule(t *testing.T) {
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, want)
 	// serve (and the Go API beneath it) say the same in the call's result.
-	code, stdout, stderr = child(t, []string{"HERMES_HOME=" + t.TempDir()}, `{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"print(1)","mode":"strict","workdir":"`+missing+`"}}`+"\n", "serve")
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "execute", "params": map[string]any{"code": "print(1)", "mode": "strict", "workdir": missing}})
+	require.NoError(t, err)
+	code, stdout, stderr = child(t, []string{"HERMES_HOME=" + t.TempDir()}, string(req)+"\n", "serve")
 	require.Equal(t, 0, code, stderr)
 	var resp struct {
 		Result struct{ Status, Error string } `json:"result"`

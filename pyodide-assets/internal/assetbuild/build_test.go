@@ -213,7 +213,7 @@ func TestAptSources(t *testing.T) {
 	}
 	a, err := chrootTarball()
 	require.NoError(t, err)
-	assert.Regexp(t, `/hermes-wasm-exec/assets-`+suite+`-[0-9a-f]{12}\.tar$`, a, "named after the suite and the toolchain")
+	assert.Regexp(t, `/hermes-wasm-exec/assets-`+suite+`-[0-9a-f]{12}\.tar$`, filepath.ToSlash(a), "named after the suite and the toolchain")
 }
 
 func FuzzStripCustomSections(f *testing.F) {
