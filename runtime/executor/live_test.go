@@ -116,7 +116,13 @@ func TestLiveOutput(t *testing.T) {
 					seen := sink.waitFor(wctx, "stdout", a.Query) && sink.waitFor(wctx, "stderr", "warn 0\n")
 					return map[string]any{"seen": seen}
 				}
-				req := executor.Request{Mode: m.mode, Sandbox: m.sandbox, Workdir: t.TempDir(), Session: session, Code: liveScript, Kind: config.KindCLI,
+				workdir := t.TempDir()
+				if session != "" {
+					// The kernel ends before its working dir is removed
+					// (Windows refuses to remove a process's cwd).
+					t.Cleanup(func() { ex.CloseSession(context.Background(), session) })
+				}
+				req := executor.Request{Mode: m.mode, Sandbox: m.sandbox, Workdir: workdir, Session: session, Code: liveScript, Kind: config.KindCLI,
 					ToolHandlers: map[string]executor.ToolHandler{"web_search": wait}, Output: sink.output}
 				res, err := ex.Execute(context.Background(), req)
 				sink.done.Store(true)
