@@ -77,23 +77,23 @@ func Build(ctx context.Context, opts BuildOptions) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	if _, err := extractRecipe(filepath.Join(c.dir, "recipe")); err != nil {
+	defer c.Close()
+	if _, err := extractRecipe(filepath.Join(c.Dir, "recipe")); err != nil {
 		return err
 	}
 	recipe := pyodideassets.RecipeHash()
 	logf("building CPython for wasm32-wasi (recipe %s; about 3 minutes on 2 cores)", recipe[:16])
 	start := time.Now()
-	if err := c.run(ctx, "bash", "/recipe/cpython/build.sh", "/out"); err != nil {
+	if err := c.Run(ctx, "bash", "/recipe/cpython/build.sh", "/out"); err != nil {
 		// build.sh keeps its work dir after a failure: moved out of the
 		// chroot (which is removed), for its logs.
 		os.RemoveAll(failedWork)
-		if os.Rename(filepath.Join(c.dir, failedWork), failedWork) == nil {
+		if os.Rename(filepath.Join(c.Dir, failedWork), failedWork) == nil {
 			return fmt.Errorf("%w (its sources and logs are in %s)", err, failedWork)
 		}
 		return err
 	}
-	out := filepath.Join(c.dir, "out")
+	out := filepath.Join(c.Dir, "out")
 	raw, err := os.ReadFile(filepath.Join(out, "python.wasm"))
 	if err != nil {
 		return fmt.Errorf("assetbuild: build.sh wrote no python.wasm: %w", err)
