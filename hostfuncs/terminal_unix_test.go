@@ -36,7 +36,7 @@ func TestTerminalRun(t *testing.T) {
 		{name: "workdir arg", args: map[string]any{"command": "pwd", "workdir": "sub"}, contains: []string{"/sub\n"}},
 		{name: "only the given env", args: map[string]any{"command": `echo "[$HERMES_TEST_SECRET_VAR]"`}, output: "[]\n"},
 		// A python a command starts writes no __pycache__ into the tree
-		// (issue 33), unless the env sets otherwise (TestCommandEnv).
+		// (it leaves no __pycache__), unless the env sets otherwise (TestCommandEnv).
 		{name: "no bytecode written", args: map[string]any{"command": `echo "[$PYTHONDONTWRITEBYTECODE]"`}, output: "[1]\n"},
 		{name: "command not found", args: map[string]any{"command": "definitely-not-a-command-xyz"}, contains: []string{"not found"}, exit: 127},
 		{name: "ansi stripped", args: map[string]any{"command": `printf '\033[31mred\033[0m \033]0;title\007ok\n'`}, output: "red ok\n"},

@@ -18,7 +18,7 @@ import (
 	"github.com/hermes-agent/hermes-wasm-exec/internal/testenv"
 )
 
-// The CLI as a newcomer meets it (issue 33): each test names the friction
+// The CLI as a newcomer meets it: each test names the friction
 // it pins, measured on the CLI before the issue.
 
 // TestCommandHelp: every command has its own help, on stdout with exit 0,

@@ -127,7 +127,7 @@ func docCommands(t *testing.T, root string) []docCommand {
 // parsed by the command itself (its flags, their values, its command name)
 // by running it with --help appended; `go test` and `go run` name packages
 // that exist; `make` names targets of the Makefile. A renamed flag, command,
-// package or target breaks the build (issue 33: docs/performance.md's
+// package or target breaks the build (docs/performance.md's
 // benchmark command named packages that did not exist).
 func TestDocsCommandsRun(t *testing.T) {
 	root, err := filepath.Abs("../..")

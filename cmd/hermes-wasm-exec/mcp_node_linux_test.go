@@ -92,8 +92,8 @@ func TestMCPHTTPNodeClient(t *testing.T) {
 	require.Contains(t, string(out), "401")
 }
 
-// TestMCPDocEntryNodeClient: docs/mcp.md's client entry works as written
-// (issue 33): after `make install` puts hermes-wasm-exec on PATH, the
+// TestMCPDocEntryNodeClient: docs/mcp.md's client entry works as written:
+// after `make install` puts hermes-wasm-exec on PATH, the
 // official TypeScript MCP client starts the entry's command with its
 // arguments (the project path made a real dir) and calls execute_code.
 func TestMCPDocEntryNodeClient(t *testing.T) {

@@ -503,7 +503,7 @@ print(terminal("` + echoVars(names...) + `")["output"].strip())`})
 			require.Equal(t, `["tok-1", "o-1", "3", null, null, null]`+"\n"+echoedVars(names, map[string]string{"SKILL_TOKEN": "tok-1", "OTHER_VAR": "o-1", "THIRD_VAR": "3"})+"\n", text)
 			require.NoError(t, cs.Close())
 			require.Equal(t, 0, cmd.ProcessState.ExitCode(), stderr.String())
-			// One warning for the refused names (before issue 33: two).
+			// One warning for the refused names, the executor's (mcp no longer adds its own).
 			require.Equal(t, 1, strings.Count(stderr.String(), "refus"), stderr.String())
 			require.Contains(t, stderr.String(), "hermes-wasm-exec: warning: execute_code: refusing to pass through host-managed credentials [OPENAI_API_KEY ANTHROPIC_API_KEY] registered by a skill\n")
 			left, _ := os.ReadDir(tmp)
